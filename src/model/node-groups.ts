@@ -1,0 +1,55 @@
+import { DEFAULT_GROUP, type Model } from './types.ts';
+import type { NodeGroupDoc } from './schema.ts';
+
+/** What we know of a node when it connects (the first request of a stream, or every REST poll). */
+export interface NodeIdentity {
+  id: string;
+  cluster: string;
+  metadata: Record<string, unknown>;
+}
+
+function globToRegExp(glob: string): RegExp {
+  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${body}$`);
+}
+
+interface CompiledGroup {
+  name: string;
+  cluster?: string;
+  id?: RegExp;
+  metadata?: [string, string][];
+}
+
+/**
+ * Node -> group: groups are tried by priority (higher first), then name; the first whose every
+ * criterion holds wins; nodes no group matches get `default`.
+ */
+export class NodeGroupResolver {
+  private readonly groups: CompiledGroup[];
+
+  constructor(nodeGroups: readonly NodeGroupDoc[]) {
+    this.groups = [...nodeGroups]
+      .filter((g) => g.name !== DEFAULT_GROUP && g.match)
+      .sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0) || (a.name < b.name ? -1 : 1))
+      .map((g) => ({
+        name: g.name,
+        cluster: g.match!.cluster,
+        id: g.match!.idPattern ? globToRegExp(g.match!.idPattern) : undefined,
+        metadata: g.match!.metadata ? Object.entries(g.match!.metadata) : undefined,
+      }));
+  }
+
+  static forModel(model: Model): NodeGroupResolver {
+    return new NodeGroupResolver(model.nodeGroups);
+  }
+
+  resolve(node: NodeIdentity): string {
+    for (const g of this.groups) {
+      if (g.cluster !== undefined && node.cluster !== g.cluster) continue;
+      if (g.id && !g.id.test(node.id)) continue;
+      if (g.metadata && !g.metadata.every(([k, v]) => String(node.metadata[k] ?? '') === v && k in node.metadata)) continue;
+      return g.name;
+    }
+    return DEFAULT_GROUP;
+  }
+}

@@ -1,0 +1,306 @@
+/**
+ * The operator-facing YAML model, v1. One source of truth: these TypeBox schemas are the JSON
+ * Schema published for editors (`fleetxds schema`), the validator's first pass, and the static
+ * types the rest of the code uses. Every object forbids unknown properties.
+ */
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { DURATION_PATTERN } from '../shared/duration.ts';
+
+const strict = { additionalProperties: false } as const;
+
+function Enum<T extends string>(values: readonly T[], description?: string) {
+  return Type.Union(values.map((v) => Type.Literal(v)), { description });
+}
+
+export const NAME_PATTERN = '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$';
+export const Name = Type.String({
+  pattern: NAME_PATTERN,
+  description: 'Lower-case letters, digits, ".", "_" and "-"; 1 to 63 characters; starts and ends with a letter or digit.',
+});
+export const Duration = Type.String({ pattern: DURATION_PATTERN, description: 'A duration such as 250ms, 5s, 1.5s, 2m or 1h.' });
+const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+const PositiveInt = Type.Integer({ minimum: 1, maximum: 4294967295 });
+const NonEmpty = Type.String({ minLength: 1, maxLength: 4096 });
+const Groups = Type.Array(Name, { minItems: 1, uniqueItems: true, description: 'Node groups that receive this resource. Default: [default].' });
+
+// ---------------------------------------------------------------------------------------------
+// Service (an upstream cluster)
+
+export const Endpoint = Type.Object(
+  {
+    address: Type.String({ minLength: 3, description: 'IP:port, e.g. 10.0.0.7:8080 or [2001:db8::7]:8080. Use `dns` for host names.' }),
+    weight: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000, description: 'Relative load-balancing weight (default 1).' })),
+    region: Type.Optional(NonEmpty),
+    zone: Type.Optional(NonEmpty),
+    subZone: Type.Optional(NonEmpty),
+    priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 127, description: 'Failover priority; 0 is used first. Priorities must be contiguous.' })),
+  },
+  strict,
+);
+
+export const HealthCheck = Type.Object(
+  {
+    type: Enum(['http', 'grpc', 'tcp'] as const),
+    path: Type.Optional(Type.String({ pattern: '^/', description: 'HTTP path (http checks only).' })),
+    host: Type.Optional(NonEmpty),
+    serviceName: Type.Optional(Type.String({ description: 'gRPC health service name (grpc checks only).' })),
+    interval: Type.Optional(Duration),
+    timeout: Type.Optional(Duration),
+    healthyThreshold: Type.Optional(PositiveInt),
+    unhealthyThreshold: Type.Optional(PositiveInt),
+  },
+  strict,
+);
+
+export const CircuitBreaker = Type.Object(
+  {
+    maxConnections: Type.Optional(PositiveInt),
+    maxPendingRequests: Type.Optional(PositiveInt),
+    maxRequests: Type.Optional(PositiveInt),
+    maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
+  },
+  strict,
+);
+
+export const OutlierDetection = Type.Object(
+  {
+    consecutive5xx: Type.Optional(PositiveInt),
+    consecutiveGatewayFailure: Type.Optional(PositiveInt),
+    interval: Type.Optional(Duration),
+    baseEjectionTime: Type.Optional(Duration),
+    maxEjectionPercent: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+  },
+  strict,
+);
+
+export const UpstreamTls = Type.Object(
+  {
+    sni: Type.Optional(NonEmpty),
+    caFile: Type.Optional(Type.String({ minLength: 1, description: 'CA bundle path on the proxy host used to verify the upstream.' })),
+  },
+  strict,
+);
+
+export const Service = Type.Object(
+  {
+    kind: Type.Literal('Service'),
+    name: Name,
+    description: Type.Optional(Type.String()),
+    protocol: Type.Optional(Enum(['http1', 'http2', 'grpc'] as const, 'Upstream protocol (default http1). grpc implies HTTP/2.')),
+    endpoints: Type.Optional(Type.Array(Endpoint, { description: 'Static endpoints, served to proxies through EDS.' })),
+    dns: Type.Optional(
+      Type.Object(
+        {
+          host: Type.String({ pattern: '^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$' }),
+          port: Port,
+          mode: Type.Optional(Enum(['strict', 'logical'] as const, 'STRICT_DNS (every address) or LOGICAL_DNS (first address); default strict.')),
+          refreshRate: Type.Optional(Duration),
+        },
+        strict,
+      ),
+    ),
+    lb: Type.Optional(Enum(['round_robin', 'least_request', 'ring_hash', 'random'] as const, 'Load-balancing policy (default round_robin).')),
+    connectTimeout: Type.Optional(Duration),
+    healthCheck: Type.Optional(HealthCheck),
+    circuitBreaker: Type.Optional(CircuitBreaker),
+    outlierDetection: Type.Optional(OutlierDetection),
+    tls: Type.Optional(UpstreamTls),
+  },
+  strict,
+);
+
+// ---------------------------------------------------------------------------------------------
+// Routes (shared by VirtualHost and GrpcService)
+
+const StringMatchFields = {
+  exact: Type.Optional(Type.String()),
+  prefix: Type.Optional(Type.String({ minLength: 1 })),
+  regex: Type.Optional(Type.String({ minLength: 1, description: 'RE2 syntax.' })),
+};
+
+export const HeaderMatch = Type.Object(
+  {
+    name: Type.String({ minLength: 1 }),
+    ...StringMatchFields,
+    present: Type.Optional(Type.Boolean()),
+    invert: Type.Optional(Type.Boolean()),
+  },
+  strict,
+);
+
+export const QueryMatch = Type.Object({ name: Type.String({ minLength: 1 }), ...StringMatchFields, present: Type.Optional(Type.Boolean()) }, strict);
+
+export const RouteMatch = Type.Object(
+  {
+    prefix: Type.Optional(Type.String({ pattern: '^/', description: 'Path prefix (default "/").' })),
+    path: Type.Optional(Type.String({ pattern: '^/' })),
+    regex: Type.Optional(Type.String({ minLength: 1, description: 'Whole-path RE2 regex.' })),
+    caseSensitive: Type.Optional(Type.Boolean()),
+    headers: Type.Optional(Type.Array(HeaderMatch)),
+    query: Type.Optional(Type.Array(QueryMatch)),
+  },
+  strict,
+);
+
+export const WeightedTarget = Type.Object({ service: Name, weight: Type.Integer({ minimum: 0, maximum: 1000000 }) }, strict);
+
+export const Retries = Type.Object(
+  {
+    on: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Envoy retry_on conditions (5xx, reset, connect-failure, ...) or, for gRPC, status names (unavailable, ...).' }),
+    count: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
+    perTryTimeout: Type.Optional(Duration),
+  },
+  strict,
+);
+
+export const Route = Type.Object(
+  {
+    name: Type.Optional(Name),
+    match: Type.Optional(RouteMatch),
+    to: Type.Optional(Name),
+    split: Type.Optional(Type.Array(WeightedTarget, { minItems: 1, description: 'Weighted services (canary split).' })),
+    redirect: Type.Optional(
+      Type.Object(
+        {
+          host: Type.Optional(Type.String({ minLength: 1 })),
+          path: Type.Optional(Type.String({ pattern: '^/' })),
+          https: Type.Optional(Type.Boolean()),
+          code: Type.Optional(Type.Union([Type.Literal(301), Type.Literal(302), Type.Literal(303), Type.Literal(307), Type.Literal(308)])),
+        },
+        strict,
+      ),
+    ),
+    directResponse: Type.Optional(Type.Object({ status: Type.Integer({ minimum: 200, maximum: 599 }), body: Type.Optional(Type.String({ maxLength: 4096 })) }, strict)),
+    timeout: Type.Optional(Duration),
+    retries: Type.Optional(Retries),
+    rewrite: Type.Optional(Type.Object({ prefix: Type.Optional(Type.String({ pattern: '^/' })), host: Type.Optional(Type.String({ minLength: 1 })) }, strict)),
+  },
+  strict,
+);
+
+export const GrpcRouteMatch = Type.Object(
+  {
+    service: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.]*$', description: 'Fully-qualified gRPC service, e.g. helloworld.Greeter.' })),
+    method: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'Method name; needs `service`.' })),
+    prefix: Type.Optional(Type.String({ pattern: '^/' })),
+    path: Type.Optional(Type.String({ pattern: '^/' })),
+    headers: Type.Optional(Type.Array(HeaderMatch)),
+  },
+  strict,
+);
+
+export const GrpcRoute = Type.Object(
+  {
+    name: Type.Optional(Name),
+    match: Type.Optional(GrpcRouteMatch),
+    to: Type.Optional(Name),
+    split: Type.Optional(Type.Array(WeightedTarget, { minItems: 1 })),
+    timeout: Type.Optional(Duration),
+    retries: Type.Optional(Retries),
+  },
+  strict,
+);
+
+// ---------------------------------------------------------------------------------------------
+// Listeners, virtual hosts, proxyless gRPC, secrets, node groups
+
+export const Listener = Type.Object(
+  {
+    kind: Type.Literal('Listener'),
+    name: Name,
+    address: Type.Optional(Type.String({ minLength: 1, description: 'Bind address (default 0.0.0.0).' })),
+    port: Port,
+    groups: Type.Optional(Groups),
+    tls: Type.Optional(Type.Object({ secret: Name }, strict)),
+    virtualHosts: Type.Array(Name, { minItems: 1, uniqueItems: true }),
+  },
+  strict,
+);
+
+export const VirtualHost = Type.Object(
+  {
+    kind: Type.Literal('VirtualHost'),
+    name: Name,
+    domains: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }),
+    routes: Type.Array(Route, { minItems: 1 }),
+  },
+  strict,
+);
+
+export const GrpcService = Type.Object(
+  {
+    kind: Type.Literal('GrpcService'),
+    name: Name,
+    target: Type.String({ pattern: '^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$', description: 'What clients dial as xds:///<target>, host[:port].' }),
+    groups: Type.Optional(Groups),
+    routes: Type.Array(GrpcRoute, { minItems: 1 }),
+  },
+  strict,
+);
+
+export const Secret = Type.Object(
+  {
+    kind: Type.Literal('Secret'),
+    name: Name,
+    certificateFile: Type.Optional(Type.String({ minLength: 1 })),
+    privateKeyFile: Type.Optional(Type.String({ minLength: 1 })),
+    caFile: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  strict,
+);
+
+export const NodeGroup = Type.Object(
+  {
+    kind: Type.Literal('NodeGroup'),
+    name: Name,
+    priority: Type.Optional(Type.Integer({ minimum: -1000, maximum: 1000, description: 'Higher is tried first (default 0); ties by name.' })),
+    match: Type.Optional(
+      Type.Object(
+        {
+          cluster: Type.Optional(Type.String({ minLength: 1, description: 'Exact node.cluster.' })),
+          idPattern: Type.Optional(Type.String({ minLength: 1, description: 'Glob on node.id: * and ? wildcards.' })),
+          metadata: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String(), { description: 'String equality on node.metadata fields.' })),
+        },
+        strict,
+      ),
+    ),
+  },
+  strict,
+);
+
+export const KINDS = {
+  Service,
+  Listener,
+  VirtualHost,
+  GrpcService,
+  Secret,
+  NodeGroup,
+} as const satisfies Record<string, TSchema>;
+
+export type KindName = keyof typeof KINDS;
+export type ServiceDoc = Static<typeof Service>;
+export type ListenerDoc = Static<typeof Listener>;
+export type VirtualHostDoc = Static<typeof VirtualHost>;
+export type GrpcServiceDoc = Static<typeof GrpcService>;
+export type SecretDoc = Static<typeof Secret>;
+export type NodeGroupDoc = Static<typeof NodeGroup>;
+export type RouteDoc = Static<typeof Route>;
+export type GrpcRouteDoc = Static<typeof GrpcRoute>;
+export type RouteMatchDoc = Static<typeof RouteMatch>;
+export type HeaderMatchDoc = Static<typeof HeaderMatch>;
+export type QueryMatchDoc = Static<typeof QueryMatch>;
+export type WeightedTargetDoc = Static<typeof WeightedTarget>;
+export type RetriesDoc = Static<typeof Retries>;
+export type EndpointDoc = Static<typeof Endpoint>;
+
+/** The JSON Schema published for editors (yaml-language-server: `# yaml-language-server: $schema=...`). */
+export function publishedJsonSchema(): object {
+  const clean = (s: unknown): unknown => JSON.parse(JSON.stringify(s)); // drops TypeBox's symbol keys
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    $id: 'https://fleetxds.dev/schema/v1/fleetxds.schema.json',
+    title: 'fleetxds service definitions (v1)',
+    description: 'One YAML document per resource; every document has `kind` and `name`. Generated from src/model/schema.ts: do not edit.',
+    oneOf: Object.entries(KINDS).map(([kind, schema]) => ({ title: kind, ...(clean(schema) as object) })),
+  };
+}

@@ -1,0 +1,54 @@
+import type {
+  GrpcServiceDoc,
+  ListenerDoc,
+  NodeGroupDoc,
+  SecretDoc,
+  ServiceDoc,
+  VirtualHostDoc,
+} from './schema.ts';
+
+/** Where a document came from; kept in the model so translation problems can be located too. */
+export interface Origin {
+  file: string;
+  /** Document index inside the file. */
+  index: number;
+  /** 1-based line of the document start. */
+  line: number;
+}
+
+export const DEFAULT_GROUP = 'default';
+export const MODEL_SCHEMA_VERSION = 1;
+
+/**
+ * The validated model: exactly the operator's documents (no defaults filled in, so history diffs
+ * show what people wrote), each list sorted by name. Stored as JSON in SQLite per applied version.
+ */
+export interface Model {
+  schemaVersion: typeof MODEL_SCHEMA_VERSION;
+  services: ServiceDoc[];
+  listeners: ListenerDoc[];
+  virtualHosts: VirtualHostDoc[];
+  grpcServices: GrpcServiceDoc[];
+  secrets: SecretDoc[];
+  nodeGroups: NodeGroupDoc[];
+  /** `Kind/name` -> origin. */
+  origins: Record<string, Origin>;
+}
+
+export function originKey(kind: string, name: string): string {
+  return `${kind}/${name}`;
+}
+
+export function emptyModel(): Model {
+  return { schemaVersion: MODEL_SCHEMA_VERSION, services: [], listeners: [], virtualHosts: [], grpcServices: [], secrets: [], nodeGroups: [], origins: {} };
+}
+
+/** Every node group the model defines, plus the implicit `default`. Sorted by name. */
+export function groupNames(model: Model): string[] {
+  const names = new Set<string>([DEFAULT_GROUP, ...model.nodeGroups.map((g) => g.name)]);
+  return [...names].sort();
+}
+
+export function listenerGroups(l: { groups?: string[] }): string[] {
+  return l.groups ?? [DEFAULT_GROUP];
+}

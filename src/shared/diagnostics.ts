@@ -1,0 +1,65 @@
+/**
+ * Diagnostics are values, not exceptions: operator mistakes are collected across a whole tree and
+ * reported together, each with a stable code and a location a person can act on.
+ */
+export type Severity = 'error' | 'warning';
+
+export interface SourceLocation {
+  /** Path relative to the config directory, with forward slashes. */
+  file: string;
+  line: number;
+  column: number;
+}
+
+export interface Diagnostic {
+  code: DiagnosticCode;
+  severity: Severity;
+  message: string;
+  /** Where in the operator's tree; absent only for tree-wide problems (e.g. unreadable directory). */
+  location?: SourceLocation;
+  /** Document kind/name the problem belongs to, e.g. `VirtualHost/shop`. */
+  subject?: string;
+  /** Field path inside the document, e.g. `routes[0].match.prefix`. */
+  path?: string;
+}
+
+/** Stable codes; documented in README ("Validation errors"). Match on these, never on message text. */
+export const Codes = {
+  YAML_SYNTAX: 'FXDS_YAML_SYNTAX',
+  YAML_LIMIT: 'FXDS_YAML_LIMIT',
+  FILE_UNREADABLE: 'FXDS_FILE_UNREADABLE',
+  DOC_NOT_A_MAP: 'FXDS_DOC_NOT_A_MAP',
+  UNKNOWN_KIND: 'FXDS_UNKNOWN_KIND',
+  SCHEMA: 'FXDS_SCHEMA',
+  UNKNOWN_FIELD: 'FXDS_UNKNOWN_FIELD',
+  DUPLICATE_NAME: 'FXDS_DUPLICATE_NAME',
+  UNKNOWN_REFERENCE: 'FXDS_UNKNOWN_REFERENCE',
+  CONFLICT: 'FXDS_CONFLICT',
+  INVALID_VALUE: 'FXDS_INVALID_VALUE',
+  CLIENT_COMPAT: 'FXDS_CLIENT_COMPAT',
+  ENVOY_RESOURCE: 'FXDS_ENVOY_RESOURCE',
+} as const;
+export type DiagnosticCode = (typeof Codes)[keyof typeof Codes];
+
+export function formatDiagnostic(d: Diagnostic): string {
+  const where = d.location ? `${d.location.file}:${d.location.line}:${d.location.column}` : '<tree>';
+  const subject = d.subject ? `${d.subject}${d.path ? ' ' + d.path : ''}: ` : d.path ? `${d.path}: ` : '';
+  return `${where}: ${d.severity} ${d.code}: ${subject}${d.message}`;
+}
+
+export function hasErrors(ds: readonly Diagnostic[]): boolean {
+  return ds.some((d) => d.severity === 'error');
+}
+
+/** Deterministic order: by file, line, column, then message. */
+export function sortDiagnostics(ds: Diagnostic[]): Diagnostic[] {
+  return ds.sort((a, b) => {
+    const fa = a.location?.file ?? '', fb = b.location?.file ?? '';
+    if (fa !== fb) return fa < fb ? -1 : 1;
+    const la = a.location?.line ?? 0, lb = b.location?.line ?? 0;
+    if (la !== lb) return la - lb;
+    const ca = a.location?.column ?? 0, cb = b.location?.column ?? 0;
+    if (ca !== cb) return ca - cb;
+    return a.message < b.message ? -1 : a.message > b.message ? 1 : 0;
+  });
+}

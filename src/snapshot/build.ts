@@ -1,0 +1,50 @@
+/**
+ * The last validation step and the snapshot build are one pass: every node group's resources are
+ * translated and encoded with the real Envoy protos (strict proto3 JSON + protoc-gen-validate
+ * rules). A problem there is reported against the operator document that produced the resource;
+ * only a build without errors yields snapshots.
+ */
+import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
+import { DiagnosticSink } from '../model/diagnostic-sink.ts';
+import { NodeGroupResolver } from '../model/node-groups.ts';
+import { groupNames, type Model } from '../model/types.ts';
+import { translateGroup } from '../translate/index.ts';
+import type { EncodedResource, ResourceEncoder } from './encoder.ts';
+import { makeGroupSnapshot, type GroupSnapshot } from './group-snapshot.ts';
+
+const ENVOY_NAMES = { cluster: 'Cluster', endpoint: 'ClusterLoadAssignment', listener: 'Listener', route: 'RouteConfiguration', secret: 'Secret' } as const;
+
+export interface BuiltConfig {
+  groups: Map<string, GroupSnapshot>;
+  resolver: NodeGroupResolver;
+}
+
+export interface BuildResult {
+  config?: BuiltConfig;
+  diagnostics: Diagnostic[];
+}
+
+export function buildConfig(model: Model, encoder: ResourceEncoder, textOf: (file: string) => string | undefined = () => undefined): BuildResult {
+  const sink = new DiagnosticSink(textOf);
+  const groups = new Map<string, GroupSnapshot>();
+  const reported = new Set<EncodedResource>();
+  for (const group of groupNames(model)) {
+    const encoded: EncodedResource[] = [];
+    for (const t of translateGroup(model, group)) {
+      const r = encoder.encode(t.kind, t.name, t.json);
+      if (r.issues.length && !reported.has(r)) {
+        reported.add(r);
+        const [kind, name] = t.origin.split('/');
+        const origin = model.origins[t.origin];
+        for (const issue of r.issues) {
+          sink.error(Codes.ENVOY_RESOURCE, origin ? { origin, kind, name } : undefined, [], `produces an invalid Envoy ${ENVOY_NAMES[t.kind]} "${t.name}": ${issue.path || '(root)'}: ${issue.message}`);
+        }
+      }
+      encoded.push(r);
+    }
+    groups.set(group, makeGroupSnapshot(group, encoded));
+  }
+  encoder.finishBuild();
+  if (sink.diagnostics.length) return { diagnostics: sink.diagnostics };
+  return { config: { groups, resolver: NodeGroupResolver.forModel(model) }, diagnostics: [] };
+}

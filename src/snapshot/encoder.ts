@@ -1,0 +1,65 @@
+import { canonicalJson } from '../shared/canonical-json.ts';
+import { sha256Hex } from '../shared/hash.ts';
+import { encodeJson, type ProtoIssue } from '../xds/proto-json.ts';
+import { TypeUrls, messageName, type ResourceKind } from '../xds/type-urls.ts';
+import { DR, encodeAny, lenField } from '../xds/wire.ts';
+
+/** One resource, encoded once; every transport and every client reuses these bytes. */
+export interface EncodedResource {
+  readonly kind: ResourceKind;
+  readonly name: string;
+  /** Content hash of the canonical JSON; the per-resource version (delta) and cache key. */
+  readonly version: string;
+  /** Canonical proto3 JSON (REST, files, status pages, golden tests). */
+  readonly json: Record<string, unknown>;
+  /** google.protobuf.Any bytes. */
+  readonly any: Buffer;
+  /** `resources` field (2) of a DiscoveryResponse wrapping `any`, ready to concatenate. */
+  readonly framed: Buffer;
+  /** Proto/PGV problems; a resource with issues never reaches a snapshot. */
+  readonly issues: readonly ProtoIssue[];
+}
+
+export interface EncoderStats {
+  encoded: number;
+  reused: number;
+}
+
+/**
+ * Content-addressed cache of encoded resources across builds: an unchanged resource (same kind and
+ * canonical JSON) is never encoded again, and identical resources in different node groups share
+ * one encoding. Entries not used by the latest build are dropped by `finishBuild`.
+ */
+export class ResourceEncoder {
+  private cache = new Map<string, EncodedResource>();
+  private used = new Set<string>();
+  readonly stats: EncoderStats = { encoded: 0, reused: 0 };
+
+  encode(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
+    const canonical = canonicalJson(json);
+    const key = sha256Hex(`${kind}\u0000${canonical}`);
+    this.used.add(key);
+    const hit = this.cache.get(key);
+    if (hit) {
+      this.stats.reused++;
+      return hit;
+    }
+    this.stats.encoded++;
+    const typeUrl = TypeUrls[kind];
+    const { bytes, issues } = encodeJson(messageName(typeUrl), json);
+    const any = encodeAny(typeUrl, bytes);
+    const res: EncodedResource = { kind, name, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues };
+    this.cache.set(key, res);
+    return res;
+  }
+
+  /** Call after a build (successful or not): forget what that build did not use. */
+  finishBuild(): void {
+    for (const k of this.cache.keys()) if (!this.used.has(k)) this.cache.delete(k);
+    this.used = new Set();
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+}

@@ -1,0 +1,29 @@
+import { shortHash } from '../shared/hash.ts';
+import { RESOURCE_KINDS, type ResourceKind } from '../xds/type-urls.ts';
+import type { EncodedResource } from './encoder.ts';
+
+export interface TypeSnapshot {
+  readonly kind: ResourceKind;
+  /** Hash of the sorted (name, version) pairs: changes iff any resource of the type changes. */
+  readonly version: string;
+  readonly resources: ReadonlyMap<string, EncodedResource>;
+}
+
+/** Everything one node group is served, per type. Immutable once built. */
+export interface GroupSnapshot {
+  readonly group: string;
+  readonly types: Readonly<Record<ResourceKind, TypeSnapshot>>;
+}
+
+export function makeTypeSnapshot(kind: ResourceKind, resources: EncodedResource[]): TypeSnapshot {
+  const sorted = [...resources].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const version = shortHash(kind + '\n' + sorted.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
+  return { kind, version, resources: new Map(sorted.map((r) => [r.name, r])) };
+}
+
+export function makeGroupSnapshot(group: string, resources: EncodedResource[]): GroupSnapshot {
+  const byKind = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, [] as EncodedResource[]])) as Record<ResourceKind, EncodedResource[]>;
+  for (const r of resources) byKind[r.kind].push(r);
+  const types = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, makeTypeSnapshot(k, byKind[k])])) as Record<ResourceKind, TypeSnapshot>;
+  return { group, types };
+}

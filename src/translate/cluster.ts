@@ -1,0 +1,77 @@
+import type { ServiceDoc } from '../model/schema.ts';
+import { durationToProto } from '../shared/duration.ts';
+import { adsConfigSource, compact, TYPE, type JsonObject } from './common.ts';
+
+const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
+  round_robin: undefined, // proto default
+  least_request: 'LEAST_REQUEST',
+  ring_hash: 'RING_HASH',
+  random: 'RANDOM',
+};
+
+export const DEFAULT_CONNECT_TIMEOUT = '5s';
+
+/** Service -> Cluster. Static endpoints become an EDS cluster fed over ADS (so endpoint changes never touch CDS). */
+export function buildCluster(s: ServiceDoc): JsonObject {
+  const c: JsonObject = { name: s.name };
+  if (s.dns) {
+    c.type = s.dns.mode === 'logical' ? 'LOGICAL_DNS' : 'STRICT_DNS';
+  } else {
+    c.type = 'EDS';
+    c.eds_cluster_config = { eds_config: adsConfigSource() };
+  }
+  c.connect_timeout = durationToProto(s.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT);
+  const lb = LB_POLICY[s.lb ?? 'round_robin'];
+  if (lb) c.lb_policy = lb;
+  if (s.dns) {
+    if (s.dns.refreshRate) c.dns_refresh_rate = durationToProto(s.dns.refreshRate);
+    c.load_assignment = {
+      cluster_name: s.name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: s.dns.host, port_value: s.dns.port } } } }] }],
+    };
+  }
+  if (s.healthCheck) c.health_checks = [healthCheck(s.healthCheck)];
+  if (s.circuitBreaker) {
+    const cb = s.circuitBreaker;
+    c.circuit_breakers = {
+      thresholds: [compact({ max_connections: cb.maxConnections, max_pending_requests: cb.maxPendingRequests, max_requests: cb.maxRequests, max_retries: cb.maxRetries })],
+    };
+  }
+  if (s.protocol === 'http2' || s.protocol === 'grpc') {
+    c.typed_extension_protocol_options = {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': { '@type': TYPE.httpProtocolOptions, explicit_http_config: { http2_protocol_options: {} } },
+    };
+  }
+  if (s.outlierDetection) {
+    const o = s.outlierDetection;
+    c.outlier_detection = compact({
+      consecutive_5xx: o.consecutive5xx,
+      interval: o.interval && durationToProto(o.interval),
+      base_ejection_time: o.baseEjectionTime && durationToProto(o.baseEjectionTime),
+      max_ejection_percent: o.maxEjectionPercent,
+      consecutive_gateway_failure: o.consecutiveGatewayFailure,
+    });
+  }
+  if (s.tls) {
+    const ctx: JsonObject = {};
+    if (s.tls.caFile) ctx.validation_context = { trusted_ca: { filename: s.tls.caFile } };
+    c.transport_socket = {
+      name: 'envoy.transport_sockets.tls',
+      typed_config: compact({ '@type': TYPE.upstreamTls, common_tls_context: ctx, sni: s.tls.sni }),
+    };
+  }
+  return c;
+}
+
+function healthCheck(hc: NonNullable<ServiceDoc['healthCheck']>): JsonObject {
+  const out: JsonObject = {
+    timeout: durationToProto(hc.timeout ?? '1s'),
+    interval: durationToProto(hc.interval ?? '10s'),
+    unhealthy_threshold: hc.unhealthyThreshold ?? 3,
+    healthy_threshold: hc.healthyThreshold ?? 2,
+  };
+  if (hc.type === 'http') out.http_health_check = compact({ host: hc.host, path: hc.path });
+  else if (hc.type === 'grpc') out.grpc_health_check = compact({ service_name: hc.serviceName || undefined, authority: hc.host });
+  else out.tcp_health_check = {};
+  return out;
+}

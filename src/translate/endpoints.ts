@@ -1,0 +1,35 @@
+import type { EndpointDoc, ServiceDoc } from '../model/schema.ts';
+import { parseHostPort } from '../model/addresses.ts';
+import { compact, type JsonObject } from './common.ts';
+
+/**
+ * Service -> ClusterLoadAssignment, endpoints grouped by (priority, locality). A service with no
+ * endpoints still gets an (empty) assignment: it completes cluster warming in Envoy.
+ * Localities always carry `locality` and a weight > 0, which gRPC clients require.
+ */
+export function buildLoadAssignment(s: ServiceDoc): JsonObject {
+  const groups = new Map<string, { priority: number; locality: JsonObject; items: EndpointDoc[] }>();
+  for (const e of s.endpoints ?? []) {
+    const locality = compact({ region: e.region, zone: e.zone, sub_zone: e.subZone });
+    const priority = e.priority ?? 0;
+    const key = JSON.stringify([priority, e.region ?? '', e.zone ?? '', e.subZone ?? '']);
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { priority, locality, items: [] }));
+    g.items.push(e);
+  }
+  const keys = [...groups.keys()].sort();
+  const endpoints = keys.map((k) => {
+    const g = groups.get(k)!;
+    const items = [...g.items].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+    return compact({
+      locality: g.locality,
+      lb_endpoints: items.map((e) => {
+        const hp = parseHostPort(e.address)!;
+        return compact({ endpoint: { address: { socket_address: { address: hp.host, port_value: hp.port } } }, load_balancing_weight: e.weight });
+      }),
+      load_balancing_weight: items.reduce((a, e) => a + (e.weight ?? 1), 0),
+      priority: g.priority || undefined,
+    });
+  });
+  return endpoints.length ? { cluster_name: s.name, endpoints } : { cluster_name: s.name };
+}

@@ -1,0 +1,62 @@
+/**
+ * Model -> Envoy v3 resources for one node group. Pure: no I/O, no clock, no randomness; the same
+ * model always yields the same JSON (and therefore the same bytes and versions on every replica).
+ */
+import type { GrpcServiceDoc, ServiceDoc } from '../model/schema.ts';
+import { listenerGroups, originKey, type Model } from '../model/types.ts';
+import type { ResourceKind } from '../xds/type-urls.ts';
+import { buildCluster } from './cluster.ts';
+import type { JsonObject } from './common.ts';
+import { buildLoadAssignment } from './endpoints.ts';
+import { buildApiListener, buildListener } from './listener.ts';
+import { buildRouteConfiguration, grpcRoute } from './route.ts';
+
+export interface TranslatedResource {
+  kind: ResourceKind;
+  name: string;
+  json: JsonObject;
+  /** `Kind/name` of the operator document this resource comes from (to locate problems). */
+  origin: string;
+}
+
+export function translateGroup(model: Model, group: string): TranslatedResource[] {
+  const out: TranslatedResource[] = [];
+  const services = new Map(model.services.map((s) => [s.name, s]));
+  const vhosts = new Map(model.virtualHosts.map((v) => [v.name, v]));
+  const used = new Set<string>();
+  const use = (name: string) => {
+    if (services.has(name)) used.add(name);
+  };
+
+  for (const l of model.listeners) {
+    if (!listenerGroups(l).includes(group)) continue;
+    const vs = l.virtualHosts.map((n) => vhosts.get(n)!).filter(Boolean);
+    for (const v of vs) for (const r of v.routes) forEachTarget(r, use);
+    out.push({ kind: 'listener', name: l.name, json: buildListener(l), origin: originKey('Listener', l.name) });
+    out.push({ kind: 'route', name: l.name, json: buildRouteConfiguration(l.name, vs), origin: originKey('Listener', l.name) });
+  }
+  for (const g of model.grpcServices) {
+    if (!listenerGroups(g).includes(group)) continue;
+    for (const r of g.routes) forEachTarget(r, use);
+    out.push({ kind: 'listener', name: g.target, json: buildApiListener(g), origin: originKey('GrpcService', g.name) });
+    out.push({ kind: 'route', name: g.target, json: grpcRouteConfiguration(g), origin: originKey('GrpcService', g.name) });
+  }
+  for (const name of [...used].sort()) {
+    const s = services.get(name) as ServiceDoc;
+    out.push({ kind: 'cluster', name, json: buildCluster(s), origin: originKey('Service', name) });
+    if (!s.dns) out.push({ kind: 'endpoint', name, json: buildLoadAssignment(s), origin: originKey('Service', name) });
+  }
+  return out.sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
+}
+
+function forEachTarget(r: { to?: string; split?: { service: string }[] }, fn: (name: string) => void): void {
+  if (r.to !== undefined) fn(r.to);
+  for (const t of r.split ?? []) fn(t.service);
+}
+
+function grpcRouteConfiguration(g: GrpcServiceDoc): JsonObject {
+  return {
+    name: g.target,
+    virtual_hosts: [{ name: g.name, domains: [g.target], routes: g.routes.map(grpcRoute) }],
+  };
+}

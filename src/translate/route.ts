@@ -1,0 +1,79 @@
+import type { GrpcRouteDoc, RouteDoc, VirtualHostDoc, WeightedTargetDoc } from '../model/schema.ts';
+import { durationToProto } from '../shared/duration.ts';
+import { compact, headerMatcher, queryMatcher, type JsonObject } from './common.ts';
+
+const REDIRECT_CODE: Record<number, string | undefined> = {
+  301: undefined, // MOVED_PERMANENTLY is the proto default
+  302: 'FOUND',
+  303: 'SEE_OTHER',
+  307: 'TEMPORARY_REDIRECT',
+  308: 'PERMANENT_REDIRECT',
+};
+
+function clusterSpecifier(route: { to?: string; split?: WeightedTargetDoc[] }): JsonObject {
+  if (route.to !== undefined) return { cluster: route.to };
+  return { weighted_clusters: { clusters: route.split!.map((t) => ({ name: t.service, weight: t.weight })) } };
+}
+
+function httpRoute(r: RouteDoc): JsonObject {
+  const m = r.match ?? {};
+  const match: JsonObject = {};
+  if (m.path !== undefined) match.path = m.path;
+  else if (m.regex !== undefined) match.safe_regex = { regex: m.regex };
+  else match.prefix = m.prefix ?? '/';
+  if (m.caseSensitive === false) match.case_sensitive = false;
+  if (m.headers?.length) match.headers = m.headers.map(headerMatcher);
+  if (m.query?.length) match.query_parameters = m.query.map(queryMatcher);
+  const out: JsonObject = compact({ name: r.name, match });
+  if (r.redirect) {
+    out.redirect = compact({
+      https_redirect: r.redirect.https || undefined,
+      host_redirect: r.redirect.host,
+      path_redirect: r.redirect.path,
+      response_code: REDIRECT_CODE[r.redirect.code ?? 301],
+    });
+  } else if (r.directResponse) {
+    out.direct_response = compact({ status: r.directResponse.status, body: r.directResponse.body !== undefined ? { inline_string: r.directResponse.body } : undefined });
+  } else {
+    out.route = compact({
+      ...clusterSpecifier(r),
+      prefix_rewrite: r.rewrite?.prefix,
+      host_rewrite_literal: r.rewrite?.host,
+      timeout: r.timeout && durationToProto(r.timeout),
+      retry_policy: r.retries && compact({
+        retry_on: r.retries.on.join(','),
+        num_retries: r.retries.count,
+        per_try_timeout: r.retries.perTryTimeout && durationToProto(r.retries.perTryTimeout),
+      }),
+    });
+  }
+  return out;
+}
+
+export function buildRouteConfiguration(name: string, vhosts: VirtualHostDoc[]): JsonObject {
+  return {
+    name,
+    virtual_hosts: vhosts.map((v) => ({ name: v.name, domains: v.domains, routes: v.routes.map(httpRoute) })),
+  };
+}
+
+/** gRPC clients (gRFC A28) use max_stream_duration as the deadline, not route.timeout. */
+export function grpcRoute(r: GrpcRouteDoc): JsonObject {
+  const m = r.match ?? {};
+  const match: JsonObject = {};
+  if (m.service !== undefined) {
+    if (m.method !== undefined) match.path = `/${m.service}/${m.method}`;
+    else match.prefix = `/${m.service}/`;
+  } else if (m.path !== undefined) match.path = m.path;
+  else match.prefix = m.prefix ?? '/';
+  if (m.headers?.length) match.headers = m.headers.map(headerMatcher);
+  return compact({
+    name: r.name,
+    match,
+    route: compact({
+      ...clusterSpecifier(r),
+      max_stream_duration: r.timeout ? { max_stream_duration: durationToProto(r.timeout) } : undefined,
+      retry_policy: r.retries && compact({ retry_on: r.retries.on.join(','), num_retries: r.retries.count }),
+    }),
+  });
+}
