@@ -134,7 +134,7 @@ function friendlyMessage(e: ValueError): string {
   if (e.type === ValueErrorType.StringPattern) {
     return `${JSON.stringify(e.value)} is not valid${schema.description ? `: ${schema.description}` : ` (must match ${schema.pattern})`}`;
   }
-  if (e.type === ValueErrorType.Literal) return `must be ${JSON.stringify((e.schema as { const: unknown }).const)}`;
+  if (e.type === ValueErrorType.Literal) return `must be ${JSON.stringify((e.schema as unknown as { const: unknown }).const)}`;
   return e.message.charAt(0).toLowerCase() + e.message.slice(1);
 }
 

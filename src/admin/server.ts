@@ -1,0 +1,67 @@
+/**
+ * Admin/status HTTP API (fastify). Read-only in this version; bind it to localhost. Token auth,
+ * the web page and metrics come with the operations issue.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Store } from '../model/store.ts';
+import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
+import type { NodeRegistry } from '../status/node-registry.ts';
+import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts';
+
+export interface AdminDeps {
+  store: Store;
+  cache: SnapshotCache;
+  registry: NodeRegistry;
+  log: Logger;
+}
+
+export function createAdminServer(deps: AdminDeps): FastifyInstance {
+  const app = Fastify({ loggerInstance: deps.log.child({ component: 'admin' }, { level: 'warn' }) as FastifyBaseLogger, bodyLimit: 64 * 1024, requestTimeout: 30_000 });
+
+  app.get('/healthz', async () => ({ ok: true }));
+  app.get('/readyz', async (_req, reply) => {
+    const cur = deps.cache.current;
+    if (!cur) return reply.code(503).send({ ready: false, reason: 'no config version applied yet' });
+    return { ready: true, versionId: cur.versionId };
+  });
+
+  app.get('/api/v1/config', async (_req, reply) => {
+    const cur = deps.cache.current;
+    if (!cur) return reply.code(404).send({ error: 'no config version applied yet' });
+    const groups = Object.fromEntries(
+      [...cur.groups].map(([name, g]) => [
+        name,
+        Object.fromEntries(RESOURCE_KINDS.map((k) => [k, { typeUrl: TypeUrls[k], version: g.types[k].version, resources: [...g.types[k].resources.values()].map((r) => ({ name: r.name, version: r.version })) }])),
+      ]),
+    );
+    return { versionId: cur.versionId, modelHash: cur.modelHash, treeHash: cur.treeHash, appliedAt: cur.appliedAt, groups };
+  });
+
+  app.get<{ Params: { group: string; kind: string } }>('/api/v1/groups/:group/resources/:kind', async (req, reply) => {
+    const cur = deps.cache.current;
+    const g = cur?.groups.get(req.params.group);
+    if (!g) return reply.code(404).send({ error: `no node group "${req.params.group}"` });
+    if (!(RESOURCE_KINDS as readonly string[]).includes(req.params.kind)) return reply.code(404).send({ error: `kind must be one of ${RESOURCE_KINDS.join(', ')}` });
+    const t = g.types[req.params.kind as ResourceKind];
+    return { typeUrl: TypeUrls[t.kind], version: t.version, resources: [...t.resources.values()].map((r) => r.json) };
+  });
+
+  app.get<{ Querystring: { limit?: string } }>('/api/v1/versions', async (req) => ({ versions: deps.store.listVersions(clampLimit(req.query.limit)) }));
+  app.get('/api/v1/rejections/latest', async (_req, reply) => deps.store.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }));
+
+  app.get('/api/v1/nodes', async () => ({ connected: deps.registry.connected(), recentlyDisconnected: deps.registry.recentlyDisconnected() }));
+  app.get<{ Params: { id: string } }>('/api/v1/nodes/:id', async (req, reply) => {
+    const streams = deps.registry.byNodeId(req.params.id);
+    const nacks = deps.store.listNacks(req.params.id, 50);
+    if (!streams.length && !nacks.length) return reply.code(404).send({ error: `node "${req.params.id}" is unknown` });
+    return { id: req.params.id, streams, nacks };
+  });
+  app.get<{ Querystring: { limit?: string } }>('/api/v1/nacks', async (req) => ({ nacks: deps.store.listNacks(undefined, clampLimit(req.query.limit)) }));
+  return app;
+}
+
+function clampLimit(v: string | undefined): number {
+  const n = Number(v ?? 50);
+  return Number.isInteger(n) && n > 0 ? Math.min(n, 1000) : 50;
+}

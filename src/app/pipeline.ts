@@ -1,0 +1,85 @@
+/**
+ * Applies config trees all-or-nothing: read -> validate -> build (encode + check every Envoy
+ * resource) -> record in SQLite -> publish to the snapshot cache. An invalid tree is recorded as
+ * rejected and never published; the last good version keeps being served. Applies are serialized.
+ */
+import type { Logger } from 'pino';
+import { checkTree } from './check-tree.ts';
+import type { Store } from '../model/store.ts';
+import type { Model } from '../model/types.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
+import { formatDiagnostic, type Diagnostic } from '../shared/diagnostics.ts';
+import { sha256Hex } from '../shared/hash.ts';
+import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
+import { ResourceEncoder } from '../snapshot/encoder.ts';
+import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
+
+export type ApplyOutcome =
+  | { status: 'applied'; versionId: number; diagnostics: Diagnostic[] }
+  | { status: 'unchanged'; versionId: number; diagnostics: Diagnostic[] }
+  | { status: 'rejected'; diagnostics: Diagnostic[] };
+
+export function modelHash(model: Model): string {
+  return sha256Hex(canonicalJson(model));
+}
+
+export class ConfigPipeline {
+  readonly encoder = new ResourceEncoder();
+  private queue: Promise<unknown> = Promise.resolve();
+  private lastRejectedTree?: string;
+
+  constructor(
+    private readonly store: Store,
+    private readonly cache: SnapshotCache,
+    private readonly log: Logger,
+  ) {}
+
+  /** Serves the newest stored version, before the directory has been read. */
+  loadLatestFromStore(): boolean {
+    const latest = this.store.latestVersion();
+    if (!latest) return false;
+    const built = buildConfig(latest.model, this.encoder);
+    if (!built.config) {
+      // Only possible if this build of fleetxds rejects what an older one accepted.
+      this.log.error({ versionId: latest.id, problems: built.diagnostics.map(formatDiagnostic) }, 'stored version no longer builds; waiting for the directory');
+      return false;
+    }
+    this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, built.config);
+    this.log.info({ versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) }, 'serving last good version from the store');
+    return true;
+  }
+
+  applyDirectory(dir: string): Promise<ApplyOutcome> {
+    const run = this.queue.then(() => this.applyNow(dir));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async applyNow(dir: string): Promise<ApplyOutcome> {
+    const started = performance.now();
+    const check = await checkTree(dir, this.encoder);
+    if (!check.model || !check.config) {
+      if (this.lastRejectedTree !== check.treeHash) {
+        this.store.recordRejection(check.treeHash, dir, check.diagnostics);
+        this.lastRejectedTree = check.treeHash;
+      }
+      this.log.warn({ dir, problems: check.diagnostics.map(formatDiagnostic) }, 'config tree rejected; still serving the last good version');
+      return { status: 'rejected', diagnostics: check.diagnostics };
+    }
+    this.lastRejectedTree = undefined;
+    const hash = modelHash(check.model);
+    const current = this.cache.current;
+    if (current && current.modelHash === hash) {
+      return { status: 'unchanged', versionId: current.versionId, diagnostics: check.diagnostics };
+    }
+    const appliedAt = new Date();
+    const versionId = this.store.insertVersion({ treeHash: check.treeHash, modelHash: hash, sourceKind: 'directory', source: dir, model: check.model, warnings: check.diagnostics }, appliedAt);
+    this.publish(versionId, hash, check.treeHash, appliedAt.toISOString(), check.config);
+    this.log.info({ versionId, modelHash: hash.slice(0, 12), ms: Math.round(performance.now() - started), warnings: check.diagnostics.length }, 'applied config version');
+    return { status: 'applied', versionId, diagnostics: check.diagnostics };
+  }
+
+  private publish(versionId: number, hash: string, treeHash: string, appliedAt: string, config: BuiltConfig): void {
+    this.cache.publish({ versionId, modelHash: hash, treeHash, appliedAt, groups: config.groups, resolver: config.resolver });
+  }
+}

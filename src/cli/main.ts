@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+/**
+ * fleetxds command line: thin wrappers over the stages.
+ *   serve    [--config FILE]                  run the server
+ *   validate DIR [--json]                      check a tree (exit 1 on errors); for CI and git hooks
+ *   render   DIR [--group G] [--kind K]        print the Envoy resources a tree produces, as JSON
+ *   schema   [--out FILE]                      print/write the JSON Schema for editors
+ */
+import { parseArgs } from 'node:util';
+import { validateCommand } from './validate.ts';
+import { serveCommand } from './serve.ts';
+import { renderCommand } from './render.ts';
+import { schemaCommand } from './schema.ts';
+
+const USAGE = `usage: fleetxds <command> [options]
+  serve    [--config config/fleetxds.yaml]     run the xDS server
+  validate <dir> [--json]                       validate a config tree; exit 1 if invalid
+  render   <dir> [--group NAME] [--kind KIND]   print the Envoy resources the tree produces
+  schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model`;
+
+async function main(argv: string[]): Promise<number | undefined> {
+  const [command, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string', default: 'config/fleetxds.yaml' },
+      json: { type: 'boolean', default: false },
+      group: { type: 'string' },
+      kind: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help || !command) {
+    process.stdout.write(USAGE + '\n');
+    return command ? 0 : 2;
+  }
+  switch (command) {
+    case 'serve':
+      return serveCommand(values.config!);
+    case 'validate':
+      if (positionals.length !== 1) break;
+      return validateCommand(positionals[0], { json: values.json });
+    case 'render':
+      if (positionals.length !== 1) break;
+      return renderCommand(positionals[0], { group: values.group, kind: values.kind });
+    case 'schema':
+      return schemaCommand(values.out);
+  }
+  process.stderr.write(USAGE + '\n');
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`fleetxds: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);

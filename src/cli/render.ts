@@ -1,0 +1,32 @@
+import { checkTree } from '../app/check-tree.ts';
+import { formatDiagnostic } from '../shared/diagnostics.ts';
+import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts';
+
+/** Prints, per node group and type, the DiscoveryResponse-shaped JSON a tree produces. */
+export async function renderCommand(dir: string, opts: { group?: string; kind?: string }): Promise<number> {
+  const result = await checkTree(dir);
+  if (!result.config) {
+    for (const d of result.diagnostics) process.stderr.write(formatDiagnostic(d) + '\n');
+    return 1;
+  }
+  if (opts.kind && !(RESOURCE_KINDS as readonly string[]).includes(opts.kind)) {
+    process.stderr.write(`--kind must be one of ${RESOURCE_KINDS.join(', ')}\n`);
+    return 2;
+  }
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [name, g] of result.config.groups) {
+    if (opts.group && name !== opts.group) continue;
+    out[name] = {};
+    for (const k of RESOURCE_KINDS) {
+      if (opts.kind && k !== opts.kind) continue;
+      const t = g.types[k as ResourceKind];
+      out[name][k] = { version_info: t.version, type_url: TypeUrls[k], resources: [...t.resources.values()].map((r) => ({ '@type': TypeUrls[k], ...r.json })) };
+    }
+  }
+  if (opts.group && !out[opts.group]) {
+    process.stderr.write(`no node group "${opts.group}" (have: ${[...result.config.groups.keys()].join(', ')})\n`);
+    return 2;
+  }
+  process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+  return 0;
+}

@@ -1,0 +1,80 @@
+/**
+ * fleetxds' own settings (config/fleetxds.yaml), validated at start with the same schema tooling
+ * as the operator model. Relative paths resolve against the settings file's folder. A few
+ * environment variables override the file for the usual deployment cases.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { parse } from 'yaml';
+
+const Listen = Type.String({ pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$', description: 'host:port; port 0 picks a free port' });
+
+export const ServerConfigSchema = Type.Object(
+  {
+    configDir: Type.String({ minLength: 1, description: 'The operator YAML tree (services, listeners, ...).' }),
+    database: Type.String({ minLength: 1, description: 'SQLite file for versions and history.' }),
+    grpc: Type.Object({ listen: Listen, maxReceiveBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 268435456 })) }, { additionalProperties: false }),
+    admin: Type.Object({ listen: Listen }, { additionalProperties: false }),
+    watch: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Optional(Type.Boolean()),
+          debounceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60000 })),
+          maxWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    log: Type.Optional(Type.Object({ level: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))) }, { additionalProperties: false })),
+  },
+  { additionalProperties: false },
+);
+
+export type ServerConfig = Static<typeof ServerConfigSchema> & { watch: { enabled: boolean; debounceMs: number; maxWaitMs: number }; log: { level: string } };
+
+export const ENV_OVERRIDES = {
+  FLEETXDS_CONFIG_DIR: 'configDir',
+  FLEETXDS_DATABASE: 'database',
+  FLEETXDS_GRPC_LISTEN: 'grpc.listen',
+  FLEETXDS_ADMIN_LISTEN: 'admin.listen',
+  FLEETXDS_LOG_LEVEL: 'log.level',
+} as const;
+
+export class ConfigError extends Error {}
+
+export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.env): ServerConfig {
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(file, 'utf8'), { uniqueKeys: true, maxAliasCount: 0 });
+  } catch (err) {
+    throw new ConfigError(`${file}: ${(err as Error).message}`);
+  }
+  const cfg = (raw ?? {}) as Record<string, any>;
+  for (const [envName, path] of Object.entries(ENV_OVERRIDES)) {
+    const v = env[envName];
+    if (v === undefined || v === '') continue;
+    const parts = path.split('.');
+    let o = cfg;
+    for (const p of parts.slice(0, -1)) o = o[p] ??= {};
+    o[parts[parts.length - 1]] = v;
+  }
+  const errors = [...Value.Errors(ServerConfigSchema, cfg)];
+  if (errors.length) {
+    throw new ConfigError(`${file}: invalid settings:\n` + errors.map((e) => `  ${e.path.slice(1).replace(/\//g, '.') || '(root)'}: ${e.message}`).join('\n'));
+  }
+  const base = dirname(resolve(file));
+  return {
+    ...(cfg as Static<typeof ServerConfigSchema>),
+    configDir: resolve(base, cfg.configDir),
+    database: cfg.database === ':memory:' ? ':memory:' : resolve(base, cfg.database),
+    watch: { enabled: cfg.watch?.enabled ?? true, debounceMs: cfg.watch?.debounceMs ?? 200, maxWaitMs: cfg.watch?.maxWaitMs ?? 2000 },
+    log: { level: cfg.log?.level ?? 'info' },
+  };
+}
+
+export function splitListen(listen: string): { host: string; port: number } {
+  const i = listen.lastIndexOf(':');
+  return { host: listen.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(listen.slice(i + 1)) };
+}

@@ -1,0 +1,141 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Diagnostic } from '../shared/diagnostics.ts';
+import { projectPath } from '../shared/paths.ts';
+import { migrate } from './migrate.ts';
+import type { Model } from './types.ts';
+
+export type SourceKind = 'directory' | 'git' | 'rollback';
+
+export interface VersionInput {
+  treeHash: string;
+  modelHash: string;
+  sourceKind: SourceKind;
+  source: string;
+  commitSha?: string;
+  author?: string;
+  subject?: string;
+  model: Model;
+  warnings: Diagnostic[];
+}
+
+export interface VersionRecord {
+  id: number;
+  treeHash: string;
+  modelHash: string;
+  sourceKind: SourceKind;
+  source: string;
+  commitSha: string | null;
+  author: string | null;
+  subject: string | null;
+  appliedAt: string;
+  warnings: Diagnostic[];
+}
+
+export interface NackEvent {
+  at: string;
+  nodeId: string;
+  nodeCluster: string;
+  nodeGroup: string;
+  transport: string;
+  typeUrl: string;
+  version: string;
+  nonce: string;
+  errorCode: number;
+  message: string;
+}
+
+interface VersionRow {
+  id: number;
+  tree_hash: string;
+  model_hash: string;
+  source_kind: SourceKind;
+  source: string;
+  commit_sha: string | null;
+  author: string | null;
+  subject: string | null;
+  applied_at: string;
+  warnings_json: string;
+}
+
+function toRecord(r: VersionRow): VersionRecord {
+  return {
+    id: r.id, treeHash: r.tree_hash, modelHash: r.model_hash, sourceKind: r.source_kind, source: r.source,
+    commitSha: r.commit_sha, author: r.author, subject: r.subject, appliedAt: r.applied_at, warnings: JSON.parse(r.warnings_json),
+  };
+}
+
+const VERSION_COLUMNS = 'id, tree_hash, model_hash, source_kind, source, commit_sha, author, subject, applied_at, warnings_json';
+
+/**
+ * The SQLite store of applied versions. WAL for concurrent readers (CLI, admin) and
+ * synchronous=FULL: an apply happens once per push, so making "applied" mean "durable" is free.
+ */
+export class Store {
+  readonly db: Database.Database;
+
+  constructor(path: string, migrationsDir = projectPath('migrations')) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path, { timeout: 5000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('foreign_keys = ON');
+    migrate(this.db, migrationsDir);
+  }
+
+  /** Records a new applied version in one transaction; returns its id. */
+  insertVersion(v: VersionInput, at = new Date()): number {
+    const info = this.db
+      .prepare(`INSERT INTO config_versions (tree_hash, model_hash, source_kind, source, commit_sha, author, subject, applied_at, model_json, warnings_json)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(v.treeHash, v.modelHash, v.sourceKind, v.source, v.commitSha ?? null, v.author ?? null, v.subject ?? null, at.toISOString(), JSON.stringify(v.model), JSON.stringify(v.warnings));
+    return Number(info.lastInsertRowid);
+  }
+
+  latestVersion(): (VersionRecord & { model: Model }) | undefined {
+    const row = this.db.prepare(`SELECT ${VERSION_COLUMNS}, model_json FROM config_versions ORDER BY id DESC LIMIT 1`).get() as (VersionRow & { model_json: string }) | undefined;
+    return row ? { ...toRecord(row), model: JSON.parse(row.model_json) as Model } : undefined;
+  }
+
+  getModel(id: number): Model | undefined {
+    const row = this.db.prepare('SELECT model_json FROM config_versions WHERE id = ?').get(id) as { model_json: string } | undefined;
+    return row ? (JSON.parse(row.model_json) as Model) : undefined;
+  }
+
+  listVersions(limit = 50): VersionRecord[] {
+    return (this.db.prepare(`SELECT ${VERSION_COLUMNS} FROM config_versions ORDER BY id DESC LIMIT ?`).all(limit) as VersionRow[]).map(toRecord);
+  }
+
+  recordRejection(treeHash: string, source: string, diagnostics: Diagnostic[], at = new Date()): number {
+    const info = this.db.prepare('INSERT INTO rejected_trees (tree_hash, source, rejected_at, diagnostics_json) VALUES (?, ?, ?, ?)').run(treeHash, source, at.toISOString(), JSON.stringify(diagnostics));
+    return Number(info.lastInsertRowid);
+  }
+
+  latestRejection(): { id: number; treeHash: string; source: string; rejectedAt: string; diagnostics: Diagnostic[] } | undefined {
+    const r = this.db.prepare('SELECT id, tree_hash, source, rejected_at, diagnostics_json FROM rejected_trees ORDER BY id DESC LIMIT 1').get() as
+      | { id: number; tree_hash: string; source: string; rejected_at: string; diagnostics_json: string }
+      | undefined;
+    return r && { id: r.id, treeHash: r.tree_hash, source: r.source, rejectedAt: r.rejected_at, diagnostics: JSON.parse(r.diagnostics_json) };
+  }
+
+  recordNack(e: NackEvent): void {
+    this.db
+      .prepare('INSERT INTO nack_events (at, node_id, node_cluster, node_group, transport, type_url, version, nonce, error_code, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(e.at, e.nodeId, e.nodeCluster, e.nodeGroup, e.transport, e.typeUrl, e.version, e.nonce, e.errorCode, e.message);
+  }
+
+  listNacks(nodeId?: string, limit = 100): NackEvent[] {
+    const rows = (nodeId
+      ? this.db.prepare('SELECT * FROM nack_events WHERE node_id = ? ORDER BY id DESC LIMIT ?').all(nodeId, limit)
+      : this.db.prepare('SELECT * FROM nack_events ORDER BY id DESC LIMIT ?').all(limit)) as Record<string, string | number>[];
+    return rows.map((r) => ({
+      at: String(r.at), nodeId: String(r.node_id), nodeCluster: String(r.node_cluster), nodeGroup: String(r.node_group), transport: String(r.transport),
+      typeUrl: String(r.type_url), version: String(r.version), nonce: String(r.nonce), errorCode: Number(r.error_code), message: String(r.message),
+    }));
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Who is connected and what each node was sent, ACKed and NACKed, per type. Transports report
+ * into it; the admin API reads it. In memory (thousands of nodes ACK on every push; writing each
+ * ACK to SQLite would be the bottleneck). NACKs are also handed to `onNack` to be persisted.
+ */
+export interface TypeStatus {
+  sentVersion?: string;
+  sentNonce?: string;
+  sentAt?: string;
+  ackedVersion?: string;
+  ackedAt?: string;
+  lastNack?: { version: string; nonce: string; code: number; message: string; at: string };
+}
+
+export interface StreamStatus {
+  streamId: number;
+  nodeId: string;
+  nodeCluster: string;
+  group: string;
+  transport: string;
+  peer: string;
+  userAgent: string;
+  connectedAt: string;
+  disconnectedAt?: string;
+  types: Record<string, TypeStatus>;
+}
+
+export interface NackReport {
+  stream: StreamStatus;
+  typeUrl: string;
+  version: string;
+  nonce: string;
+  code: number;
+  message: string;
+  at: string;
+}
+
+const MAX_DISCONNECTED = 1000;
+
+export class NodeRegistry {
+  private nextId = 1;
+  private readonly live = new Map<number, StreamStatus>();
+  /** Recently closed streams, oldest first, so status still shows who went away. */
+  private readonly gone: StreamStatus[] = [];
+
+  constructor(private readonly onNack: (r: NackReport) => void = () => {}) {}
+
+  open(info: Omit<StreamStatus, 'streamId' | 'connectedAt' | 'types'>): StreamStatus {
+    const s: StreamStatus = { ...info, streamId: this.nextId++, connectedAt: new Date().toISOString(), types: {} };
+    this.live.set(s.streamId, s);
+    return s;
+  }
+
+  close(s: StreamStatus): void {
+    if (!this.live.delete(s.streamId)) return;
+    s.disconnectedAt = new Date().toISOString();
+    this.gone.push(s);
+    if (this.gone.length > MAX_DISCONNECTED) this.gone.shift();
+  }
+
+  private type(s: StreamStatus, typeUrl: string): TypeStatus {
+    return (s.types[typeUrl] ??= {});
+  }
+
+  sent(s: StreamStatus, typeUrl: string, version: string, nonce: string): void {
+    Object.assign(this.type(s, typeUrl), { sentVersion: version, sentNonce: nonce, sentAt: new Date().toISOString() });
+  }
+
+  acked(s: StreamStatus, typeUrl: string, version: string): void {
+    Object.assign(this.type(s, typeUrl), { ackedVersion: version, ackedAt: new Date().toISOString() });
+  }
+
+  nacked(s: StreamStatus, typeUrl: string, version: string, nonce: string, code: number, message: string): void {
+    const at = new Date().toISOString();
+    this.type(s, typeUrl).lastNack = { version, nonce, code, message, at };
+    this.onNack({ stream: s, typeUrl, version, nonce, code, message, at });
+  }
+
+  connected(): StreamStatus[] {
+    return [...this.live.values()];
+  }
+
+  recentlyDisconnected(): StreamStatus[] {
+    return [...this.gone].reverse();
+  }
+
+  byNodeId(id: string): StreamStatus[] {
+    return [...this.live.values(), ...this.gone].filter((s) => s.nodeId === id);
+  }
+}

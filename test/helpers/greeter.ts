@@ -1,0 +1,71 @@
+/**
+ * A minimal gRPC service for end-to-end tests: /helloworld.Greeter/SayHello with JSON payloads
+ * (routing does not look at payloads). Each backend answers with its own name, so a test sees
+ * which endpoint the xDS config routed an RPC to.
+ */
+import * as grpc from '@grpc/grpc-js';
+
+const json = {
+  serialize: (v: unknown) => Buffer.from(JSON.stringify(v)),
+  deserialize: (b: Buffer) => JSON.parse(b.toString()),
+};
+
+export const GreeterDefinition: grpc.ServiceDefinition = {
+  SayHello: {
+    path: '/helloworld.Greeter/SayHello',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: json.serialize,
+    requestDeserialize: json.deserialize,
+    responseSerialize: json.serialize,
+    responseDeserialize: json.deserialize,
+  },
+};
+
+export interface Backend {
+  name: string;
+  port: number;
+  calls: number;
+  close(): Promise<void>;
+}
+
+export async function startBackend(name: string): Promise<Backend> {
+  const server = new grpc.Server();
+  const backend: Backend = { name, port: 0, calls: 0, close: () => new Promise((r) => server.tryShutdown(() => r())) };
+  server.addService(GreeterDefinition, {
+    SayHello: (call: grpc.ServerUnaryCall<{ name: string }, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      backend.calls++;
+      cb(null, { message: `hello ${call.request.name}`, backend: name });
+    },
+  });
+  backend.port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  return backend;
+}
+
+const GreeterClient = grpc.makeGenericClientConstructor(GreeterDefinition, 'Greeter');
+
+export interface GreeterClientHandle {
+  sayHello(name: string, deadlineMs?: number): Promise<{ message: string; backend: string }>;
+  close(): void;
+}
+
+/** A client on xds:///<target> with its own bootstrap (so one process can be several nodes). */
+export function xdsGreeterClient(target: string, bootstrap: object): GreeterClientHandle {
+  const client = new GreeterClient(`xds:///${target}`, grpc.credentials.createInsecure(), {
+    'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config': JSON.stringify(bootstrap),
+  } as grpc.ChannelOptions) as unknown as grpc.Client & { SayHello: Function };
+  return {
+    sayHello: (name, deadlineMs = 5000) =>
+      new Promise((resolve, reject) => {
+        client.SayHello({ name }, { deadline: Date.now() + deadlineMs }, (err: Error | null, res: { message: string; backend: string }) => (err ? reject(err) : resolve(res)));
+      }),
+    close: () => client.close(),
+  };
+}
+
+export function xdsBootstrap(serverPort: number, nodeId: string, cluster = 'greeter-clients'): object {
+  return {
+    xds_servers: [{ server_uri: `127.0.0.1:${serverPort}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    node: { id: nodeId, cluster, locality: {} },
+  };
+}
