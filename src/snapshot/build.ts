@@ -34,9 +34,12 @@ export function buildConfig(model: Model, encoder: ResourceEncoder, textOf: (fil
       const r = encoder.encode(t.kind, t.name, t.json);
       if (r.issues.length && !reported.has(r)) {
         reported.add(r);
-        const [kind, name] = t.origin.split('/');
-        const origin = model.origins[t.origin];
         for (const issue of r.issues) {
+          // Blame the virtual host for problems inside its part of a route configuration.
+          const vh = /^virtual_hosts\[(\d+)\]/.exec(issue.path);
+          const originKey = (vh && t.virtualHostOrigins?.[Number(vh[1])]) || t.origin;
+          const [kind, name] = originKey.split('/');
+          const origin = model.origins[originKey];
           sink.error(Codes.ENVOY_RESOURCE, origin ? { origin, kind, name } : undefined, [], `produces an invalid Envoy ${ENVOY_NAMES[t.kind]} "${t.name}": ${issue.path || '(root)'}: ${issue.message}`);
         }
       }

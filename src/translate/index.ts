@@ -17,6 +17,8 @@ export interface TranslatedResource {
   json: JsonObject;
   /** `Kind/name` of the operator document this resource comes from (to locate problems). */
   origin: string;
+  /** For route configurations: origin of each entry of `virtual_hosts`, by index. */
+  virtualHostOrigins?: string[];
 }
 
 export function translateGroup(model: Model, group: string): TranslatedResource[] {
@@ -33,7 +35,7 @@ export function translateGroup(model: Model, group: string): TranslatedResource[
     const vs = l.virtualHosts.map((n) => vhosts.get(n)!).filter(Boolean);
     for (const v of vs) for (const r of v.routes) forEachTarget(r, use);
     out.push({ kind: 'listener', name: l.name, json: buildListener(l), origin: originKey('Listener', l.name) });
-    out.push({ kind: 'route', name: l.name, json: buildRouteConfiguration(l.name, vs), origin: originKey('Listener', l.name) });
+    out.push({ kind: 'route', name: l.name, json: buildRouteConfiguration(l.name, vs), origin: originKey('Listener', l.name), virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)) });
   }
   for (const g of model.grpcServices) {
     if (!listenerGroups(g).includes(group)) continue;

@@ -1,0 +1,231 @@
+import { symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { checkTree } from '../../src/app/check-tree.ts';
+import { formatDiagnostic, type Diagnostic } from '../../src/shared/diagnostics.ts';
+import { BASE, diagnosticsOf, writeTree } from '../helpers/tree.ts';
+
+function only(ds: Diagnostic[], code: string): Diagnostic {
+  const hits = ds.filter((d) => d.code === code);
+  assert.is(hits.length, 1, `expected exactly one ${code}, got:\n${ds.map(formatDiagnostic).join('\n')}`);
+  return hits[0];
+}
+
+function at(d: Diagnostic, file: string, line: number, column?: number): void {
+  assert.ok(d.location, `no location on ${formatDiagnostic(d)}`);
+  assert.is(d.location!.file, file);
+  assert.is(d.location!.line, line, formatDiagnostic(d));
+  if (column !== undefined) assert.is(d.location!.column, column, formatDiagnostic(d));
+}
+
+test('the base fixture is valid', async () => {
+  const r = await checkTree(writeTree(BASE));
+  assert.equal(r.diagnostics.map(formatDiagnostic), []);
+  assert.ok(r.config);
+});
+
+test('malformed YAML: syntax error with line and column', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'bad.yaml': 'kind: Service\nname: x\nendpoints: [ {address: 1.2.3.4:80\n' });
+  const d = ds.find((x) => x.code === 'FXDS_YAML_SYNTAX')!;
+  assert.ok(d, ds.map(formatDiagnostic).join('\n'));
+  assert.is(d.severity, 'error');
+  assert.is(d.location!.file, 'bad.yaml');
+  assert.ok(d.location!.line >= 3);
+});
+
+test('duplicate keys are a syntax error', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'dup.yaml': 'kind: Service\nname: x\nname: y\nendpoints: []\n' });
+  const d = only(ds, 'FXDS_YAML_SYNTAX');
+  assert.match(d.message, /unique/i);
+  at(d, 'dup.yaml', 3);
+});
+
+test('unknown field is rejected at the key, with a suggestion', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'extra.yaml': 'kind: Service\nname: x\nendpoints: []\nconectTimeout: 1s\n' });
+  const d = only(ds, 'FXDS_UNKNOWN_FIELD');
+  assert.match(d.message, /unknown field "conectTimeout"/);
+  assert.match(d.message, /did you mean "connectTimeout"/);
+  assert.is(d.subject, 'Service/x');
+  assert.is(d.path, 'conectTimeout');
+  at(d, 'extra.yaml', 4, 1);
+});
+
+test('unknown nested field inside a route match', async () => {
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace('match: { prefix: /api }', 'match: { prefix: /api, prefx: /x }'),
+  });
+  const d = only(ds, 'FXDS_UNKNOWN_FIELD');
+  assert.is(d.path, 'routes[0].match.prefx');
+  at(d, 'edge.yaml', 10);
+});
+
+test('unknown kind and missing kind', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'k.yaml': 'kind: Servise\nname: x\n---\nname: y\n' });
+  const kinds = ds.filter((d) => d.code === 'FXDS_UNKNOWN_KIND');
+  assert.is(kinds.length, 2);
+  assert.match(kinds[0].message, /unknown kind "Servise"/);
+  at(kinds[0], 'k.yaml', 1);
+  assert.match(kinds[1].message, /missing `kind`/);
+  at(kinds[1], 'k.yaml', 4);
+});
+
+test('missing required field names the field', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'l.yaml': 'kind: Listener\nname: other\nvirtualHosts: [site]\n' });
+  const d = only(ds, 'FXDS_SCHEMA');
+  assert.match(d.message, /missing required field "port"/);
+  at(d, 'l.yaml', 1);
+});
+
+test('enum and pattern violations explain the allowed values', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 's.yaml': 'kind: Service\nname: s\nlb: fastest\nconnectTimeout: soon\nendpoints: []\n' });
+  const lb = ds.find((d) => d.path === 'lb')!;
+  assert.match(lb.message, /"fastest" is not allowed; use one of "round_robin", "least_request", "ring_hash", "random"/);
+  at(lb, 's.yaml', 3, 5);
+  const to = ds.find((d) => d.path === 'connectTimeout')!;
+  assert.match(to.message, /duration/);
+  at(to, 's.yaml', 4, 17);
+});
+
+test('dangling reference: route to a service that does not exist, with did-you-mean', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('to: api', 'to: apj') });
+  const d = only(ds, 'FXDS_UNKNOWN_REFERENCE');
+  assert.is(d.message, 'service "apj" does not exist (did you mean "api"?)');
+  assert.is(d.subject, 'VirtualHost/site');
+  assert.is(d.path, 'routes[0].to');
+  at(d, 'edge.yaml', 11, 9);
+});
+
+test('dangling references from a listener: virtual host, node group, secret', async () => {
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'l2.yaml': 'kind: Listener\nname: l2\nport: 9000\ngroups: [edgee]\ntls: { secret: nope }\nvirtualHosts: [sitee]\n',
+  });
+  const refs = ds.filter((d) => d.code === 'FXDS_UNKNOWN_REFERENCE');
+  assert.equal(refs.map((d) => d.path).sort(), ['groups[0]', 'tls.secret', 'virtualHosts[0]']);
+  assert.match(refs.find((d) => d.path === 'virtualHosts[0]')!.message, /did you mean "site"/);
+  at(refs.find((d) => d.path === 'groups[0]')!, 'l2.yaml', 4);
+});
+
+test('duplicate names across files point at the second and name the first', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'z-more.yaml': '# again\nkind: Service\nname: api\nendpoints: []\n' });
+  const d = only(ds, 'FXDS_DUPLICATE_NAME');
+  assert.match(d.message, /Service "api" is already defined at services\.yaml:1/);
+  at(d, 'z-more.yaml', 3, 7);
+});
+
+test('two listeners on one port in one group conflict; in different groups they do not', async () => {
+  const clash = 'kind: Listener\nname: edge2\nport: 8080\nvirtualHosts: [site]\n';
+  const ds = await diagnosticsOf({ ...BASE, 'clash.yaml': clash });
+  const d = only(ds, 'FXDS_CONFLICT');
+  assert.match(d.message, /port 8080 is also bound by listener "edge" .* in node group "default"/);
+  const ok = await diagnosticsOf({
+    ...BASE,
+    'clash.yaml': clash.replace('port: 8080', 'port: 8080\ngroups: [other]') + '---\nkind: NodeGroup\nname: other\nmatch: { cluster: other }\n',
+  });
+  assert.equal(ok.filter((x) => x.severity === 'error'), []);
+});
+
+test('the same domain in two virtual hosts of one listener conflicts', async () => {
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace('virtualHosts: [site]', 'virtualHosts: [site, site2]') + '---\nkind: VirtualHost\nname: site2\ndomains: [EXAMPLE.com]\nroutes: [{ to: web }]\n',
+  });
+  const d = only(ds, 'FXDS_CONFLICT');
+  assert.match(d.message, /domain "EXAMPLE.com" is served by both virtual hosts "site" and "site2"/);
+});
+
+test('a route with two actions, and one with none', async () => {
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: web\n    directResponse: { status: 200 }\n  - match: { prefix: /x }\n'),
+  });
+  const msgs = ds.filter((d) => d.code === 'FXDS_INVALID_VALUE').map((d) => `${d.path}: ${d.message}`);
+  assert.ok(msgs.includes('routes[1]: use only one of to, split, redirect, directResponse (got to, directResponse)'), msgs.join('\n'));
+  assert.ok(msgs.includes('routes[2]: a route needs one of to, split, redirect, directResponse'), msgs.join('\n'));
+});
+
+test('static endpoints must be IPs; hostnames point to dns', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'h.yaml': 'kind: Service\nname: h\nendpoints:\n  - address: db.internal:5432\n' });
+  const d = only(ds, 'FXDS_INVALID_VALUE');
+  assert.match(d.message, /host name; static endpoints must be IP addresses \(use `dns: \{host: db.internal, port: 5432\}`/);
+  assert.is(d.path, 'endpoints[0].address');
+  at(d, 'h.yaml', 4, 14);
+});
+
+test('endpoint priorities must be contiguous', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'p.yaml': 'kind: Service\nname: p\nendpoints:\n  - { address: 10.0.0.1:1 }\n  - { address: 10.0.0.2:1, priority: 2 }\n' });
+  assert.match(only(ds, 'FXDS_INVALID_VALUE').message, /priority 2 is used but 1 is not/);
+});
+
+test('regexes must be RE2: no lookaround', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('match: { prefix: /api }', 'match: { regex: "/api(?!/internal).*" }') });
+  const d = only(ds, 'FXDS_INVALID_VALUE');
+  assert.is(d.path, 'routes[0].match.regex');
+  assert.match(d.message, /RE2/);
+});
+
+test('every error of a tree is reported at once, across files, in file order', async () => {
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'a.yaml': 'kind: Service\nname: a\nendpoints: []\nbogus: 1\n',
+    'z.yaml': 'kind: Listener\nname: z\nport: 70000\nvirtualHosts: [site]\n',
+    'edge.yaml': BASE['edge.yaml'].replace('to: web', 'to: wbe'),
+  });
+  const errors = ds.filter((d) => d.severity === 'error');
+  assert.equal(errors.map((d) => d.location!.file), ['a.yaml', 'edge.yaml', 'z.yaml']);
+});
+
+test('protoc-gen-validate rules of the produced Envoy resources are checked and located', async () => {
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace('match: { prefix: /api }', 'match: { prefix: /api, headers: [{ name: "x-bad\\r\\nheader", exact: "1" }] }'),
+  });
+  const d = only(ds, 'FXDS_ENVOY_RESOURCE');
+  assert.match(d.message, /invalid Envoy RouteConfiguration "edge": virtual_hosts\[0\]\.routes\[0\]\.match\.headers\[0\]\.name: is not a valid HTTP header (name|value)/);
+  assert.is(d.subject, 'VirtualHost/site');
+  at(d, 'edge.yaml', 6);
+});
+
+test('warnings do not block a tree: lb least_request used by a proxyless gRPC service', async () => {
+  const r = await checkTree(
+    writeTree({
+      ...BASE,
+      'grpc.yaml': 'kind: Service\nname: g\nlb: least_request\nendpoints: [{ address: 10.0.0.9:50051 }]\n---\nkind: GrpcService\nname: g\ntarget: g.internal:50051\nroutes: [{ to: g }]\n',
+    }),
+  );
+  const w = only(r.diagnostics, 'FXDS_CLIENT_COMPAT');
+  assert.is(w.severity, 'warning');
+  assert.ok(r.config, 'a tree with only warnings builds');
+});
+
+test('an alias bomb is refused', async () => {
+  const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+  for (let i = 0; i < 8; i++) bomb.push(`${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`);
+  const ds = await diagnosticsOf({ ...BASE, 'bomb.yaml': bomb.join('\n') + '\n' });
+  const d = only(ds, 'FXDS_YAML_LIMIT');
+  assert.match(d.message, /alias/i);
+  at(d, 'bomb.yaml', 1);
+});
+
+test('symlinked files inside the tree are refused', async () => {
+  const dir = writeTree(BASE);
+  symlinkSync('/etc/hostname', join(dir, 'link.yaml'));
+  const ds = (await checkTree(dir)).diagnostics;
+  const d = only(ds, 'FXDS_FILE_UNREADABLE');
+  assert.match(d.message, /symbolic links/);
+  at(d, 'link.yaml', 1);
+});
+
+test('editor temp files and dot-folders are ignored', async () => {
+  const r = await checkTree(writeTree({ ...BASE, '.git/config.yaml': 'garbage: [', 'edge.yaml~': 'garbage: [', '.edge.yaml.swp': 'x: [' }));
+  assert.equal(r.diagnostics, []);
+});
+
+test('a document that is not a mapping', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'list.yaml': '- kind: Service\n' });
+  at(only(ds, 'FXDS_DOC_NOT_A_MAP'), 'list.yaml', 1);
+});
+
+test.run();

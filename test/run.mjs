@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// Runs every test/**/*.test.ts file in its own Node process (uvu + tsx), then prints the closing
+// line CI reads: "N passed, N failed". A file that crashes before uvu's summary counts as one
+// failure. Usage: node test/run.mjs [filter-substring ...]
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const filters = process.argv.slice(2);
+
+function find(dir) {
+  const out = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...find(p));
+    else if (name.endsWith('.test.ts')) out.push(p);
+  }
+  return out;
+}
+
+const files = find(join(root, 'test')).filter((f) => !filters.length || filters.some((x) => f.includes(x)));
+const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: root, env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60 * 1000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const text = strip(out);
+      const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? NaN);
+      const passed = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? NaN);
+      const skipped = Number(/Skipped:\s+(\d+)/.exec(text)?.[1] ?? 0);
+      resolve({ file, code, text, total, passed, skipped, ms: Date.now() - started });
+    });
+  });
+}
+
+let passed = 0, failed = 0, skipped = 0;
+for (const file of files) {
+  const r = await runFile(file);
+  const name = relative(root, file);
+  if (Number.isNaN(r.total)) {
+    failed += 1;
+    console.log(`FAIL ${name} (crashed, exit ${r.code}, ${r.ms} ms)\n${r.text}`);
+    continue;
+  }
+  const f = r.total - r.passed - r.skipped;
+  passed += r.passed;
+  failed += f + (f === 0 && r.code !== 0 ? 1 : 0);
+  skipped += r.skipped;
+  if (f > 0 || r.code !== 0) console.log(`FAIL ${name}: ${r.passed}/${r.total} passed (exit ${r.code}, ${r.ms} ms)\n${r.text}`);
+  else console.log(`ok   ${name}: ${r.passed} passed${r.skipped ? `, ${r.skipped} skipped` : ''} (${r.ms} ms)`);
+}
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exitCode = failed ? 1 : 0;
