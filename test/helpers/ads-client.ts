@@ -1,0 +1,98 @@
+/**
+ * A scripted xDS client for protocol tests: raw DiscoveryRequest/Response over a real gRPC
+ * socket, encoded and decoded with the real Envoy protos. It asserts nothing itself.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { decodeToJson, encodeJson } from '../../src/xds/proto-json.ts';
+
+export type Json = Record<string, any>;
+
+export interface ScriptedStream {
+  send(req: Json): void;
+  /** Next response, or throws after `ms`. */
+  next(ms?: number): Promise<Json>;
+  /** Resolves true if no response arrives within `ms`. */
+  quiet(ms?: number): Promise<boolean>;
+  /** Resolves with the stream's final status. */
+  status: Promise<grpc.StatusObject>;
+  close(): void;
+  /** Total bytes received. */
+  bytes: number;
+}
+
+function method(path: string, req: string, res: string) {
+  return {
+    path,
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: (v: Json) => {
+      const { bytes, issues } = encodeJson(req, v);
+      if (issues.length) throw new Error('bad test request: ' + JSON.stringify(issues));
+      return Buffer.from(bytes);
+    },
+    requestDeserialize: (b: Buffer) => b,
+    responseSerialize: (v: Buffer) => v,
+    responseDeserialize: (b: Buffer) => ({ json: decodeToJson(res, b), size: b.length }),
+  };
+}
+
+const SERVICES: Record<string, string> = {
+  ads: '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+  cds: '/envoy.service.cluster.v3.ClusterDiscoveryService/StreamClusters',
+  eds: '/envoy.service.endpoint.v3.EndpointDiscoveryService/StreamEndpoints',
+  lds: '/envoy.service.listener.v3.ListenerDiscoveryService/StreamListeners',
+  rds: '/envoy.service.route.v3.RouteDiscoveryService/StreamRoutes',
+  sds: '/envoy.service.secret.v3.SecretDiscoveryService/StreamSecrets',
+};
+
+export function connect(port: number, service: keyof typeof SERVICES = 'ads'): { open(): ScriptedStream; close(): void } {
+  const def = { Stream: method(SERVICES[service], 'envoy.service.discovery.v3.DiscoveryRequest', 'envoy.service.discovery.v3.DiscoveryResponse') };
+  const Client = grpc.makeGenericClientConstructor(def as unknown as grpc.ServiceDefinition, 'X');
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 }) as unknown as grpc.Client & { Stream: () => grpc.ClientDuplexStream<Json, { json: Json; size: number }> };
+  return {
+    open() {
+      const call = client.Stream();
+      const queue: Json[] = [];
+      const waiters: ((v: Json) => void)[] = [];
+      const s: ScriptedStream = {
+        bytes: 0,
+        send: (req) => call.write(req),
+        next: (ms = 3000) =>
+          new Promise((resolve, reject) => {
+            if (queue.length) return resolve(queue.shift()!);
+            const t = setTimeout(() => reject(new Error(`no response within ${ms} ms`)), ms);
+            waiters.push((v) => {
+              clearTimeout(t);
+              resolve(v);
+            });
+          }),
+        quiet: async (ms = 300) => {
+          if (queue.length) return false;
+          await new Promise((r) => setTimeout(r, ms));
+          return queue.length === 0;
+        },
+        status: new Promise((resolve) => call.on('status', resolve)),
+        close: () => call.cancel(),
+      };
+      call.on('data', (d: { json: Json; size: number }) => {
+        s.bytes += d.size;
+        const w = waiters.shift();
+        if (w) w(d.json);
+        else queue.push(d.json);
+      });
+      call.on('error', () => {});
+      return s;
+    },
+    close: () => client.close(),
+  };
+}
+
+export const T = {
+  cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
+  listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+};
+
+export const names = (res: Json): string[] => (res.resources ?? []).map((r: Json) => r.name ?? r.cluster_name);

@@ -1,0 +1,18 @@
+import { join } from 'node:path';
+import pino from 'pino';
+import { startApp, type RunningApp } from '../../src/app/app.ts';
+import type { ServerConfig } from '../../src/config/server-config.ts';
+import { tempDir } from './tree.ts';
+
+/** Starts the real app in-process on ephemeral ports over `configDir`. */
+export async function startServer(configDir: string, opts: { watch?: boolean; database?: string } = {}): Promise<RunningApp> {
+  const config: ServerConfig = {
+    configDir,
+    database: opts.database ?? join(tempDir(), 'fleetxds.db'),
+    grpc: { listen: '127.0.0.1:0' },
+    admin: { listen: '127.0.0.1:0' },
+    watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },
+    log: { level: 'silent' },
+  };
+  return startApp(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
+}
