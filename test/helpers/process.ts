@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { projectPath } from '../../src/shared/paths.ts';
+
+export interface ServerProcess {
+  child: ChildProcess;
+  grpcPort: number;
+  adminPort: number;
+  /** Everything the process printed so far (JSON log lines). */
+  output(): string;
+  admin(path: string): Promise<any>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Runs `fleetxds serve` as a real process and waits until it reports it is serving. */
+export function spawnServer(configFile: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'serve', '--config', configFile], {
+    cwd: projectPath(),
+    env: { ...process.env, FLEETXDS_GRPC_LISTEN: '127.0.0.1:0', FLEETXDS_ADMIN_LISTEN: '127.0.0.1:0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('server did not start:\n' + out)), 30_000);
+    const onData = () => {
+      const line = out.split('\n').find((l) => l.includes('"fleetxds serving"'));
+      if (!line) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', onData);
+      const info = JSON.parse(line);
+      const grpcPort = Number(String(info.grpc).split(':').pop());
+      const adminPort = Number(String(info.admin).split(':').pop());
+      resolve({
+        child, grpcPort, adminPort,
+        output: () => out,
+        admin: async (path) => (await fetch(`http://127.0.0.1:${adminPort}${path}`)).json(),
+        stop: (signal = 'SIGTERM') =>
+          new Promise((res) => {
+            if (child.exitCode !== null) return res(child.exitCode);
+            child.once('exit', (code) => res(code));
+            child.kill(signal);
+          }),
+      });
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
+  });
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 100): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < until) {
+    try {
+      const v = await fn();
+      if (v) return v as T;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
