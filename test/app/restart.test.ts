@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { connect, names, T } from '../helpers/ads-client.ts';
+import { startServer } from '../helpers/server.ts';
+import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
+
+test('on restart the last good version is served from SQLite, even when the directory is now broken', async () => {
+  const db = join(tempDir(), 'state.db');
+  const dir = writeTree(BASE);
+  const first = await startServer(dir, { database: db });
+  const v1 = first.cache.current!;
+  await first.close();
+
+  writeFileSync(join(dir, 'services.yaml'), 'kind: Service\nname: [broken\n');
+  const second = await startServer(dir, { database: db });
+  try {
+    assert.ok(second.cache.current, 'serving');
+    assert.is(second.cache.current!.versionId, v1.versionId);
+    assert.is(second.cache.current!.modelHash, v1.modelHash);
+    assert.ok(second.store.latestRejection(), 'the broken tree was recorded as rejected');
+    const c = connect(second.grpcPort);
+    const s = c.open();
+    s.send({ node: { id: 'n', cluster: 'x' }, type_url: T.cluster });
+    assert.equal(names(await s.next()), ['api', 'web']);
+    s.close();
+    c.close();
+  } finally {
+    await second.close();
+  }
+});
+
+test('same model, same versions: a second server on a fresh database serves identical versions', async () => {
+  const dir = writeTree(BASE);
+  const a = await startServer(dir);
+  const b = await startServer(dir);
+  try {
+    for (const [group, g] of a.cache.current!.groups) {
+      for (const [kind, t] of Object.entries(g.types)) assert.is(b.cache.current!.groups.get(group)!.types[kind as 'cluster'].version, t.version);
+    }
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
+
+test('an unchanged tree does not create a new version', async () => {
+  const dir = writeTree(BASE);
+  const app = await startServer(dir);
+  try {
+    const out = (await app.reload()) as { status: string };
+    assert.is(out.status, 'unchanged');
+    assert.is(app.store.listVersions().length, 1);
+  } finally {
+    await app.close();
+  }
+});
+
+test.run();

@@ -1,0 +1,13 @@
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { projectPath } from '../../src/shared/paths.ts';
+
+test('the TypeScript sources type-check (what `npm run build` compiles)', () => {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--noEmit'], { cwd: projectPath(), encoding: 'utf8' });
+  assert.is(r.status, 0, r.stdout + r.stderr);
+});
+
+test.run();
