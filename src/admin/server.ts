@@ -14,6 +14,8 @@ export interface AdminDeps {
   cache: SnapshotCache;
   registry: NodeRegistry;
   log: Logger;
+  /** Number of REST polls being held, when REST is enabled. */
+  restHeld?: () => number;
 }
 
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
@@ -50,7 +52,11 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   app.get<{ Querystring: { limit?: string } }>('/api/v1/versions', async (req) => ({ versions: deps.store.listVersions(clampLimit(req.query.limit)) }));
   app.get('/api/v1/rejections/latest', async (_req, reply) => deps.store.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }));
 
-  app.get('/api/v1/nodes', async () => ({ connected: deps.registry.connected(), recentlyDisconnected: deps.registry.recentlyDisconnected() }));
+  app.get('/api/v1/transports', async () => ({
+    grpc: { streams: deps.registry.connected().length },
+    rest: deps.restHeld ? { heldPolls: deps.restHeld(), pollingNodes: deps.registry.polling().length } : null,
+  }));
+  app.get('/api/v1/nodes', async () => ({ connected: deps.registry.connected(), polling: deps.registry.polling(), recentlyDisconnected: deps.registry.recentlyDisconnected() }));
   app.get<{ Params: { id: string } }>('/api/v1/nodes/:id', async (req, reply) => {
     const streams = deps.registry.byNodeId(req.params.id);
     const nacks = deps.store.listNacks(req.params.id, 50);

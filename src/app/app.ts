@@ -14,10 +14,19 @@ import { TreeWatcher } from '../source/watcher.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { bindGrpc, createGrpcServer } from '../transports/grpc/server.ts';
 import { ConfigPipeline } from './pipeline.ts';
+import { restConfigSource } from '../bootstrap/config-source.ts';
+import { createRestServer, type RestServer } from '../transports/rest/rest-server.ts';
+import { FileRenderer, type RenderStats } from '../transports/files/file-renderer.ts';
 
 export interface RunningApp {
   grpcPort: number;
   adminPort: number;
+  /** 0 when REST is not enabled. */
+  restPort: number;
+  rest?: RestServer;
+  files?: FileRenderer;
+  /** Resolves when the files of the latest published version are on disk. */
+  filesIdle(): Promise<RenderStats | undefined>;
   store: Store;
   cache: SnapshotCache;
   registry: NodeRegistry;
@@ -41,10 +50,40 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
 
   const grpcServer: Server = createGrpcServer({ cache, registry, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes });
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen);
-  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log });
+  let restServer: RestServer | undefined;
+  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
   const { host, port } = splitListen(config.admin.listen);
   await admin.listen({ host, port });
   const adminPort = (admin.server.address() as { port: number }).port;
+
+  let restPort = 0;
+  if (config.rest) {
+    restServer = createRestServer({
+      cache, registry, log,
+      holdMs: config.rest.holdMs,
+      bodyLimit: config.rest.bodyLimit,
+      maxHeld: config.rest.maxHeld,
+      configSource: restConfigSource(config.rest.refreshDelayMs, config.rest.requestTimeoutMs),
+    });
+    const r = splitListen(config.rest.listen);
+    await restServer.app.listen({ host: r.host, port: r.port });
+    restPort = (restServer.app.server.address() as { port: number }).port;
+  }
+
+  // Files are rendered after each publish, one render at a time (a newer version supersedes).
+  let files: FileRenderer | undefined;
+  let rendering: Promise<RenderStats | undefined> = Promise.resolve(undefined);
+  if (config.files?.enabled) {
+    const renderer = (files = new FileRenderer({ dir: config.files.dir, envoyDir: config.files.envoyDir, format: config.files.format, layout: config.files.layout, log: log.child({ component: 'files' }) }));
+    const render = () => {
+      rendering = rendering.then(() => (cache.current ? renderer.render(cache.current) : undefined)).catch((err) => {
+        log.error({ err }, 'rendering files failed');
+        return undefined;
+      });
+    };
+    cache.onPublish(render);
+    if (cache.current) render();
+  }
 
   const reload = () => pipeline.applyDirectory(config.configDir).catch((err) => log.error({ err }, 'apply failed'));
   await reload();
@@ -60,12 +99,16 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
     });
     await watcher.start();
   }
-  log.info({ grpc: `${splitListen(config.grpc.listen).host}:${grpcPort}`, admin: `${host}:${adminPort}`, configDir: config.configDir, versionId: cache.current?.versionId ?? null }, 'fleetxds serving');
+  log.info({ grpc: `${splitListen(config.grpc.listen).host}:${grpcPort}`, admin: `${host}:${adminPort}`, rest: config.rest ? `${splitListen(config.rest.listen).host}:${restPort}` : null, files: config.files?.enabled ? config.files.dir : null, configDir: config.configDir, versionId: cache.current?.versionId ?? null }, 'fleetxds serving');
 
   return {
-    grpcPort, adminPort, store, cache, registry, pipeline, log, reload,
+    grpcPort, adminPort, restPort, rest: restServer, files, store, cache, registry, pipeline, log, reload,
+    filesIdle: () => rendering,
     async close() {
       await watcher?.close();
+      restServer?.releaseAll();
+      await restServer?.app.close();
+      await rendering;
       await admin.close();
       // xDS streams never end on their own, so a graceful tryShutdown would only wait; clients
       // keep their config and reconnect with backoff.

@@ -5,18 +5,22 @@
  *   validate DIR [--json]                      check a tree (exit 1 on errors); for CI and git hooks
  *   render   DIR [--group G] [--kind K]        print the Envoy resources a tree produces, as JSON
  *   schema   [--out FILE]                      print/write the JSON Schema for editors
+ *   bootstrap --group G --mode ads|delta|rest|files|grpc   print a proxy bootstrap
  */
 import { parseArgs } from 'node:util';
 import { validateCommand } from './validate.ts';
 import { serveCommand } from './serve.ts';
 import { renderCommand } from './render.ts';
 import { schemaCommand } from './schema.ts';
+import { bootstrapCommand } from './bootstrap.ts';
 
 const USAGE = `usage: fleetxds <command> [options]
   serve    [--config config/fleetxds.yaml]     run the xDS server
   validate <dir> [--json]                       validate a config tree; exit 1 if invalid
   render   <dir> [--group NAME] [--kind KIND]   print the Envoy resources the tree produces
-  schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model`;
+  schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
+  bootstrap [--config FILE] --group NAME --mode ads|delta|rest|files|grpc [--node-id ID] [--node-cluster C] [--server HOST:PORT]
+                                                print an Envoy (or proxyless gRPC) bootstrap for a node of that group`;
 
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, ...rest] = argv;
@@ -29,6 +33,10 @@ async function main(argv: string[]): Promise<number | undefined> {
       group: { type: 'string' },
       kind: { type: 'string' },
       out: { type: 'string' },
+      mode: { type: 'string' },
+      'node-id': { type: 'string' },
+      'node-cluster': { type: 'string' },
+      server: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -47,6 +55,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return renderCommand(positionals[0], { group: values.group, kind: values.kind });
     case 'schema':
       return schemaCommand(values.out);
+    case 'bootstrap':
+      return bootstrapCommand({ config: values.config!, group: values.group, mode: values.mode, nodeId: values['node-id'], nodeCluster: values['node-cluster'], server: values.server });
   }
   process.stderr.write(USAGE + '\n');
   return 2;

@@ -17,6 +17,31 @@ export const ServerConfigSchema = Type.Object(
     database: Type.String({ minLength: 1, description: 'SQLite file for versions and history.' }),
     grpc: Type.Object({ listen: Listen, maxReceiveBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 268435456 })) }, { additionalProperties: false }),
     admin: Type.Object({ listen: Listen }, { additionalProperties: false }),
+    rest: Type.Optional(
+      Type.Object(
+        {
+          listen: Listen,
+          holdMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600000, description: 'How long an unchanged poll is held; keep it below Envoy\'s request_timeout.' })),
+          refreshDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
+          requestTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
+          bodyLimit: Type.Optional(Type.Integer({ minimum: 1024, maximum: 67108864 })),
+          maxHeld: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    files: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Optional(Type.Boolean()),
+          dir: Type.String({ minLength: 1 }),
+          envoyDir: Type.Optional(Type.String({ minLength: 1, description: 'The directory as the proxies see it, if different.' })),
+          format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('yaml')])),
+          layout: Type.Optional(Type.Union([Type.Literal('files'), Type.Literal('watched_directory')])),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     watch: Type.Optional(
       Type.Object(
         {
@@ -32,13 +57,50 @@ export const ServerConfigSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export type ServerConfig = Static<typeof ServerConfigSchema> & { watch: { enabled: boolean; debounceMs: number; maxWaitMs: number }; log: { level: string } };
+export interface RestSettings {
+  listen: string;
+  holdMs: number;
+  refreshDelayMs: number;
+  requestTimeoutMs: number;
+  bodyLimit: number;
+  maxHeld: number;
+}
+
+export interface FilesSettings {
+  enabled: boolean;
+  dir: string;
+  envoyDir: string;
+  format: 'json' | 'yaml';
+  layout: 'files' | 'watched_directory';
+}
+
+export type ServerConfig = Omit<Static<typeof ServerConfigSchema>, 'rest' | 'files' | 'watch' | 'log'> & {
+  watch: { enabled: boolean; debounceMs: number; maxWaitMs: number };
+  log: { level: string };
+  rest?: RestSettings;
+  files?: FilesSettings;
+};
+
+/** Envoy's REST request_timeout must exceed the hold, or every held poll counts as a failure. */
+export function restSettings(r: Partial<RestSettings> & { listen: string }): RestSettings {
+  const requestTimeoutMs = r.requestTimeoutMs ?? 30_000;
+  return {
+    listen: r.listen,
+    requestTimeoutMs,
+    holdMs: r.holdMs ?? Math.max(0, requestTimeoutMs - 5_000),
+    refreshDelayMs: r.refreshDelayMs ?? 1_000,
+    bodyLimit: r.bodyLimit ?? 1024 * 1024,
+    maxHeld: r.maxHeld ?? 100_000,
+  };
+}
 
 export const ENV_OVERRIDES = {
   FLEETXDS_CONFIG_DIR: 'configDir',
   FLEETXDS_DATABASE: 'database',
   FLEETXDS_GRPC_LISTEN: 'grpc.listen',
   FLEETXDS_ADMIN_LISTEN: 'admin.listen',
+  FLEETXDS_REST_LISTEN: 'rest.listen',
+  FLEETXDS_FILES_DIR: 'files.dir',
   FLEETXDS_LOG_LEVEL: 'log.level',
 } as const;
 
@@ -65,8 +127,15 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
     throw new ConfigError(`${file}: invalid settings:\n` + errors.map((e) => `  ${e.path.slice(1).replace(/\//g, '.') || '(root)'}: ${e.message}`).join('\n'));
   }
   const base = dirname(resolve(file));
+  const rest = cfg.rest ? restSettings(cfg.rest) : undefined;
+  if (rest && rest.holdMs >= rest.requestTimeoutMs) throw new ConfigError(`${file}: rest.holdMs (${rest.holdMs}) must be below rest.requestTimeoutMs (${rest.requestTimeoutMs}), Envoy's request_timeout`);
+  const files: FilesSettings | undefined = cfg.files
+    ? { enabled: cfg.files.enabled ?? true, dir: resolve(base, cfg.files.dir), envoyDir: cfg.files.envoyDir ?? resolve(base, cfg.files.dir), format: cfg.files.format ?? 'json', layout: cfg.files.layout ?? 'files' }
+    : undefined;
   return {
     ...(cfg as Static<typeof ServerConfigSchema>),
+    rest,
+    files,
     configDir: resolve(base, cfg.configDir),
     database: cfg.database === ':memory:' ? ':memory:' : resolve(base, cfg.database),
     watch: { enabled: cfg.watch?.enabled ?? true, debounceMs: cfg.watch?.debounceMs ?? 200, maxWaitMs: cfg.watch?.maxWaitMs ?? 2000 },

@@ -14,6 +14,8 @@ export interface TypeStatus {
 
 export interface StreamStatus {
   streamId: number;
+  /** REST pollers have no stream: one entry per node, last poll time per type. */
+  lastSeenAt?: string;
   nodeId: string;
   nodeCluster: string;
   group: string;
@@ -36,10 +38,12 @@ export interface NackReport {
 }
 
 const MAX_DISCONNECTED = 1000;
+const MAX_POLLERS = 100_000;
 
 export class NodeRegistry {
   private nextId = 1;
   private readonly live = new Map<number, StreamStatus>();
+  private readonly pollers = new Map<string, StreamStatus>();
   /** Recently closed streams, oldest first, so status still shows who went away. */
   private readonly gone: StreamStatus[] = [];
 
@@ -76,8 +80,24 @@ export class NodeRegistry {
     this.onNack({ stream: s, typeUrl, version, nonce, code, message, at });
   }
 
+  /** The status entry of a REST-polling node (created on its first poll). */
+  poller(info: Omit<StreamStatus, 'streamId' | 'connectedAt' | 'types'>): StreamStatus {
+    let s = this.pollers.get(info.nodeId);
+    if (!s) {
+      s = { ...info, streamId: this.nextId++, connectedAt: new Date().toISOString(), types: {} };
+      this.pollers.set(info.nodeId, s);
+      if (this.pollers.size > MAX_POLLERS) this.pollers.delete(this.pollers.keys().next().value as string);
+    }
+    Object.assign(s, { group: info.group, peer: info.peer, userAgent: info.userAgent, nodeCluster: info.nodeCluster, lastSeenAt: new Date().toISOString() });
+    return s;
+  }
+
   connected(): StreamStatus[] {
     return [...this.live.values()];
+  }
+
+  polling(): StreamStatus[] {
+    return [...this.pollers.values()];
   }
 
   recentlyDisconnected(): StreamStatus[] {
@@ -85,6 +105,6 @@ export class NodeRegistry {
   }
 
   byNodeId(id: string): StreamStatus[] {
-    return [...this.live.values(), ...this.gone].filter((s) => s.nodeId === id);
+    return [...this.live.values(), ...this.pollers.values(), ...this.gone].filter((s) => s.nodeId === id);
   }
 }

@@ -5,24 +5,36 @@ export interface ServerProcess {
   child: ChildProcess;
   grpcPort: number;
   adminPort: number;
+  restPort: number;
   /** Everything the process printed so far (JSON log lines). */
   output(): string;
   admin(path: string): Promise<any>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+const children = new Set<ChildProcess>();
+// Never leave a server behind, whatever happens to the test.
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
 /** Runs `fleetxds serve` as a real process and waits until it reports it is serving. */
 export function spawnServer(configFile: string, env: Record<string, string> = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'serve', '--config', configFile], {
     cwd: projectPath(),
-    env: { ...process.env, FLEETXDS_GRPC_LISTEN: '127.0.0.1:0', FLEETXDS_ADMIN_LISTEN: '127.0.0.1:0', ...env },
+    env: { ...process.env, FLEETXDS_GRPC_LISTEN: '127.0.0.1:0', FLEETXDS_ADMIN_LISTEN: '127.0.0.1:0', FLEETXDS_REST_LISTEN: '127.0.0.1:0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server did not start:\n' + out)), 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('server did not start (it must log "fleetxds serving" at info level):\n' + out));
+    }, 30_000);
     const onData = () => {
       const line = out.split('\n').find((l) => l.includes('"fleetxds serving"'));
       if (!line) return;
@@ -31,8 +43,9 @@ export function spawnServer(configFile: string, env: Record<string, string> = {}
       const info = JSON.parse(line);
       const grpcPort = Number(String(info.grpc).split(':').pop());
       const adminPort = Number(String(info.admin).split(':').pop());
+      const restPort = info.rest ? Number(String(info.rest).split(':').pop()) : 0;
       resolve({
-        child, grpcPort, adminPort,
+        child, grpcPort, adminPort, restPort,
         output: () => out,
         admin: async (path) => (await fetch(`http://127.0.0.1:${adminPort}${path}`)).json(),
         stop: (signal = 'SIGTERM') =>

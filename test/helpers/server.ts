@@ -1,12 +1,21 @@
 import { join } from 'node:path';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../../src/app/app.ts';
-import type { ServerConfig } from '../../src/config/server-config.ts';
+import { restSettings, type FilesSettings, type RestSettings, type ServerConfig } from '../../src/config/server-config.ts';
 import { tempDir } from './tree.ts';
 
 /** Starts the real app in-process on ephemeral ports over `configDir`. */
-export async function startServer(configDir: string, opts: { watch?: boolean; database?: string } = {}): Promise<RunningApp> {
+export interface StartOptions {
+  watch?: boolean;
+  database?: string;
+  rest?: Partial<RestSettings>;
+  files?: Partial<FilesSettings> & { dir: string };
+}
+
+export async function startServer(configDir: string, opts: StartOptions = {}): Promise<RunningApp> {
   const config: ServerConfig = {
+    rest: opts.rest ? restSettings({ listen: '127.0.0.1:0', ...opts.rest }) : undefined,
+    files: opts.files ? { enabled: true, envoyDir: opts.files.dir, format: 'json', layout: 'files', ...opts.files } : undefined,
     configDir,
     database: opts.database ?? join(tempDir(), 'fleetxds.db'),
     grpc: { listen: '127.0.0.1:0' },

@@ -1,0 +1,107 @@
+/**
+ * Envoy bootstraps for each way a proxy can reach fleetxds, and the gRPC xDS bootstrap for
+ * proxyless clients. Output is proto3 JSON (valid YAML too) and is checked against the real
+ * envoy.config.bootstrap.v3.Bootstrap proto before it is returned.
+ */
+import { isIP } from 'node:net';
+import { msToProtoDuration } from '../shared/duration.ts';
+import { encodeJson } from '../xds/proto-json.ts';
+import { GRPC_XDS_CLUSTER, REST_XDS_CLUSTER } from './config-source.ts';
+
+export type BootstrapMode = 'ads' | 'delta' | 'rest' | 'files';
+
+export interface BootstrapInput {
+  mode: BootstrapMode;
+  nodeId: string;
+  nodeCluster: string;
+  /** host:port of the gRPC server (ads/delta) or the REST server (rest). */
+  server?: { host: string; port: number };
+  refreshDelayMs?: number;
+  requestTimeoutMs?: number;
+  /** files mode: where this group's CDS/LDS files are, as Envoy sees them. */
+  files?: { cds: string; lds: string; watchedDirectory?: string };
+  adminPort?: number;
+}
+
+type Obj = Record<string, unknown>;
+
+function staticCluster(name: string, host: string, port: number, http2: boolean): Obj {
+  const c: Obj = {
+    name,
+    type: isIP(host) ? 'STATIC' : 'STRICT_DNS',
+    connect_timeout: '5s',
+    load_assignment: { cluster_name: name, endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: host, port_value: port } } } }] }] },
+  };
+  if (http2) {
+    // gRPC needs HTTP/2; keepalives detect half-open connections (Envoy docs, ads.yaml).
+    c.typed_extension_protocol_options = {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        explicit_http_config: { http2_protocol_options: { connection_keepalive: { interval: '30s', timeout: '5s' } } },
+      },
+    };
+    c.upstream_connection_options = { tcp_keepalive: {} };
+  }
+  return c;
+}
+
+export function envoyBootstrap(input: BootstrapInput): Obj {
+  const node = { id: input.nodeId, cluster: input.nodeCluster };
+  const admin = { address: { socket_address: { address: '127.0.0.1', port_value: input.adminPort ?? 9901 } } };
+  let dynamic: Obj;
+  const clusters: Obj[] = [];
+  switch (input.mode) {
+    case 'ads':
+    case 'delta': {
+      const s = input.server!;
+      dynamic = {
+        ads_config: {
+          api_type: input.mode === 'ads' ? 'GRPC' : 'DELTA_GRPC',
+          transport_api_version: 'V3',
+          set_node_on_first_message_only: true,
+          grpc_services: [{ envoy_grpc: { cluster_name: GRPC_XDS_CLUSTER } }],
+        },
+        cds_config: { ads: {}, resource_api_version: 'V3' },
+        lds_config: { ads: {}, resource_api_version: 'V3' },
+      };
+      clusters.push(staticCluster(GRPC_XDS_CLUSTER, s.host, s.port, true));
+      break;
+    }
+    case 'rest': {
+      const s = input.server!;
+      const source = {
+        api_config_source: {
+          api_type: 'REST',
+          transport_api_version: 'V3',
+          cluster_names: [REST_XDS_CLUSTER],
+          refresh_delay: msToProtoDuration(input.refreshDelayMs ?? 1000),
+          // Must exceed the server's hold time, or every held poll counts as a failure.
+          request_timeout: msToProtoDuration(input.requestTimeoutMs ?? 30_000),
+        },
+        resource_api_version: 'V3',
+      };
+      dynamic = { cds_config: source, lds_config: source };
+      clusters.push(staticCluster(REST_XDS_CLUSTER, s.host, s.port, false));
+      break;
+    }
+    case 'files': {
+      const f = input.files!;
+      const src = (path: string) => ({ path_config_source: { path, ...(f.watchedDirectory ? { watched_directory: { path: f.watchedDirectory } } : {}) }, resource_api_version: 'V3' });
+      dynamic = { cds_config: src(f.cds), lds_config: src(f.lds) };
+      break;
+    }
+  }
+  const bootstrap: Obj = { node, admin, dynamic_resources: dynamic, ...(clusters.length ? { static_resources: { clusters } } : {}) };
+  const { issues } = encodeJson('envoy.config.bootstrap.v3.Bootstrap', bootstrap);
+  if (issues.length) throw new Error('generated bootstrap is invalid: ' + issues.map((i) => `${i.path}: ${i.message}`).join('; '));
+  return bootstrap;
+}
+
+/** The bootstrap proxyless gRPC clients read from GRPC_XDS_BOOTSTRAP (gRFC A27). */
+export function grpcBootstrap(nodeId: string, nodeCluster: string, server: { host: string; port: number }): Obj {
+  const host = server.host.includes(':') ? `[${server.host}]` : server.host;
+  return {
+    xds_servers: [{ server_uri: `${host}:${server.port}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    node: { id: nodeId, cluster: nodeCluster, locality: {} },
+  };
+}

@@ -1,0 +1,78 @@
+import { checkTree } from '../app/check-tree.ts';
+import { envoyBootstrap, grpcBootstrap, type BootstrapMode } from '../bootstrap/envoy-bootstrap.ts';
+import { loadServerConfig, splitListen } from '../config/server-config.ts';
+import { NodeGroupResolver } from '../model/node-groups.ts';
+import { DEFAULT_GROUP } from '../model/types.ts';
+import { formatDiagnostic } from '../shared/diagnostics.ts';
+import { FileRenderer } from '../transports/files/file-renderer.ts';
+
+export interface BootstrapArgs {
+  config: string;
+  group?: string;
+  mode?: string;
+  nodeId?: string;
+  nodeCluster?: string;
+  server?: string;
+}
+
+const MODES = ['ads', 'delta', 'rest', 'files', 'grpc'];
+
+/**
+ * `fleetxds bootstrap --group G --mode ads|delta|rest|files|grpc`: prints a bootstrap for a node
+ * of group G. The node's cluster defaults to what the group matches on, and the result is checked
+ * to really land in G with the current config.
+ */
+export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
+  const mode = a.mode ?? 'ads';
+  if (!MODES.includes(mode)) {
+    process.stderr.write(`--mode must be one of ${MODES.join(', ')}\n`);
+    return 2;
+  }
+  const settings = loadServerConfig(a.config);
+  const tree = await checkTree(settings.configDir);
+  if (!tree.model) {
+    for (const d of tree.diagnostics) process.stderr.write(formatDiagnostic(d) + '\n');
+    return 1;
+  }
+  const group = a.group ?? DEFAULT_GROUP;
+  const doc = tree.model.nodeGroups.find((g) => g.name === group);
+  if (!doc && group !== DEFAULT_GROUP) {
+    process.stderr.write(`no node group "${group}" (have: ${[DEFAULT_GROUP, ...tree.model.nodeGroups.map((g) => g.name)].join(', ')})\n`);
+    return 2;
+  }
+  const nodeCluster = a.nodeCluster ?? doc?.match?.cluster ?? group;
+  const nodeId = a.nodeId ?? `${group}-${process.env.HOSTNAME ?? 'node'}`;
+  const resolved = new NodeGroupResolver(tree.model.nodeGroups).resolve({ id: nodeId, cluster: nodeCluster, metadata: doc?.match?.metadata ?? {} });
+  if (resolved !== group) {
+    process.stderr.write(`a node with id "${nodeId}" and cluster "${nodeCluster}" would join group "${resolved}", not "${group}"; pass --node-id/--node-cluster that match it\n`);
+    return 2;
+  }
+  const listen = (mode === 'rest' ? settings.rest?.listen : settings.grpc.listen) ?? '';
+  if (mode === 'rest' && !settings.rest) {
+    process.stderr.write('REST is not enabled in the server settings (rest.listen)\n');
+    return 2;
+  }
+  const server = splitListen(a.server ?? listen);
+  if (mode !== 'files' && (server.host === '0.0.0.0' || server.host === '::')) {
+    process.stderr.write(`the server listens on ${server.host}; pass --server HOST:PORT as the proxies reach it\n`);
+    return 2;
+  }
+  let out: object;
+  if (mode === 'grpc') {
+    out = grpcBootstrap(nodeId, nodeCluster, server);
+  } else if (mode === 'files') {
+    if (!settings.files) {
+      process.stderr.write('files are not enabled in the server settings (files.dir)\n');
+      return 2;
+    }
+    const r = new FileRenderer(settings.files);
+    out = envoyBootstrap({
+      mode, nodeId, nodeCluster,
+      files: { cds: r.envoyPath(group, 'cluster'), lds: r.envoyPath(group, 'listener'), watchedDirectory: settings.files.layout === 'watched_directory' ? r.envoyGroupDir(group) : undefined },
+    });
+  } else {
+    out = envoyBootstrap({ mode: mode as BootstrapMode, nodeId, nodeCluster, server, refreshDelayMs: settings.rest?.refreshDelayMs, requestTimeoutMs: settings.rest?.requestTimeoutMs });
+  }
+  process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+  return 0;
+}

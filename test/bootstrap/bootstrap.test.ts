@@ -1,0 +1,79 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { envoyBootstrap, grpcBootstrap, type BootstrapInput } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { projectPath } from '../../src/shared/paths.ts';
+import { encodeJson } from '../../src/xds/proto-json.ts';
+
+const UPDATE = process.env.UPDATE_GOLDEN === '1';
+const dir = projectPath('test', 'golden', 'bootstrap');
+const base = { nodeId: 'edge-1', nodeCluster: 'edge' };
+const cases: Record<string, BootstrapInput> = {
+  ads: { ...base, mode: 'ads', server: { host: '10.0.0.5', port: 18000 } },
+  delta: { ...base, mode: 'delta', server: { host: 'xds.internal.example', port: 18000 } },
+  rest: { ...base, mode: 'rest', server: { host: '10.0.0.5', port: 18002 }, refreshDelayMs: 1000, requestTimeoutMs: 30000 },
+  files: { ...base, mode: 'files', files: { cds: '/var/lib/fleetxds/files/edge/cds.json', lds: '/var/lib/fleetxds/files/edge/lds.json' } },
+  'files-watched': { ...base, mode: 'files', files: { cds: '/var/lib/fleetxds/files/edge/current/cds.json', lds: '/var/lib/fleetxds/files/edge/current/lds.json', watchedDirectory: '/var/lib/fleetxds/files/edge' } },
+};
+
+function golden(name: string, value: object): void {
+  const file = join(dir, `${name}.json`);
+  const text = JSON.stringify(value, null, 2) + '\n';
+  if (UPDATE) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, text);
+  }
+  assert.ok(existsSync(file), `missing ${file}; run UPDATE_GOLDEN=1`);
+  assert.fixture(text, readFileSync(file, 'utf8'));
+}
+
+for (const [name, input] of Object.entries(cases)) {
+  test(`bootstrap ${name}: golden, and parsed by the real envoy.config.bootstrap.v3.Bootstrap`, () => {
+    const b = envoyBootstrap(input);
+    golden(name, b);
+    assert.equal(encodeJson('envoy.config.bootstrap.v3.Bootstrap', b).issues, []);
+  });
+}
+
+test('bootstrap grpc (proxyless)', () => {
+  golden('grpc', grpcBootstrap('client-1', 'greeter-clients', { host: '10.0.0.5', port: 18000 }));
+});
+
+test('key properties per mode', () => {
+  const ads = envoyBootstrap(cases.ads) as any;
+  assert.is(ads.dynamic_resources.ads_config.api_type, 'GRPC');
+  assert.ok(ads.static_resources.clusters[0].typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].explicit_http_config.http2_protocol_options.connection_keepalive);
+  assert.is((envoyBootstrap(cases.delta) as any).dynamic_resources.ads_config.api_type, 'DELTA_GRPC');
+  assert.is((envoyBootstrap(cases.delta) as any).static_resources.clusters[0].type, 'STRICT_DNS');
+  const rest = (envoyBootstrap(cases.rest) as any).dynamic_resources.cds_config.api_config_source;
+  assert.equal({ t: rest.api_type, r: rest.refresh_delay, q: rest.request_timeout }, { t: 'REST', r: '1s', q: '30s' });
+  assert.equal((envoyBootstrap(cases['files-watched']) as any).dynamic_resources.lds_config.path_config_source.watched_directory, { path: '/var/lib/fleetxds/files/edge' });
+  assert.is((envoyBootstrap(cases.ads) as any).admin.address.socket_address.address, '127.0.0.1');
+});
+
+function cli(...args: string[]) {
+  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'bootstrap', '--config', 'config/fleetxds.yaml', ...args], { cwd: projectPath(), encoding: 'utf8' });
+}
+
+test('CLI: a bootstrap for each mode of the bundled config, for a node that really joins the group', () => {
+  for (const mode of ['ads', 'delta', 'rest', 'files', 'grpc']) {
+    const r = cli('--group', 'edge', '--mode', mode, '--node-id', 'edge-7');
+    assert.is(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.is(out.node.cluster, 'edge');
+  }
+  const canary = JSON.parse(cli('--group', 'canary-edge', '--mode', 'ads', '--node-id', 'edge-canary-1').stdout);
+  assert.is(canary.node.id, 'edge-canary-1');
+});
+
+test('CLI: refuses a node that would land in another group, an unknown group, an unknown mode', () => {
+  const wrong = cli('--group', 'canary-edge', '--mode', 'ads', '--node-id', 'edge-1');
+  assert.is(wrong.status, 2);
+  assert.match(wrong.stderr, /would join group "edge", not "canary-edge"/);
+  assert.match(cli('--group', 'nope').stderr, /no node group "nope"/);
+  assert.is(cli('--group', 'edge', '--mode', 'carrier-pigeon').status, 2);
+});
+
+test.run();

@@ -1,0 +1,61 @@
+/**
+ * 10,000 long-polls held at once by a server process, all released by one config change.
+ * (A behaviour test: it asserts every poll is answered with the new version, not how fast.)
+ */
+import http from 'node:http';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnServer, waitFor } from '../helpers/process.ts';
+import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
+
+const N = 10_000;
+const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+
+function post(port: number, body: object): Promise<{ status: number; json?: any }> {
+  return new Promise((resolve, reject) => {
+    const data = JSON.stringify(body);
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v3/discovery:clusters', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+test(`${N} held polls are all released by one change`, async () => {
+  const dir = writeTree(BASE);
+  const settings = join(tempDir(), 'fleetxds.yaml');
+  writeFileSync(settings, `configDir: ${dir}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 60000, requestTimeoutMs: 90000 }\nwatch: { debounceMs: 50, maxWaitMs: 500 }\nlog: { level: info }\n`);
+  const server = await spawnServer(settings);
+  try {
+    const first = await post(server.restPort, { node: { id: 'n', cluster: 'c' } });
+    const v1 = first.json.version_info;
+    const polls: Promise<{ status: number; json?: any }>[] = [];
+    for (let i = 0; i < N; i++) {
+      polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c' }, version_info: v1 }));
+      if (i % 500 === 499) await new Promise((r) => setTimeout(r, 50)); // stay under the listen backlog
+    }
+    await waitFor('all polls held', async () => (await server.admin('/api/v1/transports')).rest.heldPolls === N, 60_000, 200);
+    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'));
+    const results = await Promise.all(polls);
+    const byStatus: Record<number, number> = {};
+    const versions = new Set<string>();
+    for (const r of results) {
+      byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+      if (r.json) versions.add(r.json.version_info);
+    }
+    assert.equal(byStatus, { 200: N });
+    assert.is(versions.size, 1);
+    assert.is.not([...versions][0], v1);
+    assert.is((await server.admin('/api/v1/transports')).rest.heldPolls, 0);
+  } finally {
+    await server.stop('SIGKILL');
+  }
+});
+
+test.run();
