@@ -14,6 +14,7 @@ import { TreeWatcher } from '../source/watcher.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { bindGrpc, createGrpcServer } from '../transports/grpc/server.ts';
 import { ConfigPipeline } from './pipeline.ts';
+import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
 import { restConfigSource } from '../bootstrap/config-source.ts';
 import { createRestServer, type RestServer } from '../transports/rest/rest-server.ts';
 import { FileRenderer, type RenderStats } from '../transports/files/file-renderer.ts';
@@ -48,7 +49,8 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   // Serve the last good version before touching the directory (fast restart, survives a broken tree).
   pipeline.loadLatestFromStore();
 
-  const grpcServer: Server = createGrpcServer({ cache, registry, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes });
+  const acks = new GroupAckTracker(config.grpc.serveLastAckedOnNack ?? false);
+  const grpcServer: Server = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes });
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen);
   let restServer: RestServer | undefined;
   const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });

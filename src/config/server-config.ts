@@ -15,7 +15,14 @@ export const ServerConfigSchema = Type.Object(
   {
     configDir: Type.String({ minLength: 1, description: 'The operator YAML tree (services, listeners, ...).' }),
     database: Type.String({ minLength: 1, description: 'SQLite file for versions and history.' }),
-    grpc: Type.Object({ listen: Listen, maxReceiveBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 268435456 })) }, { additionalProperties: false }),
+    grpc: Type.Object(
+      {
+        listen: Listen,
+        maxReceiveBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 268435456 })),
+        serveLastAckedOnNack: Type.Optional(Type.Boolean({ description: 'NACK containment: a node connecting while its group\'s newest version of a type stands NACKed first gets the last version the group ACKed.' })),
+      },
+      { additionalProperties: false },
+    ),
     admin: Type.Object({ listen: Listen }, { additionalProperties: false }),
     rest: Type.Optional(
       Type.Object(

@@ -28,6 +28,37 @@ export class Subscription {
     return false;
   }
 
+  /**
+   * Applies a delta request's subscribe/unsubscribe lists (honoured on every request, even with a
+   * stale nonce: DELTA-03). Returns every name this request subscribes explicitly (already
+   * subscribed or not: each must be answered, DELTA-04) and whether the wildcard was switched on.
+   */
+  applyDelta(subscribe: readonly string[], unsubscribe: readonly string[], first: boolean): { added: string[]; wildcardAdded: boolean } {
+    const wasWildcard = this.wildcard;
+    if (first && subscribe.length === 0 && unsubscribe.length === 0 && !this.everNamed) {
+      this.wildcard = this.wildcardAllowed; // legacy wildcard: an empty first request
+    }
+    const added: string[] = [];
+    for (const n of subscribe) {
+      this.everNamed = true;
+      if (n === '*') this.wildcard = this.wildcardAllowed;
+      else {
+        this.names.add(n);
+        added.push(n);
+      }
+    }
+    for (const n of unsubscribe) {
+      if (n === '*') this.wildcard = false;
+      else this.names.delete(n);
+    }
+    return { added, wildcardAdded: this.wildcard && !wasWildcard };
+  }
+
+  /** Whether a resource of that name is of interest. */
+  covers(name: string): boolean {
+    return this.wildcard || this.names.has(name);
+  }
+
   isEmpty(): boolean {
     return !this.wildcard && this.names.size === 0;
   }

@@ -43,10 +43,18 @@ const SERVICES: Record<string, string> = {
   lds: '/envoy.service.listener.v3.ListenerDiscoveryService/StreamListeners',
   rds: '/envoy.service.route.v3.RouteDiscoveryService/StreamRoutes',
   sds: '/envoy.service.secret.v3.SecretDiscoveryService/StreamSecrets',
+  'delta-ads': '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources',
+  'delta-cds': '/envoy.service.cluster.v3.ClusterDiscoveryService/DeltaClusters',
+  'delta-eds': '/envoy.service.endpoint.v3.EndpointDiscoveryService/DeltaEndpoints',
 };
 
 export function connect(port: number, service: keyof typeof SERVICES = 'ads'): { open(): ScriptedStream; close(): void } {
-  const def = { Stream: method(SERVICES[service], 'envoy.service.discovery.v3.DiscoveryRequest', 'envoy.service.discovery.v3.DiscoveryResponse') };
+  const delta = service.startsWith('delta');
+  const def = {
+    Stream: delta
+      ? method(SERVICES[service], 'envoy.service.discovery.v3.DeltaDiscoveryRequest', 'envoy.service.discovery.v3.DeltaDiscoveryResponse')
+      : method(SERVICES[service], 'envoy.service.discovery.v3.DiscoveryRequest', 'envoy.service.discovery.v3.DiscoveryResponse'),
+  };
   const Client = grpc.makeGenericClientConstructor(def as unknown as grpc.ServiceDefinition, 'X');
   const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 }) as unknown as grpc.Client & { Stream: () => grpc.ClientDuplexStream<Json, { json: Json; size: number }> };
   return {
@@ -96,3 +104,6 @@ export const T = {
 };
 
 export const names = (res: Json): string[] => (res.resources ?? []).map((r: Json) => r.name ?? r.cluster_name);
+/** Delta: names of the Resource wrappers, and their versions. */
+export const dnames = (res: Json): string[] => (res.resources ?? []).map((r: Json) => r.name);
+export const dversions = (res: Json): Record<string, string> => Object.fromEntries((res.resources ?? []).map((r: Json) => [r.name, r.version]));

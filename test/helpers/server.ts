@@ -10,6 +10,7 @@ export interface StartOptions {
   database?: string;
   rest?: Partial<RestSettings>;
   files?: Partial<FilesSettings> & { dir: string };
+  serveLastAckedOnNack?: boolean;
 }
 
 export async function startServer(configDir: string, opts: StartOptions = {}): Promise<RunningApp> {
@@ -18,7 +19,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
     files: opts.files ? { enabled: true, envoyDir: opts.files.dir, format: 'json', layout: 'files', ...opts.files } : undefined,
     configDir,
     database: opts.database ?? join(tempDir(), 'fleetxds.db'),
-    grpc: { listen: '127.0.0.1:0' },
+    grpc: { listen: '127.0.0.1:0', serveLastAckedOnNack: opts.serveLastAckedOnNack },
     admin: { listen: '127.0.0.1:0' },
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },
     log: { level: 'silent' },

@@ -196,6 +196,57 @@ test('pushes are ordered CDS, EDS, LDS, RDS', async () => {
   s.close();
 });
 
+test('a removed cluster is dropped only after listeners and routes stopped using it', async () => {
+  const s = client.open();
+  s.send({ node: NODE, type_url: T.cluster });
+  s.send({ type_url: T.endpoint, resource_names: ['api', 'web', 'fresh'] });
+  s.send({ type_url: T.listener });
+  s.send({ type_url: T.route, resource_names: ['edge'] });
+  for (let i = 0; i < 4; i++) {
+    const r = await s.next();
+    s.send(ack(r, r.type_url === T.endpoint ? { resource_names: ['api', 'web', 'fresh'] } : r.type_url === T.route ? { resource_names: ['edge'] } : {}));
+  }
+  await s.quiet(200);
+  await setTree({
+    'fresh.yaml': 'kind: Service\nname: fresh\nendpoints: [{ address: 10.5.5.5:80 }]\n',
+    'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: fresh\n'),
+  });
+  const seq: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await s.next();
+    seq.push(`${r.type_url.split('.').pop()}:${names(r).join(',')}`);
+  }
+  assert.equal(seq, ['Cluster:api,fresh,web', 'ClusterLoadAssignment:api,fresh', 'RouteConfiguration:edge', 'Cluster:api,fresh']);
+  s.close();
+});
+
+test('NACK containment: a node connecting while its group\'s newest version stands NACKed gets the last ACKed one', async () => {
+  await app.close();
+  app = await startServer(dir, { serveLastAckedOnNack: true });
+  client.close();
+  client = connect(app.grpcPort);
+  const a = client.open();
+  a.send({ node: { id: 'a', cluster: 'x' }, type_url: T.cluster });
+  const v1 = await a.next();
+  a.send(ack(v1));
+  await setTree({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 6s\n') });
+  const v2 = await a.next();
+  a.send({ type_url: T.cluster, response_nonce: v2.nonce, version_info: v1.version_info, error_detail: { code: 13, message: 'bad' } });
+  await a.quiet(200);
+  const b = client.open();
+  b.send({ node: { id: 'b', cluster: 'x' }, type_url: T.cluster });
+  const first = await b.next();
+  assert.is(first.version_info, v1.version_info, 'served the last ACKed version, not the NACKed one');
+  b.send(ack(first));
+  assert.ok(await b.quiet(300), 'and stays on it while the NACKed version is current');
+  await setTree({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 7s\n') });
+  const v3 = await b.next();
+  assert.is.not(v3.version_info, v1.version_info);
+  assert.is.not(v3.version_info, v2.version_info);
+  a.close();
+  b.close();
+});
+
 test('a route change does not push clusters', async () => {
   const s = client.open();
   s.send({ node: NODE, type_url: T.cluster });

@@ -10,8 +10,11 @@ import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
 import { messageToJson } from '../../xds/proto-json.ts';
 import { lookupType } from '../../xds/proto-root.ts';
-import { DISCOVERY_REQUEST, type ResourceKind } from '../../xds/type-urls.ts';
+import { DELTA_DISCOVERY_REQUEST, DISCOVERY_REQUEST, type ResourceKind } from '../../xds/type-urls.ts';
 import { ProtocolError, SotwStream, type SotwRequest } from '../sotw-stream.ts';
+import { DeltaStream, type DeltaRequest } from '../delta-stream.ts';
+import type { GroupAckTracker } from '../group-ack-tracker.ts';
+import type { NodeInput, StreamBase } from '../stream-base.ts';
 
 export interface GrpcServerOptions {
   cache: SnapshotCache;
@@ -19,6 +22,7 @@ export interface GrpcServerOptions {
   log: Logger;
   /** Largest request accepted. Envoy requests naming tens of thousands of resources pass 4 MiB. */
   maxReceiveBytes?: number;
+  acks?: GroupAckTracker;
 }
 
 interface ServiceSpec {
@@ -26,38 +30,65 @@ interface ServiceSpec {
   method: string;
   kind?: ResourceKind;
   transport: string;
+  delta: boolean;
 }
 
-const SOTW_SERVICES: ServiceSpec[] = [
-  { service: 'envoy.service.discovery.v3.AggregatedDiscoveryService', method: 'StreamAggregatedResources', transport: 'grpc-ads' },
-  { service: 'envoy.service.cluster.v3.ClusterDiscoveryService', method: 'StreamClusters', kind: 'cluster', transport: 'grpc-cds' },
-  { service: 'envoy.service.endpoint.v3.EndpointDiscoveryService', method: 'StreamEndpoints', kind: 'endpoint', transport: 'grpc-eds' },
-  { service: 'envoy.service.listener.v3.ListenerDiscoveryService', method: 'StreamListeners', kind: 'listener', transport: 'grpc-lds' },
-  { service: 'envoy.service.route.v3.RouteDiscoveryService', method: 'StreamRoutes', kind: 'route', transport: 'grpc-rds' },
-  { service: 'envoy.service.secret.v3.SecretDiscoveryService', method: 'StreamSecrets', kind: 'secret', transport: 'grpc-sds' },
+const PER_TYPE: [string, string, ResourceKind, string][] = [
+  ['envoy.service.cluster.v3.ClusterDiscoveryService', 'Clusters', 'cluster', 'cds'],
+  ['envoy.service.endpoint.v3.EndpointDiscoveryService', 'Endpoints', 'endpoint', 'eds'],
+  ['envoy.service.listener.v3.ListenerDiscoveryService', 'Listeners', 'listener', 'lds'],
+  ['envoy.service.route.v3.RouteDiscoveryService', 'Routes', 'route', 'rds'],
+  ['envoy.service.secret.v3.SecretDiscoveryService', 'Secrets', 'secret', 'sds'],
 ];
+
+const SERVICES: ServiceSpec[] = [
+  { service: 'envoy.service.discovery.v3.AggregatedDiscoveryService', method: 'StreamAggregatedResources', transport: 'grpc-ads', delta: false },
+  { service: 'envoy.service.discovery.v3.AggregatedDiscoveryService', method: 'DeltaAggregatedResources', transport: 'grpc-ads-delta', delta: true },
+  ...PER_TYPE.flatMap(([service, noun, kind, short]) => [
+    { service, method: `Stream${noun}`, kind, transport: `grpc-${short}`, delta: false },
+    { service, method: `Delta${noun}`, kind, transport: `grpc-${short}-delta`, delta: true },
+  ]),
+];
+
+function toNode(type: protobuf.Type, n: any): NodeInput | undefined {
+  if (!n) return undefined;
+  const structType = (type.fields.node.resolvedType as protobuf.Type).fields.metadata.resolvedType as protobuf.Type;
+  return {
+    id: n.id || '',
+    cluster: n.cluster || '',
+    metadata: n.metadata ? (messageToJson(structType, n.metadata) as Record<string, unknown>) : {},
+    userAgent: [n.user_agent_name, n.user_agent_version || ''].filter(Boolean).join('/'),
+  };
+}
+
+function errorDetail(e: any): { code: number; message: string } | null {
+  return e ? { code: e.code ?? 0, message: e.message ?? '' } : null;
+}
 
 /** DiscoveryRequest -> the plain shape the state machine uses (node metadata as JSON). */
 function toSotwRequest(type: protobuf.Type, msg: protobuf.Message): SotwRequest {
   const m = msg as unknown as Record<string, any>;
-  const req: SotwRequest = {
+  return {
     version_info: m.version_info || '',
     resource_names: m.resource_names ?? [],
     type_url: m.type_url || '',
     response_nonce: m.response_nonce || '',
-    error_detail: m.error_detail ? { code: m.error_detail.code ?? 0, message: m.error_detail.message ?? '' } : null,
+    error_detail: errorDetail(m.error_detail),
+    node: toNode(type, m.node),
   };
-  if (m.node) {
-    const n = m.node;
-    const structType = (type.fields.node.resolvedType as protobuf.Type).fields.metadata.resolvedType as protobuf.Type;
-    req.node = {
-      id: n.id || '',
-      cluster: n.cluster || '',
-      metadata: n.metadata ? (messageToJson(structType, n.metadata) as Record<string, unknown>) : {},
-      userAgent: [n.user_agent_name, n.user_agent_version || ''].filter(Boolean).join('/'),
-    };
-  }
-  return req;
+}
+
+function toDeltaRequest(type: protobuf.Type, msg: protobuf.Message): DeltaRequest {
+  const m = msg as unknown as Record<string, any>;
+  return {
+    type_url: m.type_url || '',
+    resource_names_subscribe: m.resource_names_subscribe ?? [],
+    resource_names_unsubscribe: m.resource_names_unsubscribe ?? [],
+    initial_resource_versions: m.initial_resource_versions ?? {},
+    response_nonce: m.response_nonce || '',
+    error_detail: errorDetail(m.error_detail),
+    node: toNode(type, m.node),
+  };
 }
 
 export function createGrpcServer(opts: GrpcServerOptions): grpc.Server {
@@ -72,9 +103,11 @@ export function createGrpcServer(opts: GrpcServerOptions): grpc.Server {
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.http2.min_ping_interval_without_data_ms': 5_000,
   });
-  const reqType = lookupType(DISCOVERY_REQUEST);
+  const sotwType = lookupType(DISCOVERY_REQUEST);
+  const deltaType = lookupType(DELTA_DISCOVERY_REQUEST);
 
-  for (const spec of SOTW_SERVICES) {
+  for (const spec of SERVICES) {
+    const reqType = spec.delta ? deltaType : sotwType;
     const definition: grpc.ServiceDefinition = {
       [spec.method]: {
         path: `/${spec.service}/${spec.method}`,
@@ -89,17 +122,22 @@ export function createGrpcServer(opts: GrpcServerOptions): grpc.Server {
     server.addService(definition, {
       [spec.method]: (call: grpc.ServerDuplexStream<protobuf.Message, Buffer>) => {
         const log = opts.log.child({ transport: spec.transport, peer: call.getPeer() });
-        const stream = new SotwStream({
+        const streamOpts = {
           cache: opts.cache,
           registry: opts.registry,
+          acks: opts.acks,
           transport: spec.transport,
           peer: call.getPeer(),
           fixedKind: spec.kind,
-          send: (bytes) => {
+          send: (bytes: Buffer) => {
             if (!call.writable || call.destroyed) return;
             call.write(bytes);
           },
-        });
+        };
+        const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
+        const handle = spec.delta
+          ? (msg: protobuf.Message) => (stream as DeltaStream).handle(toDeltaRequest(reqType, msg))
+          : (msg: protobuf.Message) => (stream as SotwStream).handle(toSotwRequest(reqType, msg));
         const finish = () => {
           const s = stream.streamStatus;
           if (s) log.info({ node: s.nodeId, group: s.group }, 'stream closed');
@@ -108,7 +146,7 @@ export function createGrpcServer(opts: GrpcServerOptions): grpc.Server {
         call.on('data', (msg: protobuf.Message) => {
           try {
             const opened = stream.streamStatus !== undefined;
-            stream.handle(toSotwRequest(reqType, msg));
+            handle(msg);
             const s = stream.streamStatus as StreamStatus | undefined;
             if (!opened && s) log.info({ node: s.nodeId, group: s.group }, 'stream opened');
           } catch (err) {

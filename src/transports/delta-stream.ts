@@ -1,0 +1,154 @@
+/**
+ * Incremental (delta) xDS for one stream, on the same subscription model and stream base as
+ * SotW. Rules (envoy-xds-server-rules §5.3): a unique nonce per response; resources wrapped in
+ * Resource{name, version}; subscribe/unsubscribe honoured on every request; newly subscribed names
+ * always sent; names that do not exist answered in removed_resources and kept subscribed (sent
+ * once they appear); deletions sent as removed_resources; on reconnect,
+ * initial_resource_versions is compared with the current state (changed ones sent, vanished ones
+ * removed, unchanged ones skipped); an initial wildcard request is answered even when empty.
+ * A NACKed version is not pushed again. Upserts go CDS -> EDS -> LDS -> RDS, removals after.
+ */
+import type { EncodedResource } from '../snapshot/encoder.ts';
+import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
+import { TypeUrls, supportsWildcard, type ResourceKind } from '../xds/type-urls.ts';
+import { DDR, encodeResourceWrapper, lenField, stringField } from '../xds/wire.ts';
+import { PUSH_ORDER, StreamBase, type NodeInput } from './stream-base.ts';
+import { Subscription } from './subscription.ts';
+
+export interface DeltaRequest {
+  node?: NodeInput;
+  type_url?: string;
+  resource_names_subscribe?: string[];
+  resource_names_unsubscribe?: string[];
+  initial_resource_versions?: Record<string, string>;
+  response_nonce?: string;
+  error_detail?: { code?: number; message?: string } | null;
+}
+
+interface DeltaTypeState {
+  readonly kind: ResourceKind;
+  readonly sub: Subscription;
+  started: boolean;
+  /** Versions the client holds (as far as we know): what it reported on connect plus what we sent. */
+  readonly known: Map<string, string>;
+  /** Responses not yet ACKed/NACKed: nonce -> the snapshot they were cut from. */
+  readonly pending: Map<string, TypeSnapshot>;
+  pinned?: { snapshot: TypeSnapshot; instead: string };
+}
+
+/** Each resource's Resource-wrapper framing, computed once per encoded resource. */
+const deltaFramed = new WeakMap<EncodedResource, Buffer>();
+function framed(r: EncodedResource): Buffer {
+  let b = deltaFramed.get(r);
+  if (!b) deltaFramed.set(r, (b = lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, r.any))));
+  return b;
+}
+
+const MAX_PENDING = 32;
+
+type Phase = 'all' | 'upserts' | 'removals';
+
+export class DeltaStream extends StreamBase {
+  private readonly types = new Map<ResourceKind, DeltaTypeState>();
+
+  handle(req: DeltaRequest): void {
+    if (this.closed) return;
+    this.ensureStarted(req.node);
+    const kind = this.kindOf(req.type_url);
+    if (!kind) return;
+    let ts = this.types.get(kind);
+    if (!ts) this.types.set(kind, (ts = { kind, sub: new Subscription(supportsWildcard(kind)), started: false, known: new Map(), pending: new Map() }));
+    const first = !ts.started;
+    ts.started = true;
+
+    if (req.response_nonce) {
+      const snap = ts.pending.get(req.response_nonce);
+      if (snap) {
+        ts.pending.delete(req.response_nonce);
+        const typeUrl = TypeUrls[kind];
+        if (req.error_detail) {
+          this.opts.registry.nacked(this.status!, typeUrl, snap.version, req.response_nonce, req.error_detail.code ?? 0, req.error_detail.message ?? '');
+          this.opts.acks?.nacked(this.group!, kind, snap.version);
+        } else {
+          this.opts.registry.acked(this.status!, typeUrl, snap.version);
+          this.opts.acks?.acked(this.group!, snap);
+        }
+      }
+    }
+    if (first) for (const [n, v] of Object.entries(req.initial_resource_versions ?? {})) ts.known.set(n, v);
+    const unsubscribe = req.resource_names_unsubscribe ?? [];
+    const { added, wildcardAdded } = ts.sub.applyDelta(req.resource_names_subscribe ?? [], unsubscribe, first);
+    const force = new Set<string>();
+    // A name (re)subscribed is sent even if we think the client has it (DELTA-04), except on a
+    // new stream where initial_resource_versions says it holds exactly the current version.
+    for (const n of added) if (!first || !ts.known.has(n)) force.add(n);
+    for (const n of unsubscribe) {
+      if (n === '*') continue;
+      if (ts.sub.wildcard) force.add(n); // still covered by the wildcard: say so (DELTA-06)
+      else ts.known.delete(n);
+    }
+    if (unsubscribe.includes('*')) for (const n of [...ts.known.keys()]) if (!ts.sub.covers(n)) ts.known.delete(n);
+    const replyIfEmpty = first && ts.sub.wildcard;
+    this.push(ts, 'all', force, replyIfEmpty || wildcardAdded);
+  }
+
+  protected onConfig(snap: GroupSnapshot): void {
+    const cds = this.types.get('cluster');
+    const rewarm = new Set<string>();
+    if (cds) {
+      for (const [name, r] of snap.types.cluster.resources) if (cds.known.has(name) && cds.known.get(name) !== r.version) rewarm.add(name);
+    }
+    for (const kind of PUSH_ORDER) {
+      const ts = this.types.get(kind);
+      if (!ts?.started) continue;
+      if (ts.pinned && ts.pinned.instead !== snap.types[kind].version) ts.pinned = undefined;
+      this.push(ts, 'upserts', kind === 'endpoint' ? rewarm : new Set(), false);
+    }
+    for (const kind of PUSH_ORDER) {
+      const ts = this.types.get(kind);
+      if (ts?.started) this.push(ts, 'removals', new Set(), false);
+    }
+  }
+
+  private push(ts: DeltaTypeState, phase: Phase, force: Set<string>, replyIfEmpty: boolean): void {
+    const snap = this.snapshot();
+    if (!snap) return;
+    let t = ts.pinned?.snapshot ?? snap.types[ts.kind];
+    if (ts.pending.size === 0 && ts.known.size === 0 && !ts.pinned) {
+      const chosen = this.firstServe(ts.kind, t);
+      if (chosen !== t) ts.pinned = { snapshot: chosen, instead: t.version };
+      t = chosen;
+    }
+    const upserts: EncodedResource[] = [];
+    const removed = new Set<string>();
+    const consider = (name: string) => {
+      const r = t.resources.get(name);
+      if (r) {
+        if (ts.known.get(name) !== r.version || force.has(name)) upserts.push(r);
+      } else if (ts.known.has(name) || force.has(name)) {
+        removed.add(name);
+      }
+    };
+    if (ts.sub.wildcard) for (const name of t.resources.keys()) consider(name);
+    for (const name of ts.sub.names) if (!ts.sub.wildcard || !t.resources.has(name)) consider(name);
+    // Newly subscribed or unsubscribed-under-wildcard names that do not exist: say so (DELTA-05/06).
+    for (const name of force) if (!t.resources.has(name)) removed.add(name);
+    // Names the client holds that no longer exist (deleted while it was connected, or while it was away).
+    for (const name of ts.known.keys()) if (!t.resources.has(name)) removed.add(name);
+    const sendUpserts = phase !== 'removals' ? upserts : [];
+    const sendRemoved = phase !== 'upserts' ? [...removed] : [];
+    if (!sendUpserts.length && !sendRemoved.length && !replyIfEmpty) return;
+
+    const nonce = this.nextNonce();
+    const parts: Buffer[] = [stringField(DDR.systemVersionInfo, t.version)];
+    for (const r of sendUpserts.sort((a, b) => (a.name < b.name ? -1 : 1))) parts.push(framed(r));
+    parts.push(stringField(DDR.typeUrl, TypeUrls[ts.kind]), stringField(DDR.nonce, nonce));
+    for (const n of sendRemoved.sort()) parts.push(stringField(DDR.removedResources, n));
+    for (const r of sendUpserts) ts.known.set(r.name, r.version);
+    for (const n of sendRemoved) ts.known.delete(n);
+    ts.pending.set(nonce, t);
+    if (ts.pending.size > MAX_PENDING) ts.pending.delete(ts.pending.keys().next().value as string);
+    this.opts.registry.sent(this.status!, TypeUrls[ts.kind], t.version, nonce);
+    this.sendBytes(Buffer.concat(parts));
+  }
+}

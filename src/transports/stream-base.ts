@@ -1,0 +1,114 @@
+/**
+ * What every xDS stream shares, whatever its protocol variant (SotW or delta, ADS or per-type):
+ * node identity from the first request, its group (re-resolved on every published config),
+ * status registration, nonces, and the make-before-break push order.
+ */
+import type { NodeIdentity } from '../model/node-groups.ts';
+import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
+import type { PublishedConfig, SnapshotCache } from '../snapshot/snapshot-cache.ts';
+import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
+import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/type-urls.ts';
+import type { GroupAckTracker } from './group-ack-tracker.ts';
+
+export class ProtocolError extends Error {
+  constructor(readonly grpcCode: number, message: string) {
+    super(message);
+  }
+}
+
+/** Make before break: clusters, then their endpoints, then listeners, then routes; secrets last (rules §4.7). */
+export const PUSH_ORDER: readonly ResourceKind[] = ['cluster', 'endpoint', 'listener', 'route', 'secret'];
+
+export interface NodeInput extends NodeIdentity {
+  userAgent?: string;
+}
+
+export interface StreamOptions {
+  cache: SnapshotCache;
+  registry: NodeRegistry;
+  transport: string;
+  peer: string;
+  /** Per-type services fix the type; ADS takes it from each request. */
+  fixedKind?: ResourceKind;
+  send: (bytes: Buffer) => void;
+  /** NACK containment policy, shared by all streams of the server. */
+  acks?: GroupAckTracker;
+}
+
+export abstract class StreamBase {
+  protected status?: StreamStatus;
+  protected node?: NodeIdentity;
+  protected group?: string;
+  protected closed = false;
+  private nonceCounter = 0;
+  private unsubscribe?: () => void;
+
+  constructor(protected readonly opts: StreamOptions) {}
+
+  get streamStatus(): StreamStatus | undefined {
+    return this.status;
+  }
+
+  /** Registers the stream on its first request; Envoy may send the node only then (SOTW-13). */
+  protected ensureStarted(n: NodeInput | undefined): void {
+    if (this.node) return;
+    if (!n || !n.id) throw new ProtocolError(3, 'the first request of a stream must carry node.id');
+    this.node = { id: n.id, cluster: n.cluster ?? '', metadata: n.metadata ?? {} };
+    const cfg = this.opts.cache.current;
+    this.group = cfg ? cfg.resolver.resolve(this.node) : 'default';
+    this.status = this.opts.registry.open({ nodeId: n.id, nodeCluster: this.node.cluster, group: this.group, transport: this.opts.transport, peer: this.opts.peer, userAgent: n.userAgent ?? '' });
+    this.unsubscribe = this.opts.cache.onPublish((next, prev) => this.publish(next, prev));
+  }
+
+  /** The kind a request is about; undefined for types we do not serve. */
+  protected kindOf(typeUrl: string | undefined): ResourceKind | undefined {
+    const url = typeUrl || (this.opts.fixedKind ? TypeUrls[this.opts.fixedKind] : '');
+    if (!url) throw new ProtocolError(3, 'type_url is required on an aggregated stream');
+    const kind = kindOfTypeUrl(url);
+    if (this.opts.fixedKind && kind !== this.opts.fixedKind) throw new ProtocolError(3, `this service serves ${TypeUrls[this.opts.fixedKind]}, not ${url}`);
+    return kind;
+  }
+
+  protected snapshot(): GroupSnapshot | undefined {
+    return this.opts.cache.current?.groups.get(this.group ?? 'default');
+  }
+
+  /**
+   * The type snapshot to serve a stream's first response of `kind` from: normally the current
+   * one; with NACK containment on, the last version this group ACKed if the current one was
+   * NACKed by a node of the group.
+   */
+  protected firstServe(kind: ResourceKind, current: TypeSnapshot): TypeSnapshot {
+    return this.opts.acks?.firstServe(this.group ?? 'default', kind, current) ?? current;
+  }
+
+  protected nextNonce(): string {
+    return String(++this.nonceCounter);
+  }
+
+  private publish(cfg: PublishedConfig, prev: PublishedConfig | undefined): void {
+    if (this.closed || !this.node) return;
+    const oldGroup = this.group ?? 'default';
+    const group = cfg.resolver.resolve(this.node);
+    if (group !== this.group) {
+      this.group = group;
+      this.status!.group = group;
+    }
+    const snap = cfg.groups.get(group);
+    if (snap) this.onConfig(snap, prev?.groups.get(oldGroup));
+  }
+
+  /** A new config was published; push what changed for this stream. */
+  protected abstract onConfig(snap: GroupSnapshot, prev: GroupSnapshot | undefined): void;
+
+  protected sendBytes(bytes: Buffer): void {
+    if (!this.closed) this.opts.send(bytes);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribe?.();
+    if (this.status) this.opts.registry.close(this.status);
+  }
+}
