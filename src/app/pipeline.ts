@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { checkTree } from './check-tree.ts';
+import { treeHashOf } from '../source/read-tree.ts';
 import type { Store } from '../model/store.ts';
 import type { Model } from '../model/types.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
@@ -57,6 +58,10 @@ export class ConfigPipeline {
 
   private async applyNow(dir: string): Promise<ApplyOutcome> {
     const started = performance.now();
+    const current0 = this.cache.current;
+    if (current0 && (await treeHashOf(dir)) === current0.treeHash) {
+      return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
+    }
     const check = await checkTree(dir, this.encoder);
     if (!check.model || !check.config) {
       if (this.lastRejectedTree !== check.treeHash) {

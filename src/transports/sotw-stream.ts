@@ -84,7 +84,7 @@ export class SotwStream extends StreamBase {
       }
     }
     const added = ts.sub.setSotw(req.resource_names ?? []);
-    this.push(ts, first || added);
+    this.push(ts, first || added.length > 0, undefined, new Set(added));
   }
 
   protected onConfig(snap: GroupSnapshot, prev: GroupSnapshot | undefined): void {
@@ -108,52 +108,67 @@ export class SotwStream extends StreamBase {
       const ts = this.types.get(kind);
       if (!ts || (interim && kind === 'cluster')) continue;
       if (ts.pinned && ts.pinned.instead !== snap.types[kind].version) ts.pinned = undefined;
-      const rewarm = kind === 'endpoint' && [...changed].some((c) => ts.sub.wildcard || ts.sub.names.has(c));
+      const rewarm = kind === 'endpoint' ? new Set([...changed].filter((c) => ts.sub.wildcard || ts.sub.names.has(c))) : new Set<string>();
       // A request still unanswered (nothing applied yet, or its names did not exist) is answered now.
-      this.push(ts, rewarm || ts.nonce === undefined);
+      this.push(ts, rewarm.size > 0 || ts.nonce === undefined, undefined, rewarm);
     }
     if (interim) this.push(cds, false); // now drop the removed clusters
   }
 
   /**
-   * Sends the current selection for the type if it differs from what this stream last got, or if
-   * `force`. An empty LDS/CDS answer does go out (it means "none exist"); an empty one of another
-   * type does not (the names are remembered and sent once they exist, SOTW-08).
+   * Sends what this stream should get now. LDS/CDS responses are the full state: sent whenever
+   * the selection differs from the last one (an empty answer means "none exist"). Other types
+   * carry only what changed or what `force` names ("delta over SotW": absence deletes nothing
+   * there), and nothing when that is empty; names are remembered and sent once they exist (SOTW-08).
    */
-  private push(ts: TypeState, force: boolean, override?: TypeSnapshot): void {
+  private push(ts: TypeState, force: boolean, override?: TypeSnapshot, forceNames: Set<string> = new Set()): void {
     const snap = this.snapshot();
     if (!snap) return; // nothing applied yet: the request is answered on the first publish
     const kind = ts.kind;
+    const first = ts.nonce === undefined;
     let t = override ?? ts.pinned?.snapshot ?? snap.types[kind];
-    if (ts.nonce === undefined && !override) {
+    if (first && !override) {
       const chosen = this.firstServe(kind, t);
       if (chosen !== t) ts.pinned = { snapshot: chosen, instead: t.version };
       t = chosen;
     }
-    const selected: EncodedResource[] = [];
+    const desired: EncodedResource[] = [];
     if (ts.sub.wildcard) {
-      for (const r of t.resources.values()) selected.push(r);
+      for (const r of t.resources.values()) desired.push(r);
     } else {
       for (const name of [...ts.sub.names].sort()) {
         const r = t.resources.get(name);
-        if (r) selected.push(r);
+        if (r) desired.push(r);
       }
     }
-    let changed = selected.length !== ts.sent.size;
-    if (!changed) for (const r of selected) if (ts.sent.get(r.name) !== r.version) { changed = true; break; }
-    if (!changed && !force) return;
     if (ts.sub.isEmpty()) {
       ts.sent = new Map();
       return; // unsubscribed from everything: send nothing further (SOTW-11)
     }
-    // LDS/CDS responses are the full state, so a removal must be sent; other types only matter
-    // when they carry something (an empty EDS/RDS response is a no-op for the client).
-    if (selected.length === 0 && !supportsWildcard(kind)) return;
+    const fullState = supportsWildcard(kind);
+    const differs = (r: EncodedResource) => ts.sent.get(r.name) !== r.version;
+    let selected: EncodedResource[];
+    if (fullState) {
+      const changed = desired.length !== ts.sent.size || desired.some(differs);
+      if (!changed && !force) return;
+      selected = desired;
+    } else {
+      selected = first || forceNames.has('*') ? desired : desired.filter((r) => differs(r) || forceNames.has(r.name));
+      // Forget names no longer subscribed (or gone), so a later resubscribe sends them again.
+      const kept = new Map<string, string>();
+      for (const r of desired) {
+        const v = ts.sent.get(r.name);
+        if (v !== undefined) kept.set(r.name, v);
+      }
+      ts.sent = kept;
+      if (selected.length === 0) return;
+    }
     const key = ts.sub.wildcard ? '*' : selected.map((r) => r.name).join('\u0000');
     const body = responseBody(t, key, selected);
     const nonce = this.nextNonce();
     ts.nonce = nonce;
-    ts.sent = new Map(selected.map((r) => [r.name, r.version]));
+    if (fullState) ts.sent = new Map(selected.map((r) => [r.name, r.version]));
+    else for (const r of selected) ts.sent.set(r.name, r.version);
     ts.sentSnapshot = t;
     this.opts.registry.sent(this.status!, TypeUrls[kind], t.version, nonce);
     this.sendBytes(Buffer.concat([body, stringField(DR.nonce, nonce)]));

@@ -11,8 +11,8 @@ export class Subscription {
 
   constructor(private readonly wildcardAllowed: boolean) {}
 
-  /** Replaces the subscription with a SotW request's names; returns whether anything was added. */
-  setSotw(resourceNames: readonly string[]): boolean {
+  /** Replaces the subscription with a SotW request's names; returns the names added (`*` for the wildcard). */
+  setSotw(resourceNames: readonly string[]): string[] {
     const wasWildcard = this.wildcard;
     const before = new Set(this.names);
     this.names.clear();
@@ -23,9 +23,9 @@ export class Subscription {
       this.wildcard = this.wildcardAllowed && resourceNames.includes('*');
       for (const n of resourceNames) if (n !== '*') this.names.add(n);
     }
-    if (this.wildcard && !wasWildcard) return true;
-    for (const n of this.names) if (!before.has(n)) return true;
-    return false;
+    const added = [...this.names].filter((n) => !before.has(n));
+    if (this.wildcard && !wasWildcard) added.push('*');
+    return added;
   }
 
   /**

@@ -1,0 +1,103 @@
+/**
+ * A benchmark load generator: one child process simulating many Envoys, each with its own
+ * HTTP/2 connection and one ADS stream (SotW or delta). Subscribes like Envoy does (CDS and LDS
+ * wildcard, EDS for every cluster, RDS by name), ACKs every response by nonce, and reports to the
+ * parent over IPC when each stream has ACKed a new version of the watched type and how many bytes
+ * it received. Not a test double: it is only used to load the real server.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { lookupType } from '../../src/xds/proto-root.ts';
+
+const [port, count, mode, prefix, routeName] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] as 'sotw' | 'delta', process.argv[5], process.argv[6]];
+const T = {
+  cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
+  listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+};
+const delta = mode === 'delta';
+const Req = lookupType(delta ? 'envoy.service.discovery.v3.DeltaDiscoveryRequest' : 'envoy.service.discovery.v3.DiscoveryRequest');
+const Res = lookupType(delta ? 'envoy.service.discovery.v3.DeltaDiscoveryResponse' : 'envoy.service.discovery.v3.DiscoveryResponse');
+const Cluster = lookupType('envoy.config.cluster.v3.Cluster');
+const method = {
+  path: delta ? '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources' : '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+  requestStream: true,
+  responseStream: true,
+  requestSerialize: (v: object) => Buffer.from(Req.encode(Req.fromObject(v)).finish()),
+  requestDeserialize: (b: Buffer) => b,
+  responseSerialize: (b: Buffer) => b,
+  responseDeserialize: (b: Buffer) => ({ msg: Res.decode(b) as unknown as Record<string, any>, size: b.length }),
+};
+const Client = grpc.makeGenericClientConstructor({ S: method } as unknown as grpc.ServiceDefinition, 'ADS');
+
+interface StreamState {
+  ready: boolean;
+  watchedAt?: number;
+  bytes: number;
+  watchType?: string;
+}
+
+const states: StreamState[] = [];
+let watch: { typeUrl: string } | undefined;
+let readyCount = 0;
+
+function open(i: number): void {
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, 'grpc.max_receive_message_length': -1 } as grpc.ChannelOptions) as unknown as { S: () => grpc.ClientDuplexStream<object, { msg: Record<string, any>; size: number }> };
+  const call = client.S();
+  const st: StreamState = { ready: false, bytes: 0 };
+  states[i] = st;
+  const node = { id: `${prefix}-${i}`, cluster: 'bench' };
+  let edsRequested = false;
+  call.on('data', ({ msg, size }) => {
+    st.bytes += size;
+    const typeUrl = msg.type_url as string;
+    if (delta) call.write({ type_url: typeUrl, response_nonce: msg.nonce });
+    else call.write({ type_url: typeUrl, version_info: msg.version_info, response_nonce: msg.nonce, resource_names: typeUrl === T.route ? [routeName] : typeUrl === T.endpoint ? edsNames : [] });
+    if (typeUrl === T.cluster && !edsRequested) {
+      edsRequested = true;
+      const names = (msg.resources as Record<string, any>[]).map((r) => (delta ? r.name : (Cluster.decode(r.value) as unknown as { name: string }).name));
+      edsNames = names;
+      if (delta) call.write({ type_url: T.endpoint, resource_names_subscribe: names });
+      else call.write({ type_url: T.endpoint, resource_names: names });
+    }
+    if (typeUrl === T.route && !st.ready) {
+      st.ready = true;
+      if (++readyCount === count) process.send!({ type: 'ready' });
+    }
+    if (watch && typeUrl === watch.typeUrl && st.watchedAt === undefined) {
+      st.watchedAt = Date.now();
+      if (states.every((s) => s.watchedAt !== undefined)) process.send!({ type: 'acked', times: states.map((s) => s.watchedAt), bytes: states.map((s) => s.bytes) });
+    }
+  });
+  let edsNames: string[] = [];
+  call.on('error', () => {});
+  if (delta) {
+    call.write({ node, type_url: T.cluster });
+    call.write({ type_url: T.listener });
+    call.write({ type_url: T.route, resource_names_subscribe: [routeName] });
+  } else {
+    call.write({ node, type_url: T.cluster });
+    call.write({ type_url: T.listener });
+    call.write({ type_url: T.route, resource_names: [routeName] });
+  }
+}
+
+process.on('message', (m: { type: string; typeUrl?: string }) => {
+  if (m.type === 'watch') {
+    watch = { typeUrl: m.typeUrl! };
+    for (const s of states) {
+      s.watchedAt = undefined;
+      s.bytes = 0;
+    }
+    process.send!({ type: 'watching' });
+  }
+  if (m.type === 'exit') process.exit(0);
+});
+
+(async () => {
+  for (let i = 0; i < count; i++) {
+    open(i);
+    if (i % 100 === 99) await new Promise((r) => setTimeout(r, 60));
+  }
+})();
+

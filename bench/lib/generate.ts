@@ -1,0 +1,62 @@
+/**
+ * Generates realistic config trees for benchmarks: services with several endpoints, health checks
+ * and circuit breakers, spread over many files; virtual hosts of `routesPerVhost` routes; one
+ * listener per node group.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface TreeSpec {
+  services: number;
+  servicesPerFile?: number;
+  routesPerVhost?: number;
+  groups?: number;
+}
+
+export function serviceYaml(i: number, endpointSeed = 0): string {
+  const ip = (k: number) => `10.${(i >> 8) & 255}.${i & 255}.${(k + endpointSeed) % 250 + 1}`;
+  return `kind: Service
+name: svc-${i}
+protocol: http2
+connectTimeout: 2s
+endpoints:
+  - { address: ${ip(0)}:8080, zone: a }
+  - { address: ${ip(1)}:8080, zone: b }
+  - { address: ${ip(2)}:8080, zone: c, weight: 2 }
+healthCheck: { type: http, path: /healthz, interval: 5s }
+circuitBreaker: { maxConnections: 1000, maxRequests: 1000 }
+`;
+}
+
+export function vhostYaml(v: number, routes: number, services: number, variant = ''): string {
+  const lines = [`kind: VirtualHost\nname: vh-${v}\ndomains: [vh-${v}.example.com]\nroutes:`];
+  for (let r = 0; r < routes; r++) {
+    const svc = (v * routes + r) % services;
+    lines.push(`  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: [5xx, reset], count: 2 } }`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
+  const perFile = spec.servicesPerFile ?? 100;
+  const routesPer = spec.routesPerVhost ?? 100;
+  const groups = spec.groups ?? 1;
+  mkdirSync(join(dir, 'services'), { recursive: true });
+  mkdirSync(join(dir, 'routes'), { recursive: true });
+  for (let f = 0; f * perFile < spec.services; f++) {
+    const docs: string[] = [];
+    for (let i = f * perFile; i < Math.min(spec.services, (f + 1) * perFile); i++) docs.push(serviceYaml(i));
+    writeFileSync(join(dir, 'services', `svc-${f}.yaml`), docs.join('---\n'));
+  }
+  const vhosts = Math.max(1, Math.ceil(spec.services / routesPer));
+  for (let v = 0; v < vhosts; v++) writeFileSync(join(dir, 'routes', `vh-${v}.yaml`), vhostYaml(v, routesPer, spec.services));
+  const names = Array.from({ length: vhosts }, (_, v) => `vh-${v}`);
+  const ldocs: string[] = [];
+  for (let g = 0; g < groups; g++) {
+    const group = groups === 1 ? 'default' : `g-${g}`;
+    if (groups > 1) ldocs.push(`kind: NodeGroup\nname: ${group}\nmatch: { cluster: ${group} }\n`);
+    ldocs.push(`kind: Listener\nname: edge-${g}\nport: 10000\ngroups: [${group}]\nvirtualHosts: [${names.join(', ')}]\n`);
+  }
+  writeFileSync(join(dir, 'listeners.yaml'), ldocs.join('---\n'));
+  return { vhosts };
+}

@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+
+const TICKS = 100; // USER_HZ on Linux
+
+/** CPU seconds (user+system) and RSS of a process, from /proc. */
+export function procStats(pid: number): { cpuSeconds: number; rssMB: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cpu = (Number(fields[11]) + Number(fields[12])) / TICKS;
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  return { cpuSeconds: cpu, rssMB: rss };
+}
+
+export function percentile(values: number[], p: number): number {
+  if (!values.length) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+}
+
+export function median(values: number[]): number {
+  return percentile(values, 50);
+}
+
+export function machineInfo(): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  return `${os.availableParallelism()} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,95 @@
+/**
+ * Fan-out: N simulated Envoys (separate processes, one HTTP/2 connection and ADS stream each) on
+ * the real server process. Time from writing a one-route change to every client holding the new
+ * RouteConfiguration (p50/p99/max, including the watcher's debounce), server CPU and RSS; then
+ * bytes each client receives for a one-endpoint change.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectPath } from '../../src/shared/paths.ts';
+import { spawnServer } from '../../test/helpers/process.ts';
+import { tempDir } from '../../test/helpers/tree.ts';
+import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
+import { percentile, procStats } from '../lib/proc.ts';
+
+export interface FanoutResult {
+  n: number;
+  mode: 'sotw' | 'delta';
+  p50: number;
+  p99: number;
+  max: number;
+  serverCpuSeconds: number;
+  serverRssMB: number;
+  bytesPerClientEndpointChange: number;
+  bytesPerClientRouteChange: number;
+}
+
+const RDS = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
+const EDS = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
+
+function waitMsg(children: ChildProcess[], type: string, timeoutMs: number): Promise<any[]> {
+  return Promise.all(
+    children.map(
+      (c) =>
+        new Promise((resolve, reject) => {
+          const t = setTimeout(() => reject(new Error(`timeout waiting for ${type}`)), timeoutMs);
+          const on = (m: any) => {
+            if (m.type !== type) return;
+            clearTimeout(t);
+            c.off('message', on);
+            resolve(m);
+          };
+          c.on('message', on);
+        }),
+    ),
+  );
+}
+
+export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2): Promise<FanoutResult> {
+  const dir = tempDir('fleetxds-bench-');
+  const cfg = join(dir, 'cfg');
+  generateTree(cfg, { services: 100, routesPerVhost: 100 });
+  const settings = join(dir, 'fleetxds.yaml');
+  writeFileSync(settings, `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`);
+  const server = await spawnServer(settings);
+  const children: ChildProcess[] = [];
+  try {
+    for (let p = 0; p < clientProcs; p++) {
+      const count = Math.floor(n / clientProcs) + (p < n % clientProcs ? 1 : 0);
+      children.push(fork(projectPath('bench', 'lib', 'ads-load-client.ts'), [String(server.grpcPort), String(count), mode, `c${p}`, 'edge-0'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+    }
+    await waitMsg(children, 'ready', 300_000);
+    const measure = async (typeUrl: string, change: () => void) => {
+      children.forEach((c) => c.send({ type: 'watch', typeUrl }));
+      await waitMsg(children, 'watching', 10_000);
+      const before = procStats(server.child.pid!);
+      const t0 = Date.now();
+      change();
+      const acked = await waitMsg(children, 'acked', 120_000);
+      const after = procStats(server.child.pid!);
+      const lat = acked.flatMap((m) => m.times.map((t: number) => t - t0));
+      const bytes = acked.flatMap((m) => m.bytes as number[]);
+      return { lat, bytes, cpu: after.cpuSeconds - before.cpuSeconds, rss: after.rssMB };
+    };
+    const route = await measure(RDS, () => writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, 100).replace('/api/r7/', '/api/r7-moved/')));
+    const eds = await measure(EDS, () => writeFileSync(join(cfg, 'services', 'svc-0.yaml'), [serviceYaml(0, 7), ...Array.from({ length: 99 }, (_, i) => serviceYaml(i + 1))].join('---\n')));
+    const avg = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
+    return {
+      n, mode,
+      p50: percentile(route.lat, 50), p99: percentile(route.lat, 99), max: Math.max(...route.lat),
+      serverCpuSeconds: route.cpu, serverRssMB: route.rss,
+      bytesPerClientRouteChange: avg(route.bytes),
+      bytesPerClientEndpointChange: avg(eds.bytes),
+    };
+  } finally {
+    for (const c of children) c.kill('SIGKILL');
+    await server.stop('SIGKILL');
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const n = Number(process.argv[2] ?? 1000);
+  const mode = (process.argv[3] ?? 'sotw') as 'sotw' | 'delta';
+  fanout(n, mode).then((r) => console.log(JSON.stringify(r)), (e) => { console.error(e); process.exit(1); });
+}
