@@ -13,8 +13,9 @@ export interface TreeCheck {
 }
 
 /** Read, validate and build a tree offline: exactly what the server does before it applies one. */
-export async function checkTree(dir: string, encoder = new ResourceEncoder()): Promise<TreeCheck> {
-  const source = await readTree(dir);
+export async function checkTree(dir: string, encoder = new ResourceEncoder(), opts: { unlessTreeHash?: string } = {}): Promise<TreeCheck & { unchanged?: true }> {
+  const source = await readTree(dir, undefined, opts);
+  if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
   const validated = validateSourceSet(source);
   if (!validated.model) return { treeHash: source.treeHash, diagnostics: validated.diagnostics };
   const texts = new Map(source.files.map((f) => [f.file, f.text]));

@@ -5,7 +5,6 @@
  */
 import type { Logger } from 'pino';
 import { checkTree } from './check-tree.ts';
-import { treeHashOf } from '../source/read-tree.ts';
 import type { Store } from '../model/store.ts';
 import type { Model } from '../model/types.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
@@ -20,8 +19,19 @@ export type ApplyOutcome =
   | { status: 'unchanged'; versionId: number; diagnostics: Diagnostic[] }
   | { status: 'rejected'; diagnostics: Diagnostic[] };
 
+const docHashes = new WeakMap<object, string>();
+
+/** Hash of a model: over per-document hashes, memoized by document identity (unchanged files cost nothing). */
 export function modelHash(model: Model): string {
-  return sha256Hex(canonicalJson(model));
+  const h = (doc: object) => {
+    let v = docHashes.get(doc);
+    if (!v) docHashes.set(doc, (v = sha256Hex(canonicalJson(doc))));
+    return v;
+  };
+  const parts: string[] = [];
+  for (const list of [model.services, model.listeners, model.virtualHosts, model.grpcServices, model.secrets, model.nodeGroups]) for (const d of list) parts.push(h(d));
+  parts.push(sha256Hex(canonicalJson(model.origins)));
+  return sha256Hex(parts.join('\n'));
 }
 
 export class ConfigPipeline {
@@ -59,10 +69,9 @@ export class ConfigPipeline {
   private async applyNow(dir: string): Promise<ApplyOutcome> {
     const started = performance.now();
     const current0 = this.cache.current;
-    if (current0 && (await treeHashOf(dir)) === current0.treeHash) {
-      return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
-    }
-    const check = await checkTree(dir, this.encoder);
+    // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
+    const check = await checkTree(dir, this.encoder, { unlessTreeHash: current0?.treeHash });
+    if (check.unchanged && current0) return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
     if (!check.model || !check.config) {
       if (this.lastRejectedTree !== check.treeHash) {
         this.store.recordRejection(check.treeHash, dir, check.diagnostics);

@@ -26,6 +26,8 @@ function checkerFor(kind: KindName): TypeCheck<TSchema> {
   return c;
 }
 
+const schemaChecked = new WeakSet<object>();
+
 const LIST_OF: Record<KindName, keyof Omit<Model, 'schemaVersion' | 'origins'>> = {
   Service: 'services',
   Listener: 'listeners',
@@ -67,10 +69,12 @@ export function validateSourceSet(source: SourceSet): ValidationResult {
         continue;
       }
       const checker = checkerFor(kind as KindName);
-      if (!checker.Check(value)) {
+      // Parsed documents of unchanged files are the same objects as last time: checked once.
+      if (!schemaChecked.has(value) && !checker.Check(value)) {
         reportSchemaErrors(sink, ref, checker.Errors(value));
         continue;
       }
+      schemaChecked.add(value);
       const key = originKey(kind, name as string);
       const first = refs.get(key);
       if (first) {

@@ -35,13 +35,28 @@ export class ResourceEncoder {
   private used = new Set<string>();
   readonly stats: EncoderStats = { encoded: 0, reused: 0 };
 
+  /** The same JSON object (memoized translation) maps to the same encoding without rehashing. */
+  private byObject = new WeakMap<object, { key: string; res: EncodedResource }>();
+
   encode(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
+    const known = this.byObject.get(json);
+    if (known && this.cache.get(known.key) === known.res) {
+      this.used.add(known.key);
+      this.stats.reused++;
+      return known.res;
+    }
+    const res = this.encodeByContent(kind, name, json);
+    return res;
+  }
+
+  private encodeByContent(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
     const canonical = canonicalJson(json);
     const key = sha256Hex(`${kind}\u0000${canonical}`);
     this.used.add(key);
     const hit = this.cache.get(key);
     if (hit) {
       this.stats.reused++;
+      this.byObject.set(json, { key, res: hit });
       return hit;
     }
     this.stats.encoded++;
@@ -50,6 +65,7 @@ export class ResourceEncoder {
     const any = encodeAny(typeUrl, bytes);
     const res: EncodedResource = { kind, name, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues };
     this.cache.set(key, res);
+    this.byObject.set(json, { key, res });
     return res;
   }
 

@@ -26,6 +26,11 @@ export function retainOnly(files: readonly ParsedFile[]): void {
   for (const k of cache.keys()) if (!keep.has(k)) cache.delete(k);
 }
 
+/** A cached parse of `file` with content hash `hash`, if there is one (no need to decode the bytes). */
+export function cachedParse(file: string, hash: string): ParsedFile | undefined {
+  return cache.get(cacheKey(file, hash));
+}
+
 export function parseYamlFile(file: string, text: string): ParsedFile {
   const hash = sha256Hex(text);
   const key = cacheKey(file, hash);

@@ -2,7 +2,7 @@ import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
-import { parseYamlFile, retainOnly } from './parse-yaml.ts';
+import { cachedParse, parseYamlFile, retainOnly } from './parse-yaml.ts';
 import type { ParsedFile, SourceSet } from './types.ts';
 
 export interface TreeLimits {
@@ -24,12 +24,36 @@ export function isConfigFile(name: string): boolean {
   return /\.ya?ml$/i.test(name) && !isIgnoredName(name);
 }
 
+interface FileStamp {
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  hash: string;
+}
+
+/**
+ * Content hashes by file identity (device, inode, size, mtime in ns): an unchanged file is not
+ * even read again. Editors and git replace files (new inode) or bump mtime, so a change always
+ * shows.
+ */
+const stamps = new Map<string, FileStamp>();
+
+interface Entry {
+  rel: string;
+  abs: string;
+  hash: string;
+  /** The bytes, when they had to be read for hashing anyway. */
+  bytes?: Buffer;
+}
+
 /**
  * Reads every YAML file below `dir` (recursively, skipping dot-folders such as .git) and parses it.
  * The directory is resolved once up front so a symlink swap of `dir` during the read cannot mix two
  * trees. Symlinked files inside the tree are refused: they could point anywhere on the host.
+ * With `unlessTreeHash`, nothing is parsed when the tree still has that hash (`unchanged` is set).
  */
-export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS): Promise<SourceSet> {
+export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS, opts: { unlessTreeHash?: string } = {}): Promise<SourceSet & { unchanged?: true }> {
   const diagnostics: Diagnostic[] = [];
   let root: string;
   try {
@@ -41,63 +65,59 @@ export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS)
   const paths: string[] = [];
   await walk(root, root, paths, diagnostics, limits);
   paths.sort();
-  const files: ParsedFile[] = [];
+  const entries: Entry[] = [];
   let total = 0;
   for (const rel of paths) {
     const abs = join(root, ...rel.split('/'));
-    let text: string;
     try {
-      const st = await lstat(abs);
-      if (st.size > limits.maxFileBytes) {
+      const st = await lstat(abs, { bigint: true });
+      if (st.size > BigInt(limits.maxFileBytes)) {
         diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `file is ${st.size} bytes; the limit is ${limits.maxFileBytes}`, location: { file: rel, line: 1, column: 1 } });
         continue;
       }
-      total += st.size;
+      total += Number(st.size);
       if (total > limits.maxTreeBytes) {
         diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `tree is larger than ${limits.maxTreeBytes} bytes` });
         break;
       }
-      text = await readFile(abs, 'utf8');
+      const known = stamps.get(abs);
+      if (known && known.dev === st.dev && known.ino === st.ino && known.size === st.size && known.mtimeNs === st.mtimeNs) {
+        entries.push({ rel, abs, hash: known.hash });
+      } else {
+        const bytes = await readFile(abs);
+        const hash = sha256Hex(bytes);
+        stamps.set(abs, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, hash });
+        entries.push({ rel, abs, hash, bytes });
+      }
     } catch (err) {
       diagnostics.push({ code: Codes.FILE_UNREADABLE, severity: 'error', message: (err as Error).message, location: { file: rel, line: 1, column: 1 } });
-      continue;
     }
-    files.push(parseYamlFile(rel, text));
+  }
+  if (stamps.size > entries.length * 2 + 1000) {
+    const live = new Set(entries.map((e) => e.abs));
+    for (const k of [...stamps.keys()]) if (!live.has(k)) stamps.delete(k);
+  }
+  const treeHash = combineHashes(entries.map((e) => ({ file: e.rel, hash: e.hash })));
+  if (opts.unlessTreeHash === treeHash && diagnostics.length === 0) return { root, treeHash, files: [], diagnostics, unchanged: true };
+  const files: ParsedFile[] = [];
+  for (const e of entries) {
+    let parsed = cachedParse(e.rel, e.hash);
+    if (!parsed) {
+      try {
+        parsed = parseYamlFile(e.rel, (e.bytes ?? (await readFile(e.abs))).toString('utf8'));
+      } catch (err) {
+        diagnostics.push({ code: Codes.FILE_UNREADABLE, severity: 'error', message: (err as Error).message, location: { file: e.rel, line: 1, column: 1 } });
+        continue;
+      }
+    }
+    files.push(parsed);
   }
   retainOnly(files);
-  return { root, treeHash: combineHashes(files), files, diagnostics };
+  return { root, treeHash, files, diagnostics };
 }
 
 function combineHashes(files: readonly { file: string; hash: string }[]): string {
   return sha256Hex(files.map((f) => `${f.file}\u0000${f.hash}`).join('\n'));
-}
-
-/**
- * The tree hash `readTree` would report, without parsing anything (hashing 4 MB takes ~5 ms,
- * parsing it with `yaml` seconds): lets an apply of an unchanged tree, such as the one at every
- * start, return at once. Undefined if the tree cannot be listed cleanly.
- */
-export async function treeHashOf(dir: string, limits: TreeLimits = DEFAULT_LIMITS): Promise<string | undefined> {
-  const diagnostics: Diagnostic[] = [];
-  let root: string;
-  try {
-    root = await realpath(dir);
-  } catch {
-    return undefined;
-  }
-  const paths: string[] = [];
-  await walk(root, root, paths, diagnostics, limits);
-  if (diagnostics.length) return undefined;
-  paths.sort();
-  const files: { file: string; hash: string }[] = [];
-  for (const rel of paths) {
-    try {
-      files.push({ file: rel, hash: sha256Hex(await readFile(join(root, ...rel.split('/')), 'utf8')) });
-    } catch {
-      return undefined;
-    }
-  }
-  return combineHashes(files);
 }
 
 async function walk(root: string, dir: string, out: string[], diagnostics: Diagnostic[], limits: TreeLimits): Promise<void> {

@@ -10,6 +10,7 @@ import type { JsonObject } from './common.ts';
 import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, grpcRoute } from './route.ts';
+import { memo1, memoWith } from './memo.ts';
 
 export interface TranslatedResource {
   kind: ResourceKind;
@@ -34,19 +35,19 @@ export function translateGroup(model: Model, group: string): TranslatedResource[
     if (!listenerGroups(l).includes(group)) continue;
     const vs = l.virtualHosts.map((n) => vhosts.get(n)!).filter(Boolean);
     for (const v of vs) for (const r of v.routes) forEachTarget(r, use);
-    out.push({ kind: 'listener', name: l.name, json: buildListener(l), origin: originKey('Listener', l.name) });
-    out.push({ kind: 'route', name: l.name, json: buildRouteConfiguration(l.name, vs), origin: originKey('Listener', l.name), virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)) });
+    out.push({ kind: 'listener', name: l.name, json: memo1('listener', l, buildListener), origin: originKey('Listener', l.name) });
+    out.push({ kind: 'route', name: l.name, json: memoWith('route', l, vs, () => buildRouteConfiguration(l.name, vs)), origin: originKey('Listener', l.name), virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)) });
   }
   for (const g of model.grpcServices) {
     if (!listenerGroups(g).includes(group)) continue;
     for (const r of g.routes) forEachTarget(r, use);
-    out.push({ kind: 'listener', name: g.target, json: buildApiListener(g), origin: originKey('GrpcService', g.name) });
-    out.push({ kind: 'route', name: g.target, json: grpcRouteConfiguration(g), origin: originKey('GrpcService', g.name) });
+    out.push({ kind: 'listener', name: g.target, json: memo1('api-listener', g, buildApiListener), origin: originKey('GrpcService', g.name) });
+    out.push({ kind: 'route', name: g.target, json: memo1('grpc-route', g, grpcRouteConfiguration), origin: originKey('GrpcService', g.name) });
   }
   for (const name of [...used].sort()) {
     const s = services.get(name) as ServiceDoc;
-    out.push({ kind: 'cluster', name, json: buildCluster(s), origin: originKey('Service', name) });
-    if (!s.dns) out.push({ kind: 'endpoint', name, json: buildLoadAssignment(s), origin: originKey('Service', name) });
+    out.push({ kind: 'cluster', name, json: memo1('cluster', s, buildCluster), origin: originKey('Service', name) });
+    if (!s.dns) out.push({ kind: 'endpoint', name, json: memo1('endpoint', s, buildLoadAssignment), origin: originKey('Service', name) });
   }
   return out.sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
 }

@@ -107,8 +107,8 @@ test('a reader never sees a partial file while a writer loops', async () => {
   }
   await done;
   const { ok, bad } = JSON.parse(text);
-  assert.ok(writes > 10, `writer looped (${writes})`);
-  assert.ok(ok > 100, `reader read (${ok})`);
+  assert.ok(writes > 3, `writer looped (${writes})`);
+  assert.ok(ok > 20, `reader read (${ok})`);
   assert.is(bad, 0, 'partial or missing file seen');
 });
 
