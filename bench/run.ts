@@ -1,0 +1,93 @@
+/**
+ * fleetxds benchmark suite: `npm run bench` (all), or `npm run bench -- pipeline fanout ...`.
+ * Options: --runs N (median of N runs, default 3; fan-out defaults to 1 run per point because one
+ * point at 5,000 clients takes about a minute), --quick (smaller sizes). Prints tables; numbers
+ * are figures to compare, not pass/fail.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+
+import { parseArgs } from 'node:util';
+import { projectPath } from '../src/shared/paths.ts';
+import { tempDir } from '../test/helpers/tree.ts';
+import { fanout, type FanoutResult } from './scenarios/fanout.ts';
+import { filesScenario } from './scenarios/files.ts';
+import { restScenario } from './scenarios/rest.ts';
+import { restartScenario } from './scenarios/restart.ts';
+import { machineInfo, median } from './lib/proc.ts';
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string' }, quick: { type: 'boolean', default: false } } });
+const all = ['pipeline', 'restart', 'fanout', 'rest', 'files'];
+const selected = positionals.length ? positionals : all;
+const runs = Number(values.runs ?? 3);
+const quick = values.quick;
+
+function table(title: string, rows: Record<string, unknown>[]): void {
+  console.log(`\n## ${title}\n`);
+  if (!rows.length) return;
+  const cols = Object.keys(rows[0]);
+  console.log(`| ${cols.join(' | ')} |`);
+  console.log(`|${cols.map(() => '---').join('|')}|`);
+  for (const r of rows) console.log(`| ${cols.map((c) => String(r[c])).join(' | ')} |`);
+}
+
+function medianOf<T extends Record<string, unknown>>(results: T[]): T {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(results[0])) {
+    const vals = results.map((r) => r[k]);
+    out[k] = typeof vals[0] === 'number' ? median(vals as number[]) : vals[0];
+  }
+  return out as T;
+}
+
+console.log(`# fleetxds benchmarks\n\nmachine: ${machineInfo()}; runs per point: ${runs} (fan-out: ${values.runs ?? 1})`);
+execFileSync('npm', ['run', 'build', '--silent'], { cwd: projectPath(), stdio: 'inherit' });
+
+let lastDb: { database: string; configDir: string } | undefined;
+if (selected.includes('pipeline') || selected.includes('restart')) {
+  const rows: Record<string, unknown>[] = [];
+  for (const n of quick ? [1000] : [1000, 10_000]) {
+    const results: Record<string, number | string>[] = [];
+    for (let r = 0; r < (selected.includes('pipeline') ? runs : 1); r++) {
+      const dir = tempDir('fleetxds-bench-');
+      const out = spawnSync(process.execPath, ['--import', 'tsx', projectPath('bench', 'scenarios', 'pipeline.ts'), String(n), dir], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      if (out.status !== 0) throw new Error(out.stderr);
+      results.push(JSON.parse(out.stdout.trim().split('\n').pop()!));
+    }
+    const m = medianOf(results);
+    lastDb = { database: String(results[results.length - 1].database), configDir: String(results[results.length - 1].configDir) };
+    const { database: _d, configDir: _c, ...row } = m;
+    rows.push(row);
+  }
+  if (selected.includes('pipeline')) table('Pipeline: read + parse, validate, translate + encode (cold); one-file change to new snapshot (incl. 50 ms debounce); peak RSS', rows);
+}
+
+if (selected.includes('restart') && lastDb) {
+  const results = [];
+  for (let r = 0; r < runs; r++) results.push(await restartScenario(lastDb.configDir, lastDb.database));
+  table(`Restart: process start to first ADS response from SQLite (${quick ? '1,000' : '10,000'} services)`, [medianOf(results)]);
+}
+
+if (selected.includes('fanout')) {
+  const rows: FanoutResult[] = [];
+  const fanRuns = Number(values.runs ?? 1);
+  for (const n of quick ? [1000] : [1000, 5000]) {
+    for (const mode of ['sotw', 'delta'] as const) {
+      const results: FanoutResult[] = [];
+      for (let r = 0; r < fanRuns; r++) results.push(await fanout(n, mode));
+      rows.push(medianOf(results as unknown as Record<string, unknown>[]) as unknown as FanoutResult);
+    }
+  }
+  table('Fan-out: one-route change to all N ADS clients holding it (ms, incl. 50 ms debounce); server CPU s and RSS MB; bytes per client', rows as unknown as Record<string, unknown>[]);
+}
+
+if (selected.includes('rest')) {
+  const results = [];
+  for (let r = 0; r < Math.min(runs, 2); r++) results.push(await restScenario(quick ? 2000 : 10_000));
+  table('REST long-poll: held polls, server RSS, time from change to all answered (ms, incl. debounce)', [medianOf(results)]);
+}
+
+if (selected.includes('files')) {
+  const results = [];
+  for (let r = 0; r < runs; r++) results.push(await filesScenario(quick ? 20 : 100, 100));
+  table('Files: render all types for every group, then a one-route change', [medianOf(results)]);
+}
