@@ -18,7 +18,8 @@ function post(port: number, body: object): Promise<{ status: number; at: number;
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, at: Date.now(), version: text ? JSON.parse(text).version_info : undefined }));
+      // Only the version is needed: read it without parsing the whole body.
+      res.on('end', () => resolve({ status: res.statusCode!, at: Date.now(), version: /"version_info":"([^"]*)"/.exec(text)?.[1] }));
     });
     req.on('error', reject);
     req.end(data);

@@ -11,7 +11,9 @@ import { canonicalJson } from '../shared/canonical-json.ts';
 import { formatDiagnostic, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
-import { ResourceEncoder } from '../snapshot/encoder.ts';
+import { ResourceEncoder, type EncodedResource } from '../snapshot/encoder.ts';
+import { makeGroupSnapshot, type GroupSnapshot } from '../snapshot/group-snapshot.ts';
+import { NodeGroupResolver } from '../model/node-groups.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 
 export type ApplyOutcome =
@@ -45,10 +47,29 @@ export class ConfigPipeline {
     private readonly log: Logger,
   ) {}
 
-  /** Serves the newest stored version, before the directory has been read. */
+  /** Keys already in the store's encoded_resources (loaded lazily). */
+  private storedKeys?: Set<string>;
+
+  /**
+   * Serves the newest stored version, before the directory has been read. With a stored manifest
+   * nothing is translated or encoded: the stored bytes are served as they are.
+   */
   loadLatestFromStore(): boolean {
     const latest = this.store.latestVersion();
     if (!latest) return false;
+    const stored = this.store.loadManifest(latest.id);
+    if (stored) {
+      const groups = new Map<string, GroupSnapshot>();
+      for (const [group, keys] of Object.entries(stored.manifest)) {
+        groups.set(group, makeGroupSnapshot(group, keys.map((k) => {
+          const r = stored.resources.get(k)!;
+          return this.encoder.restore(r.kind, r.name, r.key, r.json, r.any);
+        })));
+      }
+      this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, { groups, resolver: NodeGroupResolver.forModel(latest.model) });
+      this.log.info({ versionId: latest.id, modelHash: latest.modelHash.slice(0, 12), resources: stored.resources.size }, 'serving last good version from the store');
+      return true;
+    }
     const built = buildConfig(latest.model, this.encoder);
     if (!built.config) {
       // Only possible if this build of fleetxds rejects what an older one accepted.
@@ -87,7 +108,25 @@ export class ConfigPipeline {
       return { status: 'unchanged', versionId: current.versionId, diagnostics: check.diagnostics };
     }
     const appliedAt = new Date();
-    const versionId = this.store.insertVersion({ treeHash: check.treeHash, modelHash: hash, sourceKind: 'directory', source: dir, model: check.model, warnings: check.diagnostics }, appliedAt);
+    this.storedKeys ??= this.store.storedResourceKeys();
+    const manifest: Record<string, string[]> = {};
+    const fresh = new Map<string, EncodedResource>();
+    for (const [group, g] of check.config.groups) {
+      manifest[group] = [];
+      for (const t of Object.values(g.types)) {
+        for (const r of t.resources.values()) {
+          manifest[group].push(r.key);
+          if (!this.storedKeys.has(r.key)) fresh.set(r.key, r);
+        }
+      }
+    }
+    const versionId = this.store.insertVersionWithResources(
+      { treeHash: check.treeHash, modelHash: hash, sourceKind: 'directory', source: dir, model: check.model, warnings: check.diagnostics },
+      [...fresh.values()],
+      manifest,
+      appliedAt,
+    );
+    for (const k of fresh.keys()) this.storedKeys.add(k);
     this.publish(versionId, hash, check.treeHash, appliedAt.toISOString(), check.config);
     this.log.info({ versionId, modelHash: hash.slice(0, 12), ms: Math.round(performance.now() - started), warnings: check.diagnostics.length }, 'applied config version');
     return { status: 'applied', versionId, diagnostics: check.diagnostics };

@@ -33,6 +33,14 @@ export interface VersionRecord {
   warnings: Diagnostic[];
 }
 
+export interface StoredResource {
+  key: string;
+  kind: 'cluster' | 'endpoint' | 'listener' | 'route' | 'secret';
+  name: string;
+  json: Record<string, unknown>;
+  any: Buffer;
+}
+
 export interface NackEvent {
   at: string;
   nodeId: string;
@@ -91,6 +99,38 @@ export class Store {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
       .run(v.treeHash, v.modelHash, v.sourceKind, v.source, v.commitSha ?? null, v.author ?? null, v.subject ?? null, at.toISOString(), JSON.stringify(v.model), JSON.stringify(v.warnings));
     return Number(info.lastInsertRowid);
+  }
+
+  /** Keys of the encoded resources already stored (so an apply only inserts new ones). */
+  storedResourceKeys(): Set<string> {
+    return new Set((this.db.prepare('SELECT key FROM encoded_resources').pluck().all() as string[]));
+  }
+
+  /**
+   * Records a version, the encoded resources it introduces and its manifest (resource keys per
+   * group) in one transaction: after a crash either all of it is there or none.
+   */
+  insertVersionWithResources(v: VersionInput, resources: StoredResource[], manifest: Record<string, string[]>, at = new Date()): number {
+    return this.db.transaction(() => {
+      const id = this.insertVersion(v, at);
+      const ins = this.db.prepare('INSERT OR IGNORE INTO encoded_resources (key, kind, name, json, any) VALUES (?, ?, ?, ?, ?)');
+      for (const r of resources) ins.run(r.key, r.kind, r.name, JSON.stringify(r.json), r.any);
+      this.db.prepare('INSERT INTO version_manifests (version_id, manifest_json) VALUES (?, ?)').run(id, JSON.stringify(manifest));
+      return id;
+    }).immediate();
+  }
+
+  /** The manifest of a version and the stored resources it names; undefined if it has none. */
+  loadManifest(versionId: number): { manifest: Record<string, string[]>; resources: Map<string, StoredResource> } | undefined {
+    const row = this.db.prepare('SELECT manifest_json FROM version_manifests WHERE version_id = ?').get(versionId) as { manifest_json: string } | undefined;
+    if (!row) return undefined;
+    const manifest = JSON.parse(row.manifest_json) as Record<string, string[]>;
+    const wanted = new Set(Object.values(manifest).flat());
+    const resources = new Map<string, StoredResource>();
+    for (const r of this.db.prepare('SELECT key, kind, name, json, any FROM encoded_resources').iterate() as Iterable<{ key: string; kind: string; name: string; json: string; any: Buffer }>) {
+      if (wanted.has(r.key)) resources.set(r.key, { key: r.key, kind: r.kind as StoredResource['kind'], name: r.name, json: JSON.parse(r.json), any: r.any });
+    }
+    return resources.size === wanted.size ? { manifest, resources } : undefined;
   }
 
   latestVersion(): (VersionRecord & { model: Model }) | undefined {

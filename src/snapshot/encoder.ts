@@ -8,7 +8,9 @@ import { DR, encodeAny, lenField } from '../xds/wire.ts';
 export interface EncodedResource {
   readonly kind: ResourceKind;
   readonly name: string;
-  /** Content hash of the canonical JSON; the per-resource version (delta) and cache key. */
+  /** sha256 of kind + canonical JSON: the cache (and store) key. */
+  readonly key: string;
+  /** Its first 16 hex digits: the per-resource version (delta). */
   readonly version: string;
   /** Canonical proto3 JSON (REST, files, status pages, golden tests). */
   readonly json: Record<string, unknown>;
@@ -63,9 +65,19 @@ export class ResourceEncoder {
     const typeUrl = TypeUrls[kind];
     const { bytes, issues } = encodeJson(messageName(typeUrl), json);
     const any = encodeAny(typeUrl, bytes);
-    const res: EncodedResource = { kind, name, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues };
+    const res: EncodedResource = { kind, name, key, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues };
     this.cache.set(key, res);
     this.byObject.set(json, { key, res });
+    return res;
+  }
+
+  /** Rebuilds a resource stored earlier (restart path) and makes it known to the cache. */
+  restore(kind: ResourceKind, name: string, key: string, json: Record<string, unknown>, any: Buffer): EncodedResource {
+    const hit = this.cache.get(key);
+    if (hit) return hit;
+    const res: EncodedResource = { kind, name, key, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues: [] };
+    this.cache.set(key, res);
+    this.used.add(key);
     return res;
   }
 

@@ -31,6 +31,28 @@ test('on restart the last good version is served from SQLite, even when the dire
   }
 });
 
+test('a restart serves the stored bytes: nothing is translated or encoded, nothing is parsed', async () => {
+  const db = join(tempDir(), 'state.db');
+  const dir = writeTree(BASE);
+  const first = await startServer(dir, { database: db });
+  const before = first.cache.current!;
+  const anyBefore = before.groups.get('default')!.types.cluster.resources.get('api')!.any;
+  await first.close();
+  const second = await startServer(dir, { database: db });
+  try {
+    assert.is(second.pipeline.encoder.stats.encoded, 0, 'no resource encoded on restart');
+    const cur = second.cache.current!;
+    assert.is(cur.versionId, before.versionId);
+    for (const [group, g] of before.groups) {
+      for (const [kind, t] of Object.entries(g.types)) assert.is(cur.groups.get(group)!.types[kind as 'cluster'].version, t.version, `${group}/${kind}`);
+    }
+    assert.ok(Buffer.compare(cur.groups.get('default')!.types.cluster.resources.get('api')!.any, anyBefore) === 0);
+    assert.is(second.store.listVersions().length, 1, 'the unchanged directory made no new version');
+  } finally {
+    await second.close();
+  }
+});
+
 test('same model, same versions: a second server on a fresh database serves identical versions', async () => {
   const dir = writeTree(BASE);
   const a = await startServer(dir);

@@ -42,7 +42,8 @@ export interface RestOptions {
 
 interface Selection {
   version: string;
-  body: string;
+  /** The JSON response, encoded once: thousands of released polls share these bytes. */
+  body: Buffer;
 }
 
 interface Held {
@@ -73,7 +74,7 @@ export function restSelection(t: TypeSnapshot, names: readonly string[], sourceF
     // change to some other cluster's endpoints does not wake this poller.
     const version = full ? t.version : shortHash(picked.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
     const resources = picked.map((r) => ({ '@type': TypeUrls[t.kind], ...retargetConfigSources(r.json, sourceFor) }));
-    sel = { version, body: JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] }) };
+    sel = { version, body: Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] })) };
     if (perType.size > 10_000) perType.clear();
     perType.set(key, sel);
   }
