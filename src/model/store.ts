@@ -37,7 +37,8 @@ export interface StoredResource {
   key: string;
   kind: 'cluster' | 'endpoint' | 'listener' | 'route' | 'secret';
   name: string;
-  json: Record<string, unknown>;
+  /** Parsed object when writing; JSON text when loading (parsed only if someone needs it). */
+  json: Record<string, unknown> | string;
   any: Buffer;
 }
 
@@ -114,7 +115,7 @@ export class Store {
     return this.db.transaction(() => {
       const id = this.insertVersion(v, at);
       const ins = this.db.prepare('INSERT OR IGNORE INTO encoded_resources (key, kind, name, json, any) VALUES (?, ?, ?, ?, ?)');
-      for (const r of resources) ins.run(r.key, r.kind, r.name, JSON.stringify(r.json), r.any);
+      for (const r of resources) ins.run(r.key, r.kind, r.name, typeof r.json === 'string' ? r.json : JSON.stringify(r.json), r.any);
       this.db.prepare('INSERT INTO version_manifests (version_id, manifest_json) VALUES (?, ?)').run(id, JSON.stringify(manifest));
       return id;
     }).immediate();
@@ -128,7 +129,7 @@ export class Store {
     const wanted = new Set(Object.values(manifest).flat());
     const resources = new Map<string, StoredResource>();
     for (const r of this.db.prepare('SELECT key, kind, name, json, any FROM encoded_resources').iterate() as Iterable<{ key: string; kind: string; name: string; json: string; any: Buffer }>) {
-      if (wanted.has(r.key)) resources.set(r.key, { key: r.key, kind: r.kind as StoredResource['kind'], name: r.name, json: JSON.parse(r.json), any: r.any });
+      if (wanted.has(r.key)) resources.set(r.key, { key: r.key, kind: r.kind as StoredResource['kind'], name: r.name, json: r.json, any: r.any });
     }
     return resources.size === wanted.size ? { manifest, resources } : undefined;
   }

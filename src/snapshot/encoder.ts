@@ -72,10 +72,13 @@ export class ResourceEncoder {
   }
 
   /** Rebuilds a resource stored earlier (restart path) and makes it known to the cache. */
-  restore(kind: ResourceKind, name: string, key: string, json: Record<string, unknown>, any: Buffer): EncodedResource {
+  restore(kind: ResourceKind, name: string, key: string, json: Record<string, unknown> | string, any: Buffer): EncodedResource {
     const hit = this.cache.get(key);
     if (hit) return hit;
-    const res: EncodedResource = { kind, name, key, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues: [] };
+    const base = { kind, name, key, version: key.slice(0, 16), any, framed: lenField(DR.resources, any), issues: [] as ProtoIssue[] };
+    let parsed = typeof json === 'string' ? undefined : json;
+    // gRPC serves bytes only; the JSON (REST, files, status) is parsed on first use.
+    const res = Object.defineProperty(base, 'json', { enumerable: true, get: () => (parsed ??= JSON.parse(json as string) as Record<string, unknown>) }) as unknown as EncodedResource;
     this.cache.set(key, res);
     this.used.add(key);
     return res;
