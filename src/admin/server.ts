@@ -16,6 +16,8 @@ export interface AdminDeps {
   log: Logger;
   /** Number of REST polls being held, when REST is enabled. */
   restHeld?: () => number;
+  /** Served secrets as fingerprints and expiry (never the material). */
+  secrets?: () => { name: string; fingerprint: string; notAfter?: string; subject?: string }[];
 }
 
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
@@ -46,12 +48,15 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     if (!g) return reply.code(404).send({ error: `no node group "${req.params.group}"` });
     if (!(RESOURCE_KINDS as readonly string[]).includes(req.params.kind)) return reply.code(404).send({ error: `kind must be one of ${RESOURCE_KINDS.join(', ')}` });
     const t = g.types[req.params.kind as ResourceKind];
-    return { typeUrl: TypeUrls[t.kind], version: t.version, resources: [...t.resources.values()].map((r) => r.json) };
+    // Secrets carry private keys: status shows who has which secret, by fingerprint, never the bytes.
+    const shown = t.kind === 'secret' ? (r: { name: string; version: string }) => redactedSecret(r.name, r.version, deps.secrets?.()) : (r: { json: object }) => r.json;
+    return { typeUrl: TypeUrls[t.kind], version: t.version, resources: [...t.resources.values()].map((r) => shown(r as never)) };
   });
 
   app.get<{ Querystring: { limit?: string } }>('/api/v1/versions', async (req) => ({ versions: deps.store.listVersions(clampLimit(req.query.limit)) }));
   app.get('/api/v1/rejections/latest', async (_req, reply) => deps.store.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }));
 
+  app.get('/api/v1/secrets', async () => ({ secrets: deps.secrets?.() ?? [] }));
   app.get('/api/v1/transports', async () => ({
     grpc: { streams: deps.registry.connected().length },
     rest: deps.restHeld ? { heldPolls: deps.restHeld(), pollingNodes: deps.registry.polling().length } : null,
@@ -65,6 +70,11 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   });
   app.get<{ Querystring: { limit?: string } }>('/api/v1/nacks', async (req) => ({ nacks: deps.store.listNacks(undefined, clampLimit(req.query.limit)) }));
   return app;
+}
+
+export function redactedSecret(name: string, version: string, served: { name: string; fingerprint: string; notAfter?: string; subject?: string }[] = []): object {
+  const m = served.find((x) => x.name === name);
+  return { name, version, fingerprint: m?.fingerprint, notAfter: m?.notAfter, subject: m?.subject, material: '(redacted)' };
 }
 
 function clampLimit(v: string | undefined): number {

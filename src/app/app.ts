@@ -10,7 +10,7 @@ import type { ServerConfig } from '../config/server-config.ts';
 import { splitListen } from '../config/server-config.ts';
 import { Store } from '../model/store.ts';
 import { SnapshotCache } from '../snapshot/snapshot-cache.ts';
-import { TreeWatcher } from '../source/watcher.ts';
+import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { bindGrpc, createGrpcServer } from '../transports/grpc/server.ts';
 import { ConfigPipeline } from './pipeline.ts';
@@ -44,16 +44,16 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
     log.warn({ node: n.stream.nodeId, group: n.stream.group, typeUrl: n.typeUrl, version: n.version, error: n.message }, 'NACK');
     store.recordNack({ at: n.at, nodeId: n.stream.nodeId, nodeCluster: n.stream.nodeCluster, nodeGroup: n.stream.group, transport: n.stream.transport, typeUrl: n.typeUrl, version: n.version, nonce: n.nonce, errorCode: n.code, message: n.message });
   });
-  const pipeline = new ConfigPipeline(store, cache, log.child({ component: 'pipeline' }));
+  const pipeline = new ConfigPipeline(store, cache, log.child({ component: 'pipeline' }), config.configDir);
 
   // Serve the last good version before touching the directory (fast restart, survives a broken tree).
-  pipeline.loadLatestFromStore();
+  await pipeline.loadLatestFromStore();
 
   const acks = new GroupAckTracker(config.grpc.serveLastAckedOnNack ?? false);
   const grpcServer: Server = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes });
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen);
   let restServer: RestServer | undefined;
-  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
+  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
   const { host, port } = splitListen(config.admin.listen);
   await admin.listen({ host, port });
   const adminPort = (admin.server.address() as { port: number }).port;
@@ -101,6 +101,13 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
     });
     await watcher.start();
   }
+  // Certificate rotation: watch the folders of the served secrets' files.
+  let secretWatcher: SecretWatcher | undefined;
+  if (config.watch.enabled) {
+    secretWatcher = new SecretWatcher(() => pipeline.secretFiles, () => void pipeline.reloadSecrets(), config.watch.debounceMs, (err) => log.error({ err }, 'secret watcher error'));
+    await secretWatcher.sync();
+    cache.onPublish(() => void secretWatcher!.sync());
+  }
   log.info({ grpc: `${splitListen(config.grpc.listen).host}:${grpcPort}`, admin: `${host}:${adminPort}`, rest: config.rest ? `${splitListen(config.rest.listen).host}:${restPort}` : null, files: config.files?.enabled ? config.files.dir : null, configDir: config.configDir, versionId: cache.current?.versionId ?? null }, 'fleetxds serving');
 
   return {
@@ -108,6 +115,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
     filesIdle: () => rendering,
     async close() {
       await watcher?.close();
+      await secretWatcher?.close();
       restServer?.releaseAll();
       await restServer?.app.close();
       await rendering;

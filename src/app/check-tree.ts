@@ -1,4 +1,7 @@
-import type { Diagnostic } from '../shared/diagnostics.ts';
+import { hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
+import { resolve } from 'node:path';
+import { loadSecrets, type SecretMaterial } from '../source/secrets.ts';
+import { originKey } from '../model/types.ts';
 import { readTree } from '../source/read-tree.ts';
 import { validateSourceSet } from '../model/validate.ts';
 import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
@@ -7,6 +10,8 @@ import type { Model } from '../model/types.ts';
 
 export interface TreeCheck {
   model?: Model;
+  /** TLS material of the model's secrets (never persisted). */
+  secrets?: Map<string, SecretMaterial>;
   config?: BuiltConfig;
   treeHash: string;
   diagnostics: Diagnostic[];
@@ -18,8 +23,12 @@ export async function checkTree(dir: string, encoder = new ResourceEncoder(), op
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
   const validated = validateSourceSet(source);
   if (!validated.model) return { treeHash: source.treeHash, diagnostics: validated.diagnostics };
+  const model = validated.model;
+  const secrets = await loadSecrets(model.secrets, resolve(dir), (name) => model.origins[originKey('Secret', name)]);
+  const diagnostics = [...validated.diagnostics, ...secrets.diagnostics];
+  if (hasErrors(secrets.diagnostics)) return { treeHash: source.treeHash, diagnostics };
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
-  const built = buildConfig(validated.model, encoder, (f) => texts.get(f));
-  return { model: validated.model, config: built.config, treeHash: source.treeHash, diagnostics: [...validated.diagnostics, ...built.diagnostics] };
+  const built = buildConfig(model, encoder, (f) => texts.get(f), secrets.materials);
+  return { model, secrets: secrets.materials, config: built.config, treeHash: source.treeHash, diagnostics: [...diagnostics, ...built.diagnostics] };
 }
 

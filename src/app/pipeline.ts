@@ -8,11 +8,14 @@ import { checkTree } from './check-tree.ts';
 import type { Store } from '../model/store.ts';
 import type { Model } from '../model/types.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
-import { formatDiagnostic, type Diagnostic } from '../shared/diagnostics.ts';
+import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
 import { ResourceEncoder, type EncodedResource } from '../snapshot/encoder.ts';
-import { makeGroupSnapshot, type GroupSnapshot } from '../snapshot/group-snapshot.ts';
+import { makeGroupSnapshot, makeTypeSnapshot, type GroupSnapshot } from '../snapshot/group-snapshot.ts';
+import { loadSecrets, secretResource, type SecretMaterial } from '../source/secrets.ts';
+import { originKey } from '../model/types.ts';
+import { resolve } from 'node:path';
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 
@@ -36,16 +39,32 @@ export function modelHash(model: Model): string {
   return sha256Hex(parts.join('\n'));
 }
 
+const SECRET_PREFIX = 'secret:';
+
 export class ConfigPipeline {
   readonly encoder = new ResourceEncoder();
   private queue: Promise<unknown> = Promise.resolve();
   private lastRejectedTree?: string;
 
+  /** The model being served and its TLS material (material only in memory, never stored). */
+  private model?: Model;
+  private secrets = new Map<string, SecretMaterial>();
+
   constructor(
     private readonly store: Store,
     private readonly cache: SnapshotCache,
     private readonly log: Logger,
+    /** The config directory Secret file paths are relative to. */
+    private readonly configDir: string,
   ) {}
+
+  get secretFiles(): string[] {
+    return [...this.secrets.values()].flatMap((m) => m.files);
+  }
+
+  get servedSecrets(): { name: string; fingerprint: string; notAfter?: string; subject?: string }[] {
+    return [...this.secrets.values()].map(({ name, fingerprint, notAfter, subject }) => ({ name, fingerprint, notAfter, subject }));
+  }
 
   /** Keys already in the store's encoded_resources (loaded lazily). */
   private storedKeys?: Set<string>;
@@ -54,23 +73,33 @@ export class ConfigPipeline {
    * Serves the newest stored version, before the directory has been read. With a stored manifest
    * nothing is translated or encoded: the stored bytes are served as they are.
    */
-  loadLatestFromStore(): boolean {
+  async loadLatestFromStore(): Promise<boolean> {
     const latest = this.store.latestVersion();
     if (!latest) return false;
+    // TLS material is never in the store: read it again from its files.
+    const model = latest.model;
+    const loaded = await loadSecrets(model.secrets, resolve(this.configDir), (name) => model.origins[originKey('Secret', name)]);
+    if (hasErrors(loaded.diagnostics)) this.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, 'secrets of the stored version cannot be loaded; they are not served');
+    this.model = model;
+    this.secrets = loaded.materials;
     const stored = this.store.loadManifest(latest.id);
     if (stored) {
       const groups = new Map<string, GroupSnapshot>();
       for (const [group, keys] of Object.entries(stored.manifest)) {
-        groups.set(group, makeGroupSnapshot(group, keys.map((k) => {
+        groups.set(group, makeGroupSnapshot(group, keys.flatMap((k) => {
+          if (k.startsWith(SECRET_PREFIX)) {
+            const m = this.secrets.get(k.slice(SECRET_PREFIX.length));
+            return m ? [this.encoder.encode('secret', m.name, secretResource(m))] : [];
+          }
           const r = stored.resources.get(k)!;
-          return this.encoder.restore(r.kind, r.name, r.key, r.json, r.any);
+          return [this.encoder.restore(r.kind, r.name, r.key, r.json, r.any)];
         })));
       }
       this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, { groups, resolver: NodeGroupResolver.forModel(latest.model) });
       this.log.info({ versionId: latest.id, modelHash: latest.modelHash.slice(0, 12), resources: stored.resources.size }, 'serving last good version from the store');
       return true;
     }
-    const built = buildConfig(latest.model, this.encoder);
+    const built = buildConfig(latest.model, this.encoder, undefined, this.secrets);
     if (!built.config) {
       // Only possible if this build of fleetxds rejects what an older one accepted.
       this.log.error({ versionId: latest.id, problems: built.diagnostics.map(formatDiagnostic) }, 'stored version no longer builds; waiting for the directory');
@@ -115,6 +144,11 @@ export class ConfigPipeline {
       manifest[group] = [];
       for (const t of Object.values(g.types)) {
         for (const r of t.resources.values()) {
+          // Secrets hold private keys: the store keeps only their names (material is re-read from files).
+          if (r.kind === 'secret') {
+            manifest[group].push(SECRET_PREFIX + r.name);
+            continue;
+          }
           manifest[group].push(r.key);
           if (!this.storedKeys.has(r.key)) fresh.set(r.key, r);
         }
@@ -127,9 +161,48 @@ export class ConfigPipeline {
       appliedAt,
     );
     for (const k of fresh.keys()) this.storedKeys.add(k);
+    this.model = check.model;
+    this.secrets = check.secrets ?? new Map();
     this.publish(versionId, hash, check.treeHash, appliedAt.toISOString(), check.config);
     this.log.info({ versionId, modelHash: hash.slice(0, 12), ms: Math.round(performance.now() - started), warnings: check.diagnostics.length }, 'applied config version');
     return { status: 'applied', versionId, diagnostics: check.diagnostics };
+  }
+
+  /**
+   * Certificate rotation: re-reads the served model's secret files. A valid change publishes new
+   * Secret resources only (other types keep their snapshots, so only SDS is pushed, and only to
+   * nodes that use the secret); a broken renewal keeps the last good material.
+   */
+  reloadSecrets(): Promise<'rotated' | 'unchanged' | 'rejected'> {
+    const run = this.queue.then(() => this.reloadSecretsNow());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async reloadSecretsNow(): Promise<'rotated' | 'unchanged' | 'rejected'> {
+    const cur = this.cache.current;
+    const model = this.model;
+    if (!cur || !model) return 'unchanged';
+    const loaded = await loadSecrets(model.secrets, resolve(this.configDir), (name) => model.origins[originKey('Secret', name)]);
+    if (hasErrors(loaded.diagnostics)) {
+      this.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, 'renewed secret files rejected; still serving the last good secrets');
+      this.store.recordRejection(cur.treeHash, 'secret files', loaded.diagnostics);
+      return 'rejected';
+    }
+    const changed = [...loaded.materials.values()].filter((m) => this.secrets.get(m.name)?.fingerprint !== m.fingerprint);
+    if (!changed.length) return 'unchanged';
+    this.secrets = loaded.materials;
+    const groups = new Map<string, GroupSnapshot>();
+    for (const [name, g] of cur.groups) {
+      const secrets = [...g.types.secret.resources.keys()].flatMap((n) => {
+        const m = this.secrets.get(n);
+        return m ? [this.encoder.encode('secret', n, secretResource(m))] : [];
+      });
+      groups.set(name, { group: name, types: { ...g.types, secret: makeTypeSnapshot('secret', secrets) } });
+    }
+    this.cache.publish({ ...cur, groups });
+    this.log.info({ secrets: changed.map((m) => ({ name: m.name, fingerprint: m.fingerprint.slice(0, 16), notAfter: m.notAfter })) }, 'rotated secrets');
+    return 'rotated';
   }
 
   private publish(versionId: number, hash: string, treeHash: string, appliedAt: string, config: BuiltConfig): void {

@@ -20,7 +20,9 @@ export async function renderCommand(dir: string, opts: { group?: string; kind?: 
     for (const k of RESOURCE_KINDS) {
       if (opts.kind && k !== opts.kind) continue;
       const t = g.types[k as ResourceKind];
-      out[name][k] = { version_info: t.version, type_url: TypeUrls[k], resources: [...t.resources.values()].map((r) => ({ '@type': TypeUrls[k], ...r.json })) };
+      // Never print key material: secrets are shown by name and version only.
+      const show = (r: { name: string; version: string; json: object }) => (k === 'secret' ? { name: r.name, version: r.version, material: '(redacted)' } : r.json);
+      out[name][k] = { version_info: t.version, type_url: TypeUrls[k], resources: [...t.resources.values()].map((r) => ({ '@type': TypeUrls[k], ...show(r) })) };
     }
   }
   if (opts.group && !out[opts.group]) {

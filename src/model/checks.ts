@@ -49,7 +49,18 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
     });
   };
 
-  for (const s of model.services) checkService(s, ref('Service', s.name), sink);
+  const needSecret = (r: DocRef, path: PathSegment[], name: string, want: 'ca' | 'certificate'): void => {
+    const sec = secrets.get(name);
+    if (!sec) sink.error(Codes.UNKNOWN_REFERENCE, r, path, `secret "${name}" does not exist${suggest(name, secrets.keys())}`);
+    else if (want === 'ca' && !sec.caFile) sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" is not a CA bundle (it needs caFile)`);
+    else if (want === 'certificate' && !sec.certificateFile) sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" holds no certificate`);
+  };
+  for (const s of model.services) {
+    checkService(s, ref('Service', s.name), sink);
+    if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
+    if (s.tls?.clientSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
+    if (s.tls?.caSecret && s.tls.caFile) sink.error(Codes.INVALID_VALUE, ref('Service', s.name), ['tls'], 'use caFile or caSecret, not both');
+  }
 
   for (const g of model.nodeGroups) {
     const r = ref('NodeGroup', g.name);
@@ -61,6 +72,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
   for (const s of model.secrets) {
     const r = ref('Secret', s.name);
     if (!s.caFile && !(s.certificateFile && s.privateKeyFile)) sink.error(Codes.INVALID_VALUE, r, [], 'a secret needs certificateFile and privateKeyFile, or caFile');
+    if (s.caFile && (s.certificateFile || s.privateKeyFile)) sink.error(Codes.INVALID_VALUE, r, ['caFile'], 'an Envoy secret is either a certificate or a CA bundle: put caFile in a Secret of its own');
     if (Boolean(s.certificateFile) !== Boolean(s.privateKeyFile)) sink.error(Codes.INVALID_VALUE, r, [s.certificateFile ? 'privateKeyFile' : 'certificateFile'], 'certificateFile and privateKeyFile go together');
   }
 
@@ -77,6 +89,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
       const sec = secrets.get(l.tls.secret);
       if (!sec) sink.error(Codes.UNKNOWN_REFERENCE, r, ['tls', 'secret'], `secret "${l.tls.secret}" does not exist${suggest(l.tls.secret, secrets.keys())}`);
       else if (!sec.certificateFile) sink.error(Codes.INVALID_VALUE, r, ['tls', 'secret'], `secret "${sec.name}" has no certificate; a TLS listener needs certificateFile and privateKeyFile`);
+      if (l.tls.clientCa !== undefined) needSecret(r, ['tls', 'clientCa'], l.tls.clientCa, 'ca');
     }
     checkDomainClashes(l, vhosts, r, sink);
   }

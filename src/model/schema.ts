@@ -77,6 +77,8 @@ export const UpstreamTls = Type.Object(
   {
     sni: Type.Optional(NonEmpty),
     caFile: Type.Optional(Type.String({ minLength: 1, description: 'CA bundle path on the proxy host used to verify the upstream.' })),
+    caSecret: Type.Optional(Type.String({ pattern: '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$', description: 'A CA-only Secret, delivered over SDS, to verify the upstream.' })),
+    clientSecret: Type.Optional(Type.String({ pattern: '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$', description: 'A certificate Secret presented to the upstream (mTLS).' })),
   },
   strict,
 );
@@ -211,7 +213,7 @@ export const Listener = Type.Object(
     address: Type.Optional(Type.String({ minLength: 1, description: 'Bind address (default 0.0.0.0).' })),
     port: Port,
     groups: Type.Optional(Groups),
-    tls: Type.Optional(Type.Object({ secret: Name }, strict)),
+    tls: Type.Optional(Type.Object({ secret: Name, clientCa: Type.Optional(Name) }, strict)),
     virtualHosts: Type.Array(Name, { minItems: 1, uniqueItems: true }),
   },
   strict,
@@ -242,9 +244,9 @@ export const Secret = Type.Object(
   {
     kind: Type.Literal('Secret'),
     name: Name,
-    certificateFile: Type.Optional(Type.String({ minLength: 1 })),
-    privateKeyFile: Type.Optional(Type.String({ minLength: 1 })),
-    caFile: Type.Optional(Type.String({ minLength: 1 })),
+    certificateFile: Type.Optional(Type.String({ minLength: 1, description: 'PEM certificate chain (leaf first), on the fleetxds host; relative to the config directory unless absolute.' })),
+    privateKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'PEM private key matching the certificate; keep it mode 0600.' })),
+    caFile: Type.Optional(Type.String({ minLength: 1, description: 'PEM CA bundle (a CA-only Secret, for validating peers).' })),
   },
   strict,
 );

@@ -9,6 +9,7 @@ import { DiagnosticSink } from '../model/diagnostic-sink.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import { groupNames, type Model } from '../model/types.ts';
 import { translateGroup } from '../translate/index.ts';
+import type { SecretMaterial } from '../source/secrets.ts';
 import type { EncodedResource, ResourceEncoder } from './encoder.ts';
 import { makeGroupSnapshot, type GroupSnapshot } from './group-snapshot.ts';
 
@@ -24,13 +25,13 @@ export interface BuildResult {
   diagnostics: Diagnostic[];
 }
 
-export function buildConfig(model: Model, encoder: ResourceEncoder, textOf: (file: string) => string | undefined = () => undefined): BuildResult {
+export function buildConfig(model: Model, encoder: ResourceEncoder, textOf: (file: string) => string | undefined = () => undefined, secrets: ReadonlyMap<string, SecretMaterial> = new Map()): BuildResult {
   const sink = new DiagnosticSink(textOf);
   const groups = new Map<string, GroupSnapshot>();
   const reported = new Set<EncodedResource>();
   for (const group of groupNames(model)) {
     const encoded: EncodedResource[] = [];
-    for (const t of translateGroup(model, group)) {
+    for (const t of translateGroup(model, group, secrets)) {
       const r = encoder.encode(t.kind, t.name, t.json);
       if (r.issues.length && !reported.has(r)) {
         reported.add(r);

@@ -1,5 +1,5 @@
 import { watch, type FSWatcher } from 'chokidar';
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { Debouncer } from './debounce.ts';
 import { isIgnoredName } from './read-tree.ts';
 
@@ -35,6 +35,44 @@ export class TreeWatcher {
     w.on('error', (err) => this.opts.onError(err as Error));
     await new Promise<void>((resolve) => w.once('ready', () => resolve()));
     this.watcher = w;
+  }
+
+  async close(): Promise<void> {
+    this.debouncer.cancel();
+    await this.watcher?.close();
+  }
+}
+
+/**
+ * Watches the folders holding the served secrets' files (certbot and CA agents replace files or
+ * swap symlinks there), and asks for a secret reload on any change in them.
+ */
+export class SecretWatcher {
+  private watcher?: FSWatcher;
+  private dirs = new Set<string>();
+  private readonly debouncer: Debouncer;
+
+  constructor(private readonly files: () => string[], onChange: () => void, debounceMs: number, private readonly onError: (err: Error) => void) {
+    this.debouncer = new Debouncer(onChange, debounceMs, debounceMs * 5 + 1000);
+  }
+
+  /** Follows the set of folders to the secrets currently served. */
+  async sync(): Promise<void> {
+    const want = new Set(this.files().map((f) => dirname(f)));
+    const add = [...want].filter((d) => !this.dirs.has(d));
+    const remove = [...this.dirs].filter((d) => !want.has(d));
+    if (!add.length && !remove.length) return;
+    if (!this.watcher) {
+      this.watcher = watch([], { ignoreInitial: true, depth: 0, atomic: true });
+      this.watcher.on('all', () => this.debouncer.trigger());
+      this.watcher.on('error', (err) => this.onError(err as Error));
+    }
+    if (remove.length) this.watcher.unwatch(remove);
+    if (add.length) {
+      this.watcher.add(add);
+      await new Promise<void>((r) => setTimeout(r, 50)); // let chokidar arm the new watches
+    }
+    this.dirs = want;
   }
 
   async close(): Promise<void> {

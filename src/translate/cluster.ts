@@ -54,7 +54,9 @@ export function buildCluster(s: ServiceDoc): JsonObject {
   }
   if (s.tls) {
     const ctx: JsonObject = {};
+    if (s.tls.clientSecret) ctx.tls_certificate_sds_secret_configs = [{ name: s.tls.clientSecret, sds_config: adsConfigSource() }];
     if (s.tls.caFile) ctx.validation_context = { trusted_ca: { filename: s.tls.caFile } };
+    if (s.tls.caSecret) ctx.validation_context_sds_secret_config = { name: s.tls.caSecret, sds_config: adsConfigSource() };
     c.transport_socket = {
       name: 'envoy.transport_sockets.tls',
       typed_config: compact({ '@type': TYPE.upstreamTls, common_tls_context: ctx, sni: s.tls.sni }),

@@ -11,6 +11,7 @@ import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, grpcRoute } from './route.ts';
 import { memo1, memoWith } from './memo.ts';
+import { secretResource, type SecretMaterial } from '../source/secrets.ts';
 
 export interface TranslatedResource {
   kind: ResourceKind;
@@ -22,8 +23,13 @@ export interface TranslatedResource {
   virtualHostOrigins?: string[];
 }
 
-export function translateGroup(model: Model, group: string): TranslatedResource[] {
+/**
+ * `secrets` is the TLS material read for the model's Secret documents (an input, so translation
+ * stays pure); a group gets the secrets its listeners and clusters reference.
+ */
+export function translateGroup(model: Model, group: string, secrets: ReadonlyMap<string, SecretMaterial> = new Map()): TranslatedResource[] {
   const out: TranslatedResource[] = [];
+  const secretRefs = new Set<string>();
   const services = new Map(model.services.map((s) => [s.name, s]));
   const vhosts = new Map(model.virtualHosts.map((v) => [v.name, v]));
   const used = new Set<string>();
@@ -34,6 +40,7 @@ export function translateGroup(model: Model, group: string): TranslatedResource[
   for (const l of model.listeners) {
     if (!listenerGroups(l).includes(group)) continue;
     const vs = l.virtualHosts.map((n) => vhosts.get(n)!).filter(Boolean);
+    if (l.tls) for (const n of [l.tls.secret, l.tls.clientCa]) if (n) secretRefs.add(n);
     for (const v of vs) for (const r of v.routes) forEachTarget(r, use);
     out.push({ kind: 'listener', name: l.name, json: memo1('listener', l, buildListener), origin: originKey('Listener', l.name) });
     out.push({ kind: 'route', name: l.name, json: memoWith('route', l, vs, () => buildRouteConfiguration(l.name, vs)), origin: originKey('Listener', l.name), virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)) });
@@ -46,8 +53,13 @@ export function translateGroup(model: Model, group: string): TranslatedResource[
   }
   for (const name of [...used].sort()) {
     const s = services.get(name) as ServiceDoc;
+    for (const n of [s.tls?.caSecret, s.tls?.clientSecret]) if (n) secretRefs.add(n);
     out.push({ kind: 'cluster', name, json: memo1('cluster', s, buildCluster), origin: originKey('Service', name) });
     if (!s.dns) out.push({ kind: 'endpoint', name, json: memo1('endpoint', s, buildLoadAssignment), origin: originKey('Service', name) });
+  }
+  for (const name of [...secretRefs].sort()) {
+    const m = secrets.get(name);
+    if (m) out.push({ kind: 'secret', name, json: memo1('secret', m, secretResource), origin: originKey('Secret', name) });
   }
   return out.sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
 }

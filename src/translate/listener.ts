@@ -16,16 +16,16 @@ export function buildListener(l: ListenerDoc): JsonObject {
     filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: httpConnectionManager(l.name, l.name) }],
   };
   if (l.tls) {
-    chain.transport_socket = {
-      name: 'envoy.transport_sockets.tls',
-      typed_config: {
-        '@type': TYPE.downstreamTls,
-        common_tls_context: {
-          alpn_protocols: ['h2', 'http/1.1'],
-          tls_certificate_sds_secret_configs: [{ name: l.tls.secret, sds_config: adsConfigSource() }],
-        },
-      },
+    const common: JsonObject = {
+      alpn_protocols: ['h2', 'http/1.1'],
+      tls_certificate_sds_secret_configs: [{ name: l.tls.secret, sds_config: adsConfigSource() }],
     };
+    const ctx: JsonObject = { '@type': TYPE.downstreamTls, common_tls_context: common };
+    if (l.tls.clientCa) {
+      common.validation_context_sds_secret_config = { name: l.tls.clientCa, sds_config: adsConfigSource() };
+      ctx.require_client_certificate = true;
+    }
+    chain.transport_socket = { name: 'envoy.transport_sockets.tls', typed_config: ctx };
   }
   return {
     name: l.name,

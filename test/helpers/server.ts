@@ -11,6 +11,8 @@ export interface StartOptions {
   rest?: Partial<RestSettings>;
   files?: Partial<FilesSettings> & { dir: string };
   serveLastAckedOnNack?: boolean;
+  /** Receives every log line (JSON) the server writes, at debug level. */
+  logLines?: string[];
 }
 
 export async function startServer(configDir: string, opts: StartOptions = {}): Promise<RunningApp> {
@@ -24,5 +26,8 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },
     log: { level: 'silent' },
   };
-  return startApp(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
+  const log = opts.logLines
+    ? pino({ level: 'debug' }, { write: (line: string) => void opts.logLines!.push(line) })
+    : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  return startApp(config, log);
 }
