@@ -5,6 +5,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Store } from '../model/store.ts';
+import { RollbackError, type ConfigPipeline } from '../app/pipeline.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from '../status/node-registry.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts';
@@ -14,6 +15,7 @@ export interface AdminDeps {
   cache: SnapshotCache;
   registry: NodeRegistry;
   log: Logger;
+  pipeline?: ConfigPipeline;
   /** Number of REST polls being held, when REST is enabled. */
   restHeld?: () => number;
   /** Served secrets as fingerprints and expiry (never the material). */
@@ -53,7 +55,49 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     return { typeUrl: TypeUrls[t.kind], version: t.version, resources: [...t.resources.values()].map((r) => shown(r as never)) };
   });
 
-  app.get<{ Querystring: { limit?: string } }>('/api/v1/versions', async (req) => ({ versions: deps.store.listVersions(clampLimit(req.query.limit)) }));
+  app.get<{ Querystring: { limit?: string } }>('/api/v1/versions', async (req) => {
+    const versions = deps.store.listVersions(clampLimit(req.query.limit));
+    const current = deps.cache.current?.versionId;
+    // Each version with what it changed against the one before it.
+    return {
+      current,
+      pins: deps.store.listPins(),
+      versions: versions.map((v, i) => {
+        const prev = versions[i + 1]?.id ?? deps.store.listVersions(1000).find((x) => x.id < v.id)?.id;
+        const changes = prev !== undefined && deps.pipeline ? deps.pipeline.diff(prev, v.id) : undefined;
+        return { ...v, changes };
+      }),
+    };
+  });
+  app.get<{ Params: { a: string; b: string } }>('/api/v1/versions/:a/diff/:b', async (req, reply) => {
+    const d = deps.pipeline?.diff(Number(req.params.a), Number(req.params.b));
+    return d ?? reply.code(404).send({ error: 'unknown version (or one without stored resources)' });
+  });
+  app.post<{ Body: { versionId?: unknown; actor?: unknown } }>('/api/v1/rollback', async (req, reply) => {
+    const id = Number(req.body?.versionId);
+    if (!Number.isInteger(id) || id < 1) return reply.code(400).send({ error: 'body must be {"versionId": <id>}' });
+    try {
+      const out = await deps.pipeline!.rollback(id, String(req.body?.actor ?? `admin@${req.ip}`));
+      return out;
+    } catch (err) {
+      if (err instanceof RollbackError) return reply.code(404).send({ error: err.message });
+      throw err;
+    }
+  });
+  app.get('/api/v1/pins', async () => ({ pins: deps.store.listPins() }));
+  app.put<{ Params: { group: string }; Body: { versionId?: unknown; actor?: unknown } }>('/api/v1/pins/:group', async (req, reply) => {
+    const id = Number(req.body?.versionId);
+    if (!Number.isInteger(id) || !deps.store.manifestOf(id)) return reply.code(404).send({ error: 'unknown version' });
+    deps.store.setPin(req.params.group, id, String(req.body?.actor ?? `admin@${req.ip}`));
+    await deps.pipeline!.republish();
+    return { pinned: req.params.group, versionId: id };
+  });
+  app.delete<{ Params: { group: string } }>('/api/v1/pins/:group', async (req, reply) => {
+    if (!deps.store.deletePin(req.params.group, `admin@${req.ip}`)) return reply.code(404).send({ error: 'not pinned' });
+    await deps.pipeline!.republish();
+    return { unpinned: req.params.group };
+  });
+  app.get('/api/v1/audit', async () => ({ audit: deps.store.listAudit() }));
   app.get('/api/v1/rejections/latest', async (_req, reply) => deps.store.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }));
 
   app.get('/api/v1/secrets', async () => ({ secrets: deps.secrets?.() ?? [] }));

@@ -53,7 +53,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   const grpcServer: Server = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes });
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen);
   let restServer: RestServer | undefined;
-  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
+  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
   const { host, port } = splitListen(config.admin.listen);
   await admin.listen({ host, port });
   const adminPort = (admin.server.address() as { port: number }).port;
@@ -96,6 +96,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
       dir: config.configDir,
       debounceMs: config.watch.debounceMs,
       maxWaitMs: config.watch.maxWaitMs,
+      reconcileMs: config.watch.reconcileMs,
       onChange: () => void reload(),
       onError: (err) => log.error({ err }, 'watcher error'),
     });

@@ -18,7 +18,7 @@ export interface TreeCheck {
 }
 
 /** Read, validate and build a tree offline: exactly what the server does before it applies one. */
-export async function checkTree(dir: string, encoder = new ResourceEncoder(), opts: { unlessTreeHash?: string } = {}): Promise<TreeCheck & { unchanged?: true }> {
+export async function checkTree(dir: string, encoder = new ResourceEncoder(), opts: { unlessTreeHash?: string | (string | undefined)[] } = {}): Promise<TreeCheck & { unchanged?: true }> {
   const source = await readTree(dir, undefined, opts);
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
   const validated = validateSourceSet(source);

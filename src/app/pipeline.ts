@@ -16,6 +16,7 @@ import { makeGroupSnapshot, makeTypeSnapshot, type GroupSnapshot } from '../snap
 import { loadSecrets, secretResource, type SecretMaterial } from '../source/secrets.ts';
 import { originKey } from '../model/types.ts';
 import { resolve } from 'node:path';
+import { revisionOf } from '../source/git-info.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 
@@ -40,6 +41,8 @@ export function modelHash(model: Model): string {
 }
 
 const SECRET_PREFIX = 'secret:';
+
+export class RollbackError extends Error {}
 
 export class ConfigPipeline {
   readonly encoder = new ResourceEncoder();
@@ -82,21 +85,10 @@ export class ConfigPipeline {
     if (hasErrors(loaded.diagnostics)) this.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, 'secrets of the stored version cannot be loaded; they are not served');
     this.model = model;
     this.secrets = loaded.materials;
-    const stored = this.store.loadManifest(latest.id);
-    if (stored) {
-      const groups = new Map<string, GroupSnapshot>();
-      for (const [group, keys] of Object.entries(stored.manifest)) {
-        groups.set(group, makeGroupSnapshot(group, keys.flatMap((k) => {
-          if (k.startsWith(SECRET_PREFIX)) {
-            const m = this.secrets.get(k.slice(SECRET_PREFIX.length));
-            return m ? [this.encoder.encode('secret', m.name, secretResource(m))] : [];
-          }
-          const r = stored.resources.get(k)!;
-          return [this.encoder.restore(r.kind, r.name, r.key, r.json, r.any)];
-        })));
-      }
+    const groups = this.groupsOfVersion(latest.id);
+    if (groups) {
       this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, { groups, resolver: NodeGroupResolver.forModel(latest.model) });
-      this.log.info({ versionId: latest.id, modelHash: latest.modelHash.slice(0, 12), resources: stored.resources.size }, 'serving last good version from the store');
+      this.log.info({ versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) }, 'serving last good version from the store');
       return true;
     }
     const built = buildConfig(latest.model, this.encoder, undefined, this.secrets);
@@ -110,6 +102,83 @@ export class ConfigPipeline {
     return true;
   }
 
+  /** A stored version's per-group snapshots, from its manifest (secrets from the current material). */
+  private groupsOfVersion(versionId: number): Map<string, GroupSnapshot> | undefined {
+    const stored = this.store.loadManifest(versionId);
+    if (!stored) return undefined;
+    const groups = new Map<string, GroupSnapshot>();
+    for (const [group, keys] of Object.entries(stored.manifest)) {
+      groups.set(group, makeGroupSnapshot(group, keys.flatMap((k) => {
+        if (k.startsWith(SECRET_PREFIX)) {
+          const m = this.secrets.get(k.slice(SECRET_PREFIX.length));
+          return m ? [this.encoder.encode('secret', m.name, secretResource(m))] : [];
+        }
+        const r = stored.resources.get(k)!;
+        return [this.encoder.restore(r.kind, r.name, r.key, r.json, r.any)];
+      })));
+    }
+    return groups;
+  }
+
+  /** What changed between two versions, per node group: resources added, changed, removed. */
+  diff(fromId: number, toId: number): Record<string, { added: string[]; changed: string[]; removed: string[] }> | undefined {
+    const a = this.store.manifestOf(fromId);
+    const b = this.store.manifestOf(toId);
+    if (!a || !b) return undefined;
+    const names = this.store.resourceNames(new Set([...Object.values(a).flat(), ...Object.values(b).flat()].filter((k) => !k.startsWith(SECRET_PREFIX))));
+    const label = (k: string) => (k.startsWith(SECRET_PREFIX) ? `secret/${k.slice(SECRET_PREFIX.length)}` : `${names.get(k)?.kind}/${names.get(k)?.name}`);
+    const out: Record<string, { added: string[]; changed: string[]; removed: string[] }> = {};
+    for (const group of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
+      const before = new Map((a[group] ?? []).map((k) => [label(k), k]));
+      const after = new Map((b[group] ?? []).map((k) => [label(k), k]));
+      const d = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
+      for (const [n, k] of after) if (!before.has(n)) d.added.push(n); else if (before.get(n) !== k) d.changed.push(n);
+      for (const n of before.keys()) if (!after.has(n)) d.removed.push(n);
+      if (d.added.length || d.changed.length || d.removed.length) out[group] = { added: d.added.sort(), changed: d.changed.sort(), removed: d.removed.sort() };
+    }
+    return out;
+  }
+
+  /**
+   * Serves an earlier version again, recorded as a new version (source "rollback"). The directory
+   * is not re-applied until its content changes (a new push), so the rollback sticks.
+   */
+  rollback(toId: number, actor: string): Promise<ApplyOutcome> {
+    const run = this.queue.then(async (): Promise<ApplyOutcome> => {
+      const target = this.store.getVersion(toId);
+      const manifest = this.store.manifestOf(toId);
+      const groups = target && manifest ? this.groupsOfVersion(toId) : undefined;
+      if (!target || !manifest || !groups) throw new RollbackError(`version ${toId} does not exist or has no stored resources`);
+      const cur = this.cache.current;
+      if (cur) this.suppressedTree = cur.treeHash;
+      const versionId = this.store.db.transaction(() => {
+        const id = this.store.insertVersionWithResources(
+          { treeHash: target.treeHash, modelHash: target.modelHash, sourceKind: 'rollback', source: `rollback to #${toId}`, commitSha: target.commitSha ?? undefined, author: actor, subject: `rollback to #${toId}${target.subject ? `: ${target.subject}` : ''}`, model: target.model, warnings: [] },
+          [],
+          manifest,
+        );
+        this.store.audit(actor, 'rollback', JSON.stringify({ from: cur?.versionId ?? null, to: toId, as: id }));
+        return id;
+      })();
+      this.model = target.model;
+      this.publish(versionId, target.modelHash, target.treeHash, new Date().toISOString(), { groups, resolver: NodeGroupResolver.forModel(target.model) });
+      this.log.warn({ versionId, to: toId, actor }, 'rolled back');
+      return { status: 'applied', versionId, diagnostics: [] };
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Re-publishes the current version so pin changes take effect. */
+  republish(): Promise<void> {
+    const run = this.queue.then(() => {
+      const cur = this.cache.current;
+      if (cur && this.unpinned) this.publish(cur.versionId, cur.modelHash, cur.treeHash, cur.appliedAt, this.unpinned);
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
   applyDirectory(dir: string): Promise<ApplyOutcome> {
     const run = this.queue.then(() => this.applyNow(dir));
     this.queue = run.catch(() => undefined);
@@ -120,8 +189,9 @@ export class ConfigPipeline {
     const started = performance.now();
     const current0 = this.cache.current;
     // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
-    const check = await checkTree(dir, this.encoder, { unlessTreeHash: current0?.treeHash });
+    const check = await checkTree(dir, this.encoder, { unlessTreeHash: [current0?.treeHash, this.suppressedTree] });
     if (check.unchanged && current0) return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
+    this.suppressedTree = undefined; // the directory moved on since a rollback: it is the source again
     if (!check.model || !check.config) {
       if (this.lastRejectedTree !== check.treeHash) {
         this.store.recordRejection(check.treeHash, dir, check.diagnostics);
@@ -154,8 +224,12 @@ export class ConfigPipeline {
         }
       }
     }
+    const rev = await revisionOf(dir);
     const versionId = this.store.insertVersionWithResources(
-      { treeHash: check.treeHash, modelHash: hash, sourceKind: 'directory', source: dir, model: check.model, warnings: check.diagnostics },
+      {
+        treeHash: check.treeHash, modelHash: hash, sourceKind: rev ? 'git' : 'directory', source: dir, model: check.model, warnings: check.diagnostics,
+        commitSha: rev?.commit, author: rev ? `${rev.author} <${rev.email}>` : undefined, subject: rev?.subject,
+      },
       [...fresh.values()],
       manifest,
       appliedAt,
@@ -193,19 +267,31 @@ export class ConfigPipeline {
     if (!changed.length) return 'unchanged';
     this.secrets = loaded.materials;
     const groups = new Map<string, GroupSnapshot>();
-    for (const [name, g] of cur.groups) {
+    for (const [name, g] of this.unpinned?.groups ?? cur.groups) {
       const secrets = [...g.types.secret.resources.keys()].flatMap((n) => {
         const m = this.secrets.get(n);
         return m ? [this.encoder.encode('secret', n, secretResource(m))] : [];
       });
       groups.set(name, { group: name, types: { ...g.types, secret: makeTypeSnapshot('secret', secrets) } });
     }
-    this.cache.publish({ ...cur, groups });
+    this.publish(cur.versionId, cur.modelHash, cur.treeHash, cur.appliedAt, { groups, resolver: cur.resolver });
     this.log.info({ secrets: changed.map((m) => ({ name: m.name, fingerprint: m.fingerprint.slice(0, 16), notAfter: m.notAfter })) }, 'rotated secrets');
     return 'rotated';
   }
 
+  /** What the newest version serves per group before pins are applied. */
+  private unpinned?: BuiltConfig;
+  /** Tree hash of the directory content a rollback replaced: not re-applied until it changes. */
+  private suppressedTree?: string;
+
+  /** Pinned groups keep the snapshots of their pinned version. */
   private publish(versionId: number, hash: string, treeHash: string, appliedAt: string, config: BuiltConfig): void {
-    this.cache.publish({ versionId, modelHash: hash, treeHash, appliedAt, groups: config.groups, resolver: config.resolver });
+    this.unpinned = config;
+    const groups = new Map(config.groups);
+    for (const pin of this.store.listPins()) {
+      const pinned = this.groupsOfVersion(pin.versionId)?.get(pin.group);
+      if (pinned) groups.set(pin.group, pinned);
+    }
+    this.cache.publish({ versionId, modelHash: hash, treeHash, appliedAt, groups, resolver: config.resolver });
   }
 }

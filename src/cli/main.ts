@@ -13,6 +13,8 @@ import { serveCommand } from './serve.ts';
 import { renderCommand } from './render.ts';
 import { schemaCommand } from './schema.ts';
 import { bootstrapCommand } from './bootstrap.ts';
+import { gitSetupCommand, releaseMetaCommand } from './git-setup.ts';
+import { adminCommand } from './admin-client.ts';
 
 const USAGE = `usage: fleetxds <command> [options]
   serve    [--config config/fleetxds.yaml]     run the xDS server
@@ -20,7 +22,11 @@ const USAGE = `usage: fleetxds <command> [options]
   render   <dir> [--group NAME] [--kind KIND]   print the Envoy resources the tree produces
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
   bootstrap [--config FILE] --group NAME --mode ads|delta|rest|files|grpc [--node-id ID] [--node-cluster C] [--server HOST:PORT]
-                                                print an Envoy (or proxyless gRPC) bootstrap for a node of that group`;
+                                                print an Envoy (or proxyless gRPC) bootstrap for a node of that group
+  git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
+                                                set up a bare repo whose hooks validate pushes and deploy them
+  history | diff A B | rollback VERSION | pin GROUP VERSION | unpin GROUP   [--config FILE]
+                                                version history and rollback, through the running server's admin API`;
 
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, ...rest] = argv;
@@ -37,6 +43,11 @@ async function main(argv: string[]): Promise<number | undefined> {
       'node-id': { type: 'string' },
       'node-cluster': { type: 'string' },
       server: { type: 'string' },
+      base: { type: 'string' },
+      branch: { type: 'string' },
+      subdir: { type: 'string' },
+      keep: { type: 'string' },
+      'git-dir': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -55,6 +66,16 @@ async function main(argv: string[]): Promise<number | undefined> {
       return renderCommand(positionals[0], { group: values.group, kind: values.kind });
     case 'schema':
       return schemaCommand(values.out);
+    case 'git-setup':
+      return gitSetupCommand({ base: values.base, branch: values.branch, subdir: values.subdir, keep: values.keep });
+    case 'release-meta':
+      return releaseMetaCommand(values['git-dir'], positionals[0]);
+    case 'history':
+    case 'diff':
+    case 'rollback':
+    case 'pin':
+    case 'unpin':
+      return adminCommand(command, positionals, values.config!);
     case 'bootstrap':
       return bootstrapCommand({ config: values.config!, group: values.group, mode: values.mode, nodeId: values['node-id'], nodeCluster: values['node-cluster'], server: values.server });
   }

@@ -55,6 +55,7 @@ export const ServerConfigSchema = Type.Object(
           enabled: Type.Optional(Type.Boolean()),
           debounceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60000 })),
           maxWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600000 })),
+          reconcileMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400000, description: 'Full re-read this often, in case inotify dropped events (0 = never).' })),
         },
         { additionalProperties: false },
       ),
@@ -82,7 +83,7 @@ export interface FilesSettings {
 }
 
 export type ServerConfig = Omit<Static<typeof ServerConfigSchema>, 'rest' | 'files' | 'watch' | 'log'> & {
-  watch: { enabled: boolean; debounceMs: number; maxWaitMs: number };
+  watch: { enabled: boolean; debounceMs: number; maxWaitMs: number; reconcileMs?: number };
   log: { level: string };
   rest?: RestSettings;
   files?: FilesSettings;
@@ -145,7 +146,7 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
     files,
     configDir: resolve(base, cfg.configDir),
     database: cfg.database === ':memory:' ? ':memory:' : resolve(base, cfg.database),
-    watch: { enabled: cfg.watch?.enabled ?? true, debounceMs: cfg.watch?.debounceMs ?? 200, maxWaitMs: cfg.watch?.maxWaitMs ?? 2000 },
+    watch: { enabled: cfg.watch?.enabled ?? true, debounceMs: cfg.watch?.debounceMs ?? 200, maxWaitMs: cfg.watch?.maxWaitMs ?? 2000, reconcileMs: cfg.watch?.reconcileMs ?? 60_000 },
     log: { level: cfg.log?.level ?? 'info' },
   };
 }

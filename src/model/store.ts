@@ -134,6 +134,54 @@ export class Store {
     return resources.size === wanted.size ? { manifest, resources } : undefined;
   }
 
+  getVersion(id: number): (VersionRecord & { model: Model }) | undefined {
+    const row = this.db.prepare(`SELECT ${VERSION_COLUMNS}, model_json FROM config_versions WHERE id = ?`).get(id) as (VersionRow & { model_json: string }) | undefined;
+    return row ? { ...toRecord(row), model: JSON.parse(row.model_json) as Model } : undefined;
+  }
+
+  manifestOf(versionId: number): Record<string, string[]> | undefined {
+    const row = this.db.prepare('SELECT manifest_json FROM version_manifests WHERE version_id = ?').get(versionId) as { manifest_json: string } | undefined;
+    return row ? (JSON.parse(row.manifest_json) as Record<string, string[]>) : undefined;
+  }
+
+  /** kind and name of stored resources by key. */
+  resourceNames(keys: Iterable<string>): Map<string, { kind: string; name: string }> {
+    const stmt = this.db.prepare('SELECT kind, name FROM encoded_resources WHERE key = ?');
+    const out = new Map<string, { kind: string; name: string }>();
+    for (const k of keys) {
+      const r = stmt.get(k) as { kind: string; name: string } | undefined;
+      if (r) out.set(k, r);
+    }
+    return out;
+  }
+
+  listPins(): { group: string; versionId: number; pinnedAt: string; actor: string }[] {
+    return (this.db.prepare('SELECT node_group, version_id, pinned_at, actor FROM group_pins ORDER BY node_group').all() as { node_group: string; version_id: number; pinned_at: string; actor: string }[]).map((r) => ({ group: r.node_group, versionId: r.version_id, pinnedAt: r.pinned_at, actor: r.actor }));
+  }
+
+  setPin(group: string, versionId: number, actor: string): void {
+    this.db.transaction(() => {
+      this.db.prepare('INSERT INTO group_pins (node_group, version_id, pinned_at, actor) VALUES (?, ?, ?, ?) ON CONFLICT (node_group) DO UPDATE SET version_id = excluded.version_id, pinned_at = excluded.pinned_at, actor = excluded.actor').run(group, versionId, new Date().toISOString(), actor);
+      this.audit(actor, 'pin', JSON.stringify({ group, versionId }));
+    })();
+  }
+
+  deletePin(group: string, actor: string): boolean {
+    return this.db.transaction(() => {
+      const n = this.db.prepare('DELETE FROM group_pins WHERE node_group = ?').run(group).changes;
+      if (n) this.audit(actor, 'unpin', JSON.stringify({ group }));
+      return n > 0;
+    })();
+  }
+
+  audit(actor: string, action: string, detail: string): void {
+    this.db.prepare('INSERT INTO audit_log (at, actor, action, detail) VALUES (?, ?, ?, ?)').run(new Date().toISOString(), actor, action, detail);
+  }
+
+  listAudit(limit = 100): { at: string; actor: string; action: string; detail: string }[] {
+    return this.db.prepare('SELECT at, actor, action, detail FROM audit_log ORDER BY id DESC LIMIT ?').all(limit) as { at: string; actor: string; action: string; detail: string }[];
+  }
+
   latestVersion(): (VersionRecord & { model: Model }) | undefined {
     const row = this.db.prepare(`SELECT ${VERSION_COLUMNS}, model_json FROM config_versions ORDER BY id DESC LIMIT 1`).get() as (VersionRow & { model_json: string }) | undefined;
     return row ? { ...toRecord(row), model: JSON.parse(row.model_json) as Model } : undefined;

@@ -53,7 +53,7 @@ interface Entry {
  * trees. Symlinked files inside the tree are refused: they could point anywhere on the host.
  * With `unlessTreeHash`, nothing is parsed when the tree still has that hash (`unchanged` is set).
  */
-export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS, opts: { unlessTreeHash?: string } = {}): Promise<SourceSet & { unchanged?: true }> {
+export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS, opts: { unlessTreeHash?: string | (string | undefined)[] } = {}): Promise<SourceSet & { unchanged?: true }> {
   const diagnostics: Diagnostic[] = [];
   let root: string;
   try {
@@ -98,7 +98,7 @@ export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS,
     for (const k of [...stamps.keys()]) if (!live.has(k)) stamps.delete(k);
   }
   const treeHash = combineHashes(entries.map((e) => ({ file: e.rel, hash: e.hash })));
-  if (opts.unlessTreeHash === treeHash && diagnostics.length === 0) return { root, treeHash, files: [], diagnostics, unchanged: true };
+  if ((Array.isArray(opts.unlessTreeHash) ? opts.unlessTreeHash.includes(treeHash) : opts.unlessTreeHash === treeHash) && diagnostics.length === 0) return { root, treeHash, files: [], diagnostics, unchanged: true };
   const files: ParsedFile[] = [];
   for (const e of entries) {
     let parsed = cachedParse(e.rel, e.hash);

@@ -1,4 +1,5 @@
 import { watch, type FSWatcher } from 'chokidar';
+import { realpath } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { Debouncer } from './debounce.ts';
 import { isIgnoredName } from './read-tree.ts';
@@ -16,30 +17,66 @@ export interface TreeWatcherOptions {
  * Watches the config tree and reports bursts, never single files: each burst makes the pipeline
  * re-read and re-validate the whole tree (per-file applies would see half-checked-out trees).
  * Editors' temp files and dot-folders (.git) are ignored; renames and deletes are events too.
+ *
+ * `dir` may be a symlink swapped atomically (`current -> releases/<sha>`, as the git post-receive
+ * hook does). chokidar would keep watching the old target, so the link's parent folder is watched
+ * too (not following links), and the content watch moves to the new target on a swap. A periodic
+ * reconcile covers events inotify drops.
  */
 export class TreeWatcher {
-  private watcher?: FSWatcher;
+  private content?: FSWatcher;
+  private parent?: FSWatcher;
+  private target?: string;
+  private reconcile?: NodeJS.Timeout;
   private readonly debouncer: Debouncer;
 
-  constructor(private readonly opts: TreeWatcherOptions) {
+  constructor(private readonly opts: TreeWatcherOptions & { reconcileMs?: number }) {
     this.debouncer = new Debouncer(opts.onChange, opts.debounceMs, opts.maxWaitMs);
   }
 
-  async start(): Promise<void> {
-    const w = watch(this.opts.dir, {
+  private async watchContent(): Promise<void> {
+    let target: string;
+    try {
+      target = await realpath(this.opts.dir);
+    } catch {
+      return; // the directory is gone for now; the parent watch or the reconcile brings it back
+    }
+    if (target === this.target && this.content) return;
+    await this.content?.close();
+    this.target = target;
+    const w = watch(target, {
       ignoreInitial: true,
-      ignored: (path: string) => path !== this.opts.dir && isIgnoredName(basename(path)),
+      ignored: (path: string) => path !== target && isIgnoredName(basename(path)),
       atomic: true,
     });
     w.on('all', () => this.debouncer.trigger());
     w.on('error', (err) => this.opts.onError(err as Error));
     await new Promise<void>((resolve) => w.once('ready', () => resolve()));
-    this.watcher = w;
+    this.content = w;
+  }
+
+  async start(): Promise<void> {
+    await this.watchContent();
+    const link = this.opts.dir.replace(/\/+$/, '');
+    const p = watch(dirname(link), { ignoreInitial: true, depth: 0, followSymlinks: false, ignored: (path: string) => path !== dirname(link) && path !== link });
+    p.on('all', (_ev, path) => {
+      if (path !== link) return;
+      void this.watchContent().then(() => this.debouncer.trigger());
+    });
+    p.on('error', (err) => this.opts.onError(err as Error));
+    await new Promise<void>((resolve) => p.once('ready', () => resolve()));
+    this.parent = p;
+    if (this.opts.reconcileMs) {
+      this.reconcile = setInterval(() => void this.watchContent().then(() => this.opts.onChange()), this.opts.reconcileMs);
+      this.reconcile.unref();
+    }
   }
 
   async close(): Promise<void> {
     this.debouncer.cancel();
-    await this.watcher?.close();
+    if (this.reconcile) clearInterval(this.reconcile);
+    await this.content?.close();
+    await this.parent?.close();
   }
 }
 

@@ -1,0 +1,58 @@
+import { execFile } from 'node:child_process';
+import { readFile, realpath } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** Where a tree came from, when it came from git. */
+export interface SourceRevision {
+  commit: string;
+  author: string;
+  email: string;
+  authoredAt: string;
+  subject: string;
+}
+
+/**
+ * Reads commit metadata with NUL separators through execFile (no shell, no quoting problems with
+ * commit subjects).
+ */
+export async function commitInfo(gitArgs: string[], rev = 'HEAD'): Promise<SourceRevision | undefined> {
+  try {
+    const { stdout } = await run('git', [...gitArgs, 'log', '-1', '-z', '--format=%H%x00%an%x00%ae%x00%aI%x00%s', rev], { timeout: 10_000 });
+    const [commit, author, email, authoredAt, subject] = stdout.split('\0');
+    return commit ? { commit, author, email, authoredAt, subject } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The revision of a config directory: the `.release.json` the post-receive hook writes into each
+ * release, or, for a plain git work tree, its HEAD. Undefined when the tree is not from git.
+ */
+export async function revisionOf(dir: string): Promise<SourceRevision | undefined> {
+  let root: string;
+  try {
+    root = await realpath(dir);
+  } catch {
+    return undefined;
+  }
+  for (const candidate of [join(root, '.release.json'), join(root, '..', '.release.json')]) {
+    try {
+      const r = JSON.parse(await readFile(candidate, 'utf8')) as SourceRevision;
+      if (/^[0-9a-f]{40}$/.test(r.commit)) return r;
+    } catch {
+      /* not a release */
+    }
+  }
+  // A work tree with uncommitted edits is not that commit: record it as a plain directory.
+  try {
+    const { stdout } = await run('git', ['-C', root, 'status', '--porcelain', '--', '.'], { timeout: 10_000 });
+    if (stdout.trim() !== '') return undefined;
+  } catch {
+    return undefined;
+  }
+  return commitInfo(['-C', root]);
+}
