@@ -16,9 +16,23 @@ function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** How hooks call this same fleetxds (same Node, same loader flags, same entry file). */
+/**
+ * How hooks call this same fleetxds (same Node, same loader flags, same entry file). Hooks run
+ * inside the bare repository, so bare module specifiers of loader flags (`--import tsx`) are
+ * resolved to absolute URLs here.
+ */
 function selfCommand(): string {
-  return [process.execPath, ...process.execArgv, process.argv[1]].map(shellQuote).join(' ');
+  const args = [...process.execArgv];
+  for (let i = 0; i < args.length - 1; i++) {
+    if (['--import', '--require', '-r', '--loader'].includes(args[i]) && !/^(\.|\/|file:)/.test(args[i + 1])) {
+      try {
+        args[i + 1] = import.meta.resolve(args[i + 1]);
+      } catch {
+        /* leave as is */
+      }
+    }
+  }
+  return [process.execPath, ...args, resolve(process.argv[1])].map(shellQuote).join(' ');
 }
 
 export function gitSetupCommand(opts: { base?: string; branch?: string; subdir?: string; keep?: string }): number {

@@ -126,7 +126,8 @@ export class Store {
     const row = this.db.prepare('SELECT manifest_json FROM version_manifests WHERE version_id = ?').get(versionId) as { manifest_json: string } | undefined;
     if (!row) return undefined;
     const manifest = JSON.parse(row.manifest_json) as Record<string, string[]>;
-    const wanted = new Set(Object.values(manifest).flat());
+    // `secret:<name>` entries name secrets, whose material is never stored.
+    const wanted = new Set(Object.values(manifest).flat().filter((k) => !k.startsWith('secret:')));
     const resources = new Map<string, StoredResource>();
     for (const r of this.db.prepare('SELECT key, kind, name, json, any FROM encoded_resources').iterate() as Iterable<{ key: string; kind: string; name: string; json: string; any: Buffer }>) {
       if (wanted.has(r.key)) resources.set(r.key, { key: r.key, kind: r.kind as StoredResource['kind'], name: r.name, json: r.json, any: r.any });

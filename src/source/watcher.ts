@@ -1,6 +1,6 @@
 import { watch, type FSWatcher } from 'chokidar';
-import { realpath } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { lstat, realpath } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
 import { Debouncer } from './debounce.ts';
 import { isIgnoredName } from './read-tree.ts';
 
@@ -55,17 +55,37 @@ export class TreeWatcher {
     this.content = w;
   }
 
+  /** Every symlink on the way to `dir` (the dir itself, or an ancestor such as `current`). */
+  private async symlinksOnPath(): Promise<string[]> {
+    const out: string[] = [];
+    let p = resolve(this.opts.dir);
+    for (;;) {
+      try {
+        if ((await lstat(p)).isSymbolicLink()) out.push(p);
+      } catch {
+        /* not there (yet) */
+      }
+      const parent = dirname(p);
+      if (parent === p) return out;
+      p = parent;
+    }
+  }
+
   async start(): Promise<void> {
     await this.watchContent();
-    const link = this.opts.dir.replace(/\/+$/, '');
-    const p = watch(dirname(link), { ignoreInitial: true, depth: 0, followSymlinks: false, ignored: (path: string) => path !== dirname(link) && path !== link });
-    p.on('all', (_ev, path) => {
-      if (path !== link) return;
-      void this.watchContent().then(() => this.debouncer.trigger());
-    });
-    p.on('error', (err) => this.opts.onError(err as Error));
-    await new Promise<void>((resolve) => p.once('ready', () => resolve()));
-    this.parent = p;
+    // Watch the folder holding each symlink on the path, without following links: a swap of the
+    // link is a rename there.
+    const links = await this.symlinksOnPath();
+    if (links.length) {
+      const p = watch([...new Set(links.map((l) => dirname(l)))], { ignoreInitial: true, depth: 0, followSymlinks: false });
+      p.on('all', (_ev, path) => {
+        if (!links.includes(path)) return;
+        void this.watchContent().then(() => this.debouncer.trigger());
+      });
+      p.on('error', (err) => this.opts.onError(err as Error));
+      await new Promise<void>((r) => p.once('ready', () => r()));
+      this.parent = p;
+    }
     if (this.opts.reconcileMs) {
       this.reconcile = setInterval(() => void this.watchContent().then(() => this.opts.onChange()), this.opts.reconcileMs);
       this.reconcile.unref();
