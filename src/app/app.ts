@@ -50,7 +50,8 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   await pipeline.loadLatestFromStore();
 
   const acks = new GroupAckTracker(config.grpc.serveLastAckedOnNack ?? false);
-  const grpcServer: Server = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes });
+  const grpc = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes });
+  const grpcServer: Server = grpc.server;
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen);
   let restServer: RestServer | undefined;
   const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
@@ -123,6 +124,8 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
       await admin.close();
       // xDS streams never end on their own, so a graceful tryShutdown would only wait; clients
       // keep their config and reconnect with backoff.
+      grpc.endStreams('fleetxds is shutting down');
+      await new Promise((r) => setTimeout(r, 50)); // let the status frames go out
       grpcServer.forceShutdown();
       store.close();
     },

@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { startApp } from '../app/app.ts';
+import { sdNotify, startWatchdog } from '../app/sd-notify.ts';
 import { ConfigError, loadServerConfig } from '../config/server-config.ts';
 
 /** Runs until SIGINT/SIGTERM; SIGHUP re-reads the config directory. */
@@ -17,10 +18,22 @@ export async function serveCommand(configFile: string): Promise<number | undefin
   const log = pino({ level: config.log.level });
   // Installed before serving: Node's default SIGHUP action would kill the process.
   let app: Awaited<ReturnType<typeof startApp>> | undefined;
-  process.on('SIGHUP', () => void app?.reload());
+  process.on('SIGHUP', () => {
+    if (!app) return;
+    void sdNotify('RELOADING=1', 'STATUS=re-reading the config directory')
+      .then(() => app!.reload())
+      .then(() => sdNotify('READY=1', `STATUS=serving version ${app!.cache.current?.versionId ?? 'none'}`));
+  });
   app = await startApp(config, log);
+  // Ready only now: the last good version is being served and every listener is bound.
+  await sdNotify('READY=1', `STATUS=serving version ${app.cache.current?.versionId ?? 'none'}`);
+  startWatchdog(() => true);
+  let stopping = false;
   const stop = async (signal: string) => {
-    log.info({ signal }, 'shutting down');
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: answering held polls, closing streams and the database');
+    await sdNotify('STOPPING=1');
     await app!.close();
     process.exit(0);
   };

@@ -91,7 +91,14 @@ function toDeltaRequest(type: protobuf.Type, msg: protobuf.Message): DeltaReques
   };
 }
 
-export function createGrpcServer(opts: GrpcServerOptions): grpc.Server {
+export interface GrpcTransport {
+  server: grpc.Server;
+  /** Ends every open stream with UNAVAILABLE (shutdown): Envoy keeps its config and reconnects. */
+  endStreams(reason: string): void;
+}
+
+export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
+  const calls = new Set<grpc.ServerDuplexStream<protobuf.Message, Buffer>>();
   const server = new grpc.Server({
     'grpc.max_receive_message_length': opts.maxReceiveBytes ?? 16 * 1024 * 1024,
     'grpc.max_send_message_length': -1,
@@ -122,6 +129,7 @@ export function createGrpcServer(opts: GrpcServerOptions): grpc.Server {
     server.addService(definition, {
       [spec.method]: (call: grpc.ServerDuplexStream<protobuf.Message, Buffer>) => {
         const log = opts.log.child({ transport: spec.transport, peer: call.getPeer() });
+        calls.add(call);
         const streamOpts = {
           cache: opts.cache,
           registry: opts.registry,
@@ -139,6 +147,7 @@ export function createGrpcServer(opts: GrpcServerOptions): grpc.Server {
           ? (msg: protobuf.Message) => (stream as DeltaStream).handle(toDeltaRequest(reqType, msg))
           : (msg: protobuf.Message) => (stream as SotwStream).handle(toSotwRequest(reqType, msg));
         const finish = () => {
+          calls.delete(call);
           const s = stream.streamStatus;
           if (s) log.info({ node: s.nodeId, group: s.group }, 'stream closed');
           stream.close();
@@ -167,7 +176,15 @@ export function createGrpcServer(opts: GrpcServerOptions): grpc.Server {
       },
     });
   }
-  return server;
+  return {
+    server,
+    endStreams(reason: string) {
+      for (const call of [...calls]) {
+        calls.delete(call);
+        call.emit('error', { code: grpc.status.UNAVAILABLE, details: reason });
+      }
+    },
+  };
 }
 
 /** Binds and resolves the actual port (0 picks a free one). */

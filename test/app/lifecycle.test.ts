@@ -1,0 +1,82 @@
+/**
+ * The process lifecycle systemd sees: READY=1 only once serving, SIGHUP re-reads the directory,
+ * SIGTERM drains (held REST polls answered, streams closed, database closed) and exits 0. A fake
+ * NOTIFY_SOCKET (a Python datagram listener) stands in for systemd.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import Database from 'better-sqlite3';
+import { projectPath } from '../../src/shared/paths.ts';
+import { connect, T } from '../helpers/ads-client.ts';
+import { spawnServer, waitFor } from '../helpers/process.ts';
+import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
+
+function fakeSystemd(sock: string): { messages: () => string[]; stop: () => void } {
+  const py = spawn('python3', ['-u', '-c', `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+print("listening", flush=True)
+while True:
+    data = s.recv(65536)
+    print(data.decode().replace("\\n", " | "), flush=True)
+`, sock]);
+  let out = '';
+  py.stdout.on('data', (d) => (out += d));
+  return { messages: () => out.split('\n').filter((l) => l && l !== 'listening'), stop: () => py.kill('SIGKILL') };
+}
+
+test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-analyze accepts the unit', async () => {
+  const dir = writeTree(BASE);
+  const sock = join(tempDir(), 'notify.sock');
+  const systemd = fakeSystemd(sock);
+  await waitFor('fake systemd', () => spawnSync('test', ['-S', sock]).status === 0, 5000, 50);
+  const db = join(tempDir(), 'x.db');
+  const settings = join(tempDir(), 'fleetxds.yaml');
+  writeFileSync(settings, `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 20000, requestTimeoutMs: 30000 }\nwatch: { enabled: false }\nlog: { level: info }\n`);
+  const server = await spawnServer(settings, { NOTIFY_SOCKET: sock });
+  try {
+    await waitFor('READY=1', () => systemd.messages().some((m) => m.includes('READY=1')));
+    assert.match(systemd.messages().find((m) => m.includes('READY=1'))!, /STATUS=serving version 1/);
+    // SIGHUP: re-read the directory (the watcher is off here, so only the reload can apply it).
+    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.9:80'));
+    server.child.kill('SIGHUP');
+    await waitFor('reloaded', async () => (await server.admin('/api/v1/config')).versionId === 2);
+    assert.ok(systemd.messages().some((m) => m.includes('RELOADING=1')));
+    // A held REST poll and an open ADS stream, then SIGTERM.
+    const first = await (await fetch(`http://127.0.0.1:${server.restPort}/v3/discovery:clusters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node: { id: 'n' } }) })).json();
+    const held = fetch(`http://127.0.0.1:${server.restPort}/v3/discovery:clusters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node: { id: 'n' }, version_info: first.version_info }) });
+    const c = connect(server.grpcPort);
+    const s = c.open();
+    s.send({ node: { id: 'g', cluster: 'x' }, type_url: T.cluster });
+    await s.next();
+    await new Promise((r) => setTimeout(r, 200));
+    const exit = server.stop('SIGTERM');
+    const res = await held;
+    assert.is(res.status, 304, 'the held poll is answered, not dropped');
+    const st = await s.status;
+    assert.is(st.code, 14, 'the stream ends with UNAVAILABLE (Envoy reconnects with backoff)');
+    assert.is(await exit, 0, 'clean exit');
+    assert.ok(systemd.messages().some((m) => m.includes('STOPPING=1')));
+    const check = new Database(db, { readonly: true });
+    assert.is(check.pragma('integrity_check', { simple: true }), 'ok');
+    check.close();
+    c.close();
+  } finally {
+    systemd.stop();
+    await server.stop('SIGKILL');
+  }
+  // The unit parses: systemd-analyze prints nothing for a clean unit (it only warns, so fail on any output).
+  const verify = spawnSync('systemd-analyze', ['verify', '--man=no', '--recursive-errors=no', projectPath('systemd', 'fleetxds.service')], { encoding: 'utf8' });
+  if (verify.error) throw new Error('systemd-analyze is not installed (apt-get install systemd)');
+  // verify only warns (exit 0) on misspelled keys and bad values, so look at what it says.
+  const problems = (verify.stdout + verify.stderr).split('\n').filter((l) => /Unknown key|Failed to parse|Invalid|unknown|bad unit file/i.test(l));
+  assert.equal(problems, [], verify.stdout + verify.stderr);
+  const text = (await import('node:fs')).readFileSync(projectPath('systemd', 'fleetxds.service'), 'utf8');
+  assert.not.match(text, /^MemoryDenyWriteExecute\s*=\s*yes/m, 'MemoryDenyWriteExecute kills V8');
+});
+
+test.run();
