@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Store } from '../model/store.ts';
 import { RollbackError, type ConfigPipeline } from '../app/pipeline.ts';
+import type { Metrics } from '../status/metrics.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from '../status/node-registry.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts';
@@ -16,6 +17,7 @@ export interface AdminDeps {
   registry: NodeRegistry;
   log: Logger;
   pipeline?: ConfigPipeline;
+  metrics?: Metrics;
   /** Number of REST polls being held, when REST is enabled. */
   restHeld?: () => number;
   /** Served secrets as fingerprints and expiry (never the material). */
@@ -26,6 +28,10 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   const app = Fastify({ loggerInstance: deps.log.child({ component: 'admin' }, { level: 'warn' }) as FastifyBaseLogger, bodyLimit: 64 * 1024, requestTimeout: 30_000 });
 
   app.get('/healthz', async () => ({ ok: true }));
+  app.get('/metrics', async (_req, reply) => {
+    if (!deps.metrics) return reply.code(404).send({ error: 'metrics disabled' });
+    return reply.type('text/plain; version=0.0.4').send(await deps.metrics.text());
+  });
   app.get('/readyz', async (_req, reply) => {
     const cur = deps.cache.current;
     if (!cur) return reply.code(503).send({ ready: false, reason: 'no config version applied yet' });

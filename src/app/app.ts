@@ -14,6 +14,7 @@ import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { bindGrpc, createGrpcServer } from '../transports/grpc/server.ts';
 import { ConfigPipeline } from './pipeline.ts';
+import { Metrics } from '../status/metrics.ts';
 import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
 import { restConfigSource } from '../bootstrap/config-source.ts';
 import { createRestServer, type RestServer } from '../transports/rest/rest-server.ts';
@@ -45,6 +46,9 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
     store.recordNack({ at: n.at, nodeId: n.stream.nodeId, nodeCluster: n.stream.nodeCluster, nodeGroup: n.stream.group, transport: n.stream.transport, typeUrl: n.typeUrl, version: n.version, nonce: n.nonce, errorCode: n.code, message: n.message });
   });
   const pipeline = new ConfigPipeline(store, cache, log.child({ component: 'pipeline' }), config.configDir);
+  const metrics = new Metrics(registry, cache);
+  pipeline.events.on('applied', (ms: number) => metrics.applyDuration.observe(ms / 1000));
+  pipeline.events.on('rejected', () => metrics.validationFailures.inc());
 
   // Serve the last good version before touching the directory (fast restart, survives a broken tree).
   await pipeline.loadLatestFromStore();
@@ -54,7 +58,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   const grpcServer: Server = grpc.server;
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen);
   let restServer: RestServer | undefined;
-  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
+  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, metrics, secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
   const { host, port } = splitListen(config.admin.listen);
   await admin.listen({ host, port });
   const adminPort = (admin.server.address() as { port: number }).port;

@@ -4,6 +4,7 @@
  * rejected and never published; the last good version keeps being served. Applies are serialized.
  */
 import type { Logger } from 'pino';
+import { EventEmitter } from 'node:events';
 import { checkTree } from './check-tree.ts';
 import type { Store } from '../model/store.ts';
 import type { Model } from '../model/types.ts';
@@ -46,6 +47,8 @@ export class RollbackError extends Error {}
 
 export class ConfigPipeline {
   readonly encoder = new ResourceEncoder();
+  /** 'applied' (ms), 'rejected' (diagnostics): for metrics. */
+  readonly events = new EventEmitter();
   private queue: Promise<unknown> = Promise.resolve();
   private lastRejectedTree?: string;
 
@@ -198,6 +201,7 @@ export class ConfigPipeline {
         this.lastRejectedTree = check.treeHash;
       }
       this.log.warn({ dir, problems: check.diagnostics.map(formatDiagnostic) }, 'config tree rejected; still serving the last good version');
+      this.events.emit('rejected', check.diagnostics);
       return { status: 'rejected', diagnostics: check.diagnostics };
     }
     this.lastRejectedTree = undefined;
@@ -239,6 +243,7 @@ export class ConfigPipeline {
     this.secrets = check.secrets ?? new Map();
     this.publish(versionId, hash, check.treeHash, appliedAt.toISOString(), check.config);
     this.log.info({ versionId, modelHash: hash.slice(0, 12), ms: Math.round(performance.now() - started), warnings: check.diagnostics.length }, 'applied config version');
+    this.events.emit('applied', performance.now() - started);
     return { status: 'applied', versionId, diagnostics: check.diagnostics };
   }
 
@@ -261,6 +266,7 @@ export class ConfigPipeline {
     if (hasErrors(loaded.diagnostics)) {
       this.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, 'renewed secret files rejected; still serving the last good secrets');
       this.store.recordRejection(cur.treeHash, 'secret files', loaded.diagnostics);
+      this.events.emit('rejected', loaded.diagnostics);
       return 'rejected';
     }
     const changed = [...loaded.materials.values()].filter((m) => this.secrets.get(m.name)?.fingerprint !== m.fingerprint);

@@ -37,6 +37,12 @@ export interface NackReport {
   at: string;
 }
 
+export interface RegistryObserver {
+  sent(typeUrl: string): void;
+  acked(typeUrl: string, version: string): void;
+  nacked(typeUrl: string): void;
+}
+
 const MAX_DISCONNECTED = 1000;
 const MAX_POLLERS = 100_000;
 
@@ -47,7 +53,14 @@ export class NodeRegistry {
   /** Recently closed streams, oldest first, so status still shows who went away. */
   private readonly gone: StreamStatus[] = [];
 
+  private observers: RegistryObserver[] = [];
+
   constructor(private readonly onNack: (r: NackReport) => void = () => {}) {}
+
+  /** Metrics and other listeners of send/ACK/NACK events. */
+  observe(o: RegistryObserver): void {
+    this.observers.push(o);
+  }
 
   open(info: Omit<StreamStatus, 'streamId' | 'connectedAt' | 'types'>): StreamStatus {
     const s: StreamStatus = { ...info, streamId: this.nextId++, connectedAt: new Date().toISOString(), types: {} };
@@ -68,16 +81,19 @@ export class NodeRegistry {
 
   sent(s: StreamStatus, typeUrl: string, version: string, nonce: string): void {
     Object.assign(this.type(s, typeUrl), { sentVersion: version, sentNonce: nonce, sentAt: new Date().toISOString() });
+    for (const o of this.observers) o.sent(typeUrl);
   }
 
   acked(s: StreamStatus, typeUrl: string, version: string): void {
     Object.assign(this.type(s, typeUrl), { ackedVersion: version, ackedAt: new Date().toISOString() });
+    for (const o of this.observers) o.acked(typeUrl, version);
   }
 
   nacked(s: StreamStatus, typeUrl: string, version: string, nonce: string, code: number, message: string): void {
     const at = new Date().toISOString();
     this.type(s, typeUrl).lastNack = { version, nonce, code, message, at };
     this.onNack({ stream: s, typeUrl, version, nonce, code, message, at });
+    for (const o of this.observers) o.nacked(typeUrl);
   }
 
   /** The status entry of a REST-polling node (created on its first poll). */
