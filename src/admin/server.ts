@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Store } from '../model/store.ts';
 import { RollbackError, type ConfigPipeline } from '../app/pipeline.ts';
 import type { Metrics } from '../status/metrics.ts';
+import type { TokenAuth } from '../security/tokens.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from '../status/node-registry.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts';
@@ -18,6 +19,8 @@ export interface AdminDeps {
   log: Logger;
   pipeline?: ConfigPipeline;
   metrics?: Metrics;
+  /** When any token is configured, every call but health checks needs one; mutations need role admin. */
+  tokens?: TokenAuth;
   /** Number of REST polls being held, when REST is enabled. */
   restHeld?: () => number;
   /** Served secrets as fingerprints and expiry (never the material). */
@@ -27,6 +30,14 @@ export interface AdminDeps {
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
   const app = Fastify({ loggerInstance: deps.log.child({ component: 'admin' }, { level: 'warn' }) as FastifyBaseLogger, bodyLimit: 64 * 1024, requestTimeout: 30_000 });
 
+  app.addHook('onRequest', async (req, reply) => {
+    if (!deps.tokens?.enabled || req.url === '/healthz' || req.url === '/readyz') return;
+    const who = deps.tokens.check(req.headers.authorization);
+    if (!who) return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
+    if (req.method !== 'GET' && req.method !== 'HEAD' && who.role !== 'admin') return reply.code(403).send({ error: `token "${who.name}" is read-only` });
+    (req as unknown as { actor: string }).actor = who.name;
+  });
+  const actorOf = (req: unknown, fallback: string) => (req as { actor?: string }).actor ?? fallback;
   app.get('/healthz', async () => ({ ok: true }));
   app.get('/metrics', async (_req, reply) => {
     if (!deps.metrics) return reply.code(404).send({ error: 'metrics disabled' });
@@ -83,7 +94,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     const id = Number(req.body?.versionId);
     if (!Number.isInteger(id) || id < 1) return reply.code(400).send({ error: 'body must be {"versionId": <id>}' });
     try {
-      const out = await deps.pipeline!.rollback(id, String(req.body?.actor ?? `admin@${req.ip}`));
+      const out = await deps.pipeline!.rollback(id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
       return out;
     } catch (err) {
       if (err instanceof RollbackError) return reply.code(404).send({ error: err.message });
@@ -94,12 +105,12 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   app.put<{ Params: { group: string }; Body: { versionId?: unknown; actor?: unknown } }>('/api/v1/pins/:group', async (req, reply) => {
     const id = Number(req.body?.versionId);
     if (!Number.isInteger(id) || !deps.store.manifestOf(id)) return reply.code(404).send({ error: 'unknown version' });
-    deps.store.setPin(req.params.group, id, String(req.body?.actor ?? `admin@${req.ip}`));
+    deps.store.setPin(req.params.group, id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
     await deps.pipeline!.republish();
     return { pinned: req.params.group, versionId: id };
   });
   app.delete<{ Params: { group: string } }>('/api/v1/pins/:group', async (req, reply) => {
-    if (!deps.store.deletePin(req.params.group, `admin@${req.ip}`)) return reply.code(404).send({ error: 'not pinned' });
+    if (!deps.store.deletePin(req.params.group, actorOf(req, `admin@${req.ip}`))) return reply.code(404).send({ error: 'not pinned' });
     await deps.pipeline!.republish();
     return { unpinned: req.params.group };
   });

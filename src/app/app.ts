@@ -12,9 +12,10 @@ import { Store } from '../model/store.ts';
 import { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
-import { bindGrpc, createGrpcServer } from '../transports/grpc/server.ts';
+import { bindGrpc, createGrpcServer, grpcCredentials } from '../transports/grpc/server.ts';
 import { ConfigPipeline } from './pipeline.ts';
 import { Metrics } from '../status/metrics.ts';
+import { TokenAuth } from '../security/tokens.ts';
 import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
 import { restConfigSource } from '../bootstrap/config-source.ts';
 import { createRestServer, type RestServer } from '../transports/rest/rest-server.ts';
@@ -54,11 +55,11 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   await pipeline.loadLatestFromStore();
 
   const acks = new GroupAckTracker(config.grpc.serveLastAckedOnNack ?? false);
-  const grpc = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes });
+  const grpc = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes, identityPrefix: config.grpc.tls?.identityPrefix });
   const grpcServer: Server = grpc.server;
-  const grpcPort = await bindGrpc(grpcServer, config.grpc.listen);
+  const grpcPort = await bindGrpc(grpcServer, config.grpc.listen, grpcCredentials(config.grpc.tls));
   let restServer: RestServer | undefined;
-  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, metrics, secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
+  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, metrics, tokens: new TokenAuth(config.admin.tokens ?? []), secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
   const { host, port } = splitListen(config.admin.listen);
   await admin.listen({ host, port });
   const adminPort = (admin.server.address() as { port: number }).port;
@@ -71,6 +72,8 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
       bodyLimit: config.rest.bodyLimit,
       maxHeld: config.rest.maxHeld,
       configSource: restConfigSource(config.rest.refreshDelayMs, config.rest.requestTimeoutMs),
+      tokens: new TokenAuth(config.rest.tokens ?? []),
+      tls: config.rest.tls,
     });
     const r = splitListen(config.rest.listen);
     await restServer.app.listen({ host: r.host, port: r.port });

@@ -10,7 +10,10 @@ export async function adminCommand(command: string, args: string[], configFile: 
   const base = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
   const actor = `${process.env.SUDO_USER ?? process.env.USER ?? 'cli'}@cli`;
   const call = async (method: string, path: string, body?: object) => {
-    const res = await fetch(base + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
+    const headers: Record<string, string> = body ? { 'content-type': 'application/json' } : {};
+    // FLEETXDS_TOKEN: the bearer token when the admin API requires one.
+    if (process.env.FLEETXDS_TOKEN) headers.authorization = `Bearer ${process.env.FLEETXDS_TOKEN}`;
+    const res = await fetch(base + path, { method, headers, body: body ? JSON.stringify(body) : undefined });
     const json = (await res.json()) as Record<string, unknown>;
     if (!res.ok) throw new Error(String(json.error ?? res.status));
     return json;

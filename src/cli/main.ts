@@ -15,6 +15,7 @@ import { schemaCommand } from './schema.ts';
 import { bootstrapCommand } from './bootstrap.ts';
 import { gitSetupCommand, releaseMetaCommand } from './git-setup.ts';
 import { adminCommand } from './admin-client.ts';
+import { newToken } from '../security/tokens.ts';
 
 const USAGE = `usage: fleetxds <command> [options]
   serve    [--config config/fleetxds.yaml]     run the xDS server
@@ -26,7 +27,8 @@ const USAGE = `usage: fleetxds <command> [options]
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them
   history | diff A B | rollback VERSION | pin GROUP VERSION | unpin GROUP   [--config FILE]
-                                                version history and rollback, through the running server's admin API`;
+                                                version history and rollback, through the running server's admin API
+  token                                         print a new bearer token and the sha256 digest for the settings`;
 
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, ...rest] = argv;
@@ -76,6 +78,11 @@ async function main(argv: string[]): Promise<number | undefined> {
     case 'pin':
     case 'unpin':
       return adminCommand(command, positionals, values.config!);
+    case 'token': {
+      const t = newToken();
+      process.stdout.write(`token:  ${t.token}\nsha256: ${t.sha256}\n(put the sha256 in admin.tokens or rest.tokens; give the token to the client)\n`);
+      return 0;
+    }
     case 'bootstrap':
       return bootstrapCommand({ config: values.config!, group: values.group, mode: values.mode, nodeId: values['node-id'], nodeCluster: values['node-cluster'], server: values.server });
   }

@@ -9,6 +9,19 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { parse } from 'yaml';
 
+const TokenList = Type.Array(
+  Type.Object({ name: Type.String({ minLength: 1 }), sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }), role: Type.Union([Type.Literal('read'), Type.Literal('admin')]) }, { additionalProperties: false }),
+  { description: 'Bearer tokens, by sha256 digest (fleetxds token prints a token and its digest).' },
+);
+const TlsFiles = Type.Object(
+  {
+    certFile: Type.String({ minLength: 1 }),
+    keyFile: Type.String({ minLength: 1 }),
+    clientCaFile: Type.Optional(Type.String({ minLength: 1, description: 'Require client certificates signed by this CA (mTLS).' })),
+    identityPrefix: Type.Optional(Type.String({ minLength: 1, description: 'URI SAN prefix binding node ids to client certificates, e.g. spiffe://fleet.example/ (needs clientCaFile).' })),
+  },
+  { additionalProperties: false },
+);
 const Listen = Type.String({ pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$', description: 'host:port; port 0 picks a free port' });
 
 export const ServerConfigSchema = Type.Object(
@@ -19,11 +32,12 @@ export const ServerConfigSchema = Type.Object(
       {
         listen: Listen,
         maxReceiveBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 268435456 })),
+        tls: Type.Optional(TlsFiles),
         serveLastAckedOnNack: Type.Optional(Type.Boolean({ description: 'NACK containment: a node connecting while its group\'s newest version of a type stands NACKed first gets the last version the group ACKed.' })),
       },
       { additionalProperties: false },
     ),
-    admin: Type.Object({ listen: Listen }, { additionalProperties: false }),
+    admin: Type.Object({ listen: Listen, tokens: Type.Optional(TokenList) }, { additionalProperties: false }),
     rest: Type.Optional(
       Type.Object(
         {
@@ -33,6 +47,8 @@ export const ServerConfigSchema = Type.Object(
           requestTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
           bodyLimit: Type.Optional(Type.Integer({ minimum: 1024, maximum: 67108864 })),
           maxHeld: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000000 })),
+          tokens: Type.Optional(TokenList),
+          tls: Type.Optional(TlsFiles),
         },
         { additionalProperties: false },
       ),
@@ -65,8 +81,17 @@ export const ServerConfigSchema = Type.Object(
   { additionalProperties: false },
 );
 
+export interface TlsSettings {
+  certFile: string;
+  keyFile: string;
+  clientCaFile?: string;
+  identityPrefix?: string;
+}
+
 export interface RestSettings {
   listen: string;
+  tokens?: { name: string; sha256: string; role: 'read' | 'admin' }[];
+  tls?: TlsSettings;
   holdMs: number;
   refreshDelayMs: number;
   requestTimeoutMs: number;
@@ -99,6 +124,8 @@ export function restSettings(r: Partial<RestSettings> & { listen: string }): Res
     refreshDelayMs: r.refreshDelayMs ?? 1_000,
     bodyLimit: r.bodyLimit ?? 1024 * 1024,
     maxHeld: r.maxHeld ?? 100_000,
+    tokens: r.tokens,
+    tls: r.tls,
   };
 }
 
@@ -135,6 +162,11 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
     throw new ConfigError(`${file}: invalid settings:\n` + errors.map((e) => `  ${e.path.slice(1).replace(/\//g, '.') || '(root)'}: ${e.message}`).join('\n'));
   }
   const base = dirname(resolve(file));
+  const tlsPaths = (t: TlsSettings | undefined): TlsSettings | undefined =>
+    t && { ...t, certFile: resolve(base, t.certFile), keyFile: resolve(base, t.keyFile), clientCaFile: t.clientCaFile && resolve(base, t.clientCaFile) };
+  if (cfg.grpc?.tls) cfg.grpc.tls = tlsPaths(cfg.grpc.tls);
+  if (cfg.rest?.tls) cfg.rest.tls = tlsPaths(cfg.rest.tls);
+  for (const t of [cfg.grpc?.tls, cfg.rest?.tls]) if (t?.identityPrefix && !t.clientCaFile) throw new ConfigError(`${file}: tls.identityPrefix needs tls.clientCaFile (client certificates)`);
   const rest = cfg.rest ? restSettings(cfg.rest) : undefined;
   if (rest && rest.holdMs >= rest.requestTimeoutMs) throw new ConfigError(`${file}: rest.holdMs (${rest.holdMs}) must be below rest.requestTimeoutMs (${rest.requestTimeoutMs}), Envoy's request_timeout`);
   const files: FilesSettings | undefined = cfg.files

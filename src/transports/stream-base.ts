@@ -33,6 +33,8 @@ export interface StreamOptions {
   send: (bytes: Buffer) => void;
   /** NACK containment policy, shared by all streams of the server. */
   acks?: GroupAckTracker;
+  /** Refuses a node identity the transport's credentials do not allow (returns the reason). */
+  authorize?: (node: NodeIdentity) => string | undefined;
 }
 
 export abstract class StreamBase {
@@ -53,7 +55,10 @@ export abstract class StreamBase {
   protected ensureStarted(n: NodeInput | undefined): void {
     if (this.node) return;
     if (!n || !n.id) throw new ProtocolError(3, 'the first request of a stream must carry node.id');
-    this.node = { id: n.id, cluster: n.cluster ?? '', metadata: n.metadata ?? {} };
+    const node = { id: n.id, cluster: n.cluster ?? '', metadata: n.metadata ?? {} };
+    const refusal = this.opts.authorize?.(node);
+    if (refusal) throw new ProtocolError(7, refusal);
+    this.node = node;
     const cfg = this.opts.cache.current;
     this.group = cfg ? cfg.resolver.resolve(this.node) : 'default';
     this.status = this.opts.registry.open({ nodeId: n.id, nodeCluster: this.node.cluster, group: this.group, transport: this.opts.transport, peer: this.opts.peer, userAgent: n.userAgent ?? '' });

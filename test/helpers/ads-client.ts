@@ -48,7 +48,7 @@ const SERVICES: Record<string, string> = {
   'delta-eds': '/envoy.service.endpoint.v3.EndpointDiscoveryService/DeltaEndpoints',
 };
 
-export function connect(port: number, service: keyof typeof SERVICES = 'ads'): { open(): ScriptedStream; close(): void } {
+export function connect(port: number, service: keyof typeof SERVICES = 'ads', credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(), options: grpc.ChannelOptions = {}): { open(): ScriptedStream; close(): void } {
   const delta = service.startsWith('delta');
   const def = {
     Stream: delta
@@ -56,7 +56,7 @@ export function connect(port: number, service: keyof typeof SERVICES = 'ads'): {
       : method(SERVICES[service], 'envoy.service.discovery.v3.DiscoveryRequest', 'envoy.service.discovery.v3.DiscoveryResponse'),
   };
   const Client = grpc.makeGenericClientConstructor(def as unknown as grpc.ServiceDefinition, 'X');
-  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 }) as unknown as grpc.Client & { Stream: () => grpc.ClientDuplexStream<Json, { json: Json; size: number }> };
+  const client = new Client(`127.0.0.1:${port}`, credentials, { 'grpc.max_receive_message_length': 64 * 1024 * 1024, ...options }) as unknown as grpc.Client & { Stream: () => grpc.ClientDuplexStream<Json, { json: Json; size: number }> };
   return {
     open() {
       const call = client.Stream();

@@ -4,6 +4,7 @@
  * response serializer is the identity.
  */
 import * as grpc from '@grpc/grpc-js';
+import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
 import type { Logger } from 'pino';
 import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
@@ -14,6 +15,8 @@ import { DELTA_DISCOVERY_REQUEST, DISCOVERY_REQUEST, type ResourceKind } from '.
 import { ProtocolError, SotwStream, type SotwRequest } from '../sotw-stream.ts';
 import { DeltaStream, type DeltaRequest } from '../delta-stream.ts';
 import type { GroupAckTracker } from '../group-ack-tracker.ts';
+import { checkNodeIdentity, type PeerCertificateLike } from '../../security/node-identity.ts';
+import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { NodeInput, StreamBase } from '../stream-base.ts';
 
 export interface GrpcServerOptions {
@@ -23,6 +26,8 @@ export interface GrpcServerOptions {
   /** Largest request accepted. Envoy requests naming tens of thousands of resources pass 4 MiB. */
   maxReceiveBytes?: number;
   acks?: GroupAckTracker;
+  /** With mTLS: URI SAN prefix binding node ids to client certificates. */
+  identityPrefix?: string;
 }
 
 interface ServiceSpec {
@@ -130,7 +135,10 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
       [spec.method]: (call: grpc.ServerDuplexStream<protobuf.Message, Buffer>) => {
         const log = opts.log.child({ transport: spec.transport, peer: call.getPeer() });
         calls.add(call);
+        const prefix = opts.identityPrefix;
+        const peerCert = prefix ? (call as unknown as { getAuthContext?: () => { sslPeerCertificate?: PeerCertificateLike } }).getAuthContext?.()?.sslPeerCertificate : undefined;
         const streamOpts = {
+          authorize: prefix ? (node: NodeIdentity) => checkNodeIdentity(node, peerCert, prefix) : undefined,
           cache: opts.cache,
           registry: opts.registry,
           acks: opts.acks,
@@ -185,6 +193,13 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
       }
     },
   };
+}
+
+/** Server credentials: TLS when configured, with client certificates required when a CA is given. */
+export function grpcCredentials(tls: { certFile: string; keyFile: string; clientCaFile?: string } | undefined): grpc.ServerCredentials {
+  if (!tls) return grpc.ServerCredentials.createInsecure();
+  const ca = tls.clientCaFile ? readFileSync(tls.clientCaFile) : null;
+  return grpc.ServerCredentials.createSsl(ca, [{ cert_chain: readFileSync(tls.certFile), private_key: readFileSync(tls.keyFile) }], Boolean(ca));
 }
 
 /** Binds and resolves the actual port (0 picks a free one). */

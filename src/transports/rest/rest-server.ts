@@ -12,6 +12,10 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { NodeIdentity } from '../../model/node-groups.ts';
+import { readFileSync } from 'node:fs';
+import type { TLSSocket } from 'node:tls';
+import type { TokenAuth } from '../../security/tokens.ts';
+import { checkNodeIdentity } from '../../security/node-identity.ts';
 import { shortHash } from '../../shared/hash.ts';
 import { retargetConfigSources, type ConfigSourceFor } from '../../snapshot/config-sources.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
@@ -38,6 +42,10 @@ export interface RestOptions {
   maxHeld: number;
   /** Config source REST clients must use for EDS/RDS/SDS references. */
   configSource: ConfigSourceFor;
+  /** Optional bearer tokens (for pollers that can send headers; Envoy cannot: use mTLS). */
+  tokens?: TokenAuth;
+  /** HTTPS, optionally with client certificates bound to node ids. */
+  tls?: { certFile: string; keyFile: string; clientCaFile?: string; identityPrefix?: string };
 }
 
 interface Selection {
@@ -110,7 +118,9 @@ export interface RestServer {
 }
 
 export function createRestServer(opts: RestOptions): RestServer {
+  const tls = opts.tls;
   const app = Fastify({
+    ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), ...(tls.clientCaFile ? { ca: readFileSync(tls.clientCaFile), requestCert: true, rejectUnauthorized: true } : {}) } } : {}),
     loggerInstance: opts.log.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
     bodyLimit: opts.bodyLimit,
     // Envoy sets Host to the cluster name; never route on it.
@@ -162,7 +172,13 @@ export function createRestServer(opts: RestOptions): RestServer {
     const m = /^discovery:([a-z_-]+)$/.exec(req.params.call);
     const kind = m ? REST_PATHS[m[1]] : undefined;
     if (!kind) return reply.code(404).send({ error: `no REST discovery at /v3/${req.params.call} (served: ${Object.keys(REST_PATHS).map((t) => `/v3/discovery:${t}`).join(', ')})` });
+    if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization)) return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
     const { node, names, version } = parseRequest(req.body, kind);
+    if (tls?.identityPrefix) {
+      const cert = (req.raw.socket as TLSSocket).getPeerCertificate?.();
+      const refusal = checkNodeIdentity(node, cert && Object.keys(cert).length ? cert : undefined, tls.identityPrefix);
+      if (refusal) return reply.code(403).send({ error: refusal });
+    }
     const at = current(node);
     if (!at) return reply.code(503).send({ error: 'no configuration applied yet' });
     const typeUrl = TypeUrls[kind];
