@@ -8,6 +8,7 @@ import type { Store } from '../model/store.ts';
 import { RollbackError, type ConfigPipeline } from '../app/pipeline.ts';
 import type { Metrics } from '../status/metrics.ts';
 import type { TokenAuth } from '../security/tokens.ts';
+import { STATUS_PAGE } from './status-page.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from '../status/node-registry.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts';
@@ -31,7 +32,8 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   const app = Fastify({ loggerInstance: deps.log.child({ component: 'admin' }, { level: 'warn' }) as FastifyBaseLogger, bodyLimit: 64 * 1024, requestTimeout: 30_000 });
 
   app.addHook('onRequest', async (req, reply) => {
-    if (!deps.tokens?.enabled || req.url === '/healthz' || req.url === '/readyz') return;
+    // The page itself holds no data; everything it shows comes from the API, which needs a token.
+    if (!deps.tokens?.enabled || req.url === '/healthz' || req.url === '/readyz' || req.url === '/') return;
     const who = deps.tokens.check(req.headers.authorization);
     if (!who) return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
     if (req.method !== 'GET' && req.method !== 'HEAD' && who.role !== 'admin') return reply.code(403).send({ error: `token "${who.name}" is read-only` });
@@ -39,6 +41,8 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   });
   const actorOf = (req: unknown, fallback: string) => (req as { actor?: string }).actor ?? fallback;
   app.get('/healthz', async () => ({ ok: true }));
+  app.get('/', async (_req, reply) => reply.type('text/html; charset=utf-8').header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'").send(STATUS_PAGE));
+  app.get('/api/v1/status', async () => fleetStatus(deps));
   app.get('/metrics', async (_req, reply) => {
     if (!deps.metrics) return reply.code(404).send({ error: 'metrics disabled' });
     return reply.type('text/plain; version=0.0.4').send(await deps.metrics.text());
@@ -131,6 +135,33 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   });
   app.get<{ Querystring: { limit?: string } }>('/api/v1/nacks', async (req) => ({ nacks: deps.store.listNacks(undefined, clampLimit(req.query.limit)) }));
   return app;
+}
+
+/** The status page's data: version, rollout per group and type, nodes, last rejection, history. */
+export function fleetStatus(deps: AdminDeps): object {
+  const cur = deps.cache.current;
+  const streams = [...deps.registry.connected(), ...deps.registry.polling()];
+  const rollout: object[] = [];
+  if (cur) {
+    for (const [group, g] of cur.groups) {
+      for (const kind of RESOURCE_KINDS) {
+        const typeUrl = TypeUrls[kind];
+        const t = g.types[kind];
+        const nodes = streams.filter((s) => s.group === group && s.types[typeUrl]);
+        if (!nodes.length) continue;
+        const acked = nodes.filter((s) => s.types[typeUrl].ackedVersion === t.version).length;
+        const nacked = nodes.filter((s) => s.types[typeUrl].lastNack?.version === t.version).length;
+        rollout.push({ group, typeUrl, version: t.version, nodes: nodes.length, acked, nacked, behind: nodes.length - acked });
+      }
+    }
+  }
+  const nodes = streams.map((s) => {
+    const nacks = Object.entries(s.types).filter(([, t]) => t.lastNack).map(([typeUrl, t]) => ({ typeUrl, ...t.lastNack! }));
+    nacks.sort((a, b) => (a.at < b.at ? 1 : -1));
+    return { nodeId: s.nodeId, group: s.group, transport: s.transport, peer: s.peer, userAgent: s.userAgent, connectedAt: s.connectedAt, lastSeenAt: s.lastSeenAt, types: s.types, lastNack: nacks[0] };
+  });
+  const history = deps.store.listVersions(20);
+  return { version: cur ? history.find((h) => h.id === cur.versionId) ?? { id: cur.versionId, appliedAt: cur.appliedAt } : null, rollout, nodes, rejection: deps.store.latestRejection() ?? null, history };
 }
 
 export function redactedSecret(name: string, version: string, served: { name: string; fingerprint: string; notAfter?: string; subject?: string }[] = []): object {

@@ -1,0 +1,103 @@
+/**
+ * The status page in a real headless Chromium (Debian's, driven by playwright-core): after a
+ * config change it shows the new version and the ACKs of connected real gRPC xDS clients; after a
+ * config the clients reject, it shows their NACK text.
+ */
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseAllDocuments, stringify } from 'yaml';
+import { projectPath } from '../../src/shared/paths.ts';
+import { startBackend, xdsBootstrap, xdsGreeterClient, type Backend, type GreeterClientHandle } from '../helpers/greeter.ts';
+import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
+import { tempDir } from '../helpers/tree.ts';
+
+createRequire(import.meta.url)('@grpc/grpc-js-xds').register();
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+let root: string;
+let server: ServerProcess;
+let browser: Browser;
+let page: Page;
+let backend: Backend;
+const clients: GreeterClientHandle[] = [];
+
+function editGrpc(edit: (docs: Record<string, any>[]) => void): void {
+  const file = join(root, 'services', 'grpc.yaml');
+  const docs = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as Record<string, any>);
+  edit(docs);
+  writeFileSync(file, docs.map((d) => stringify(d)).join('---\n'));
+}
+const svc = (docs: Record<string, any>[], name: string) => docs.find((d) => d.kind === 'Service' && d.name === name)!;
+
+test.before(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM} (apt-get install chromium)`);
+  backend = await startBackend('A');
+  root = tempDir('fleetxds-page-');
+  cpSync(projectPath('config'), root, { recursive: true });
+  editGrpc((docs) => {
+    svc(docs, 'greeter-v1').endpoints = [{ address: `127.0.0.1:${backend.port}` }];
+    svc(docs, 'greeter-v2').endpoints = [{ address: `127.0.0.1:${backend.port}` }];
+  });
+  server = await spawnServer(join(root, 'fleetxds.yaml'), { FLEETXDS_DATABASE: join(root, 'state', 'x.db') });
+  for (const id of ['page-client-1', 'page-client-2']) {
+    const c = xdsGreeterClient('greeter.internal:50051', xdsBootstrap(server.grpcPort, id));
+    await c.sayHello('warm-up');
+    clients.push(c);
+  }
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = await browser.newPage();
+  await page.goto(`http://127.0.0.1:${server.adminPort}/`);
+});
+
+test.after(async () => {
+  for (const c of clients) c.close();
+  await browser?.close();
+  await server?.stop('SIGKILL');
+  await backend?.close();
+});
+
+async function text(selector: string): Promise<string> {
+  return (await page.locator(selector).innerText()).replace(/\s+/g, ' ');
+}
+
+test('shows the served version, the rollout and the connected clients', async () => {
+  await waitFor('version shown', async () => /version 1 applied/.test(await text('#version')));
+  await waitFor('both clients in the rollout', async () => /2 of 2 nodes ACKed/.test(await text('#rollout')));
+  const nodes = await text('#nodes');
+  assert.match(nodes, /page-client-1/);
+  assert.match(nodes, /page-client-2/);
+  assert.match(nodes, /gRPC Node Pure JS/);
+});
+
+test('after a config change: the new version and the ACKs of the clients', async () => {
+  editGrpc((docs) => {
+    svc(docs, 'greeter-v2').connectTimeout = '3s';
+  });
+  await waitFor('version 2 shown', async () => /version 2 applied/.test(await text('#version')), 15_000);
+  for (const c of clients) await c.sayHello('after-change');
+  const cdsRow = async () => (await page.locator('#rollout tbody tr', { hasText: 'Cluster' }).first().innerText()).replace(/\s+/g, ' ');
+  await waitFor('ACKs of version 2', async () => /2 of 2 nodes ACKed/.test(await cdsRow()), 15_000);
+  const served = await (await fetch(`http://127.0.0.1:${server.adminPort}/api/v1/config`)).json();
+  assert.ok((await cdsRow()).includes(served.groups.default.cluster.version), 'the row shows the new cluster version');
+});
+
+test('after a config the clients reject: the NACK text', async () => {
+  editGrpc((docs) => {
+    svc(docs, 'greeter-v2').lb = 'least_request';
+  });
+  await waitFor('NACK shown', async () => /unsupported lb_policy: LEAST_REQUEST/.test(await text('#nodes')), 20_000);
+  await waitFor('NACK counted', async () => /Cluster \S+ .* of 2 nodes ACKed 2/.test(await text('#rollout')), 20_000);
+  const shot = process.env.STATUS_SCREENSHOT ?? join(tempDir(), 'status.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.ok(readFileSync(shot).length > 1000);
+});
+
+test.run();
