@@ -2,29 +2,14 @@
  * 10,000 REST long-polls held by the server process: server RSS while holding them, and time from
  * a config change (file write, including the watcher debounce) until all are answered.
  */
-import http from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnServer, waitFor } from '../../test/helpers/process.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
 import { generateTree, serviceYaml } from '../lib/generate.ts';
 import { procStats } from '../lib/proc.ts';
+import { pollClusters as post, type PollResult } from '../../test/helpers/rest-poll.ts';
 
-const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
-function post(port: number, body: object): Promise<{ status: number; at: number; version?: string }> {
-  return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v3/discovery:clusters', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      // Only the version is needed: read it without parsing the whole body.
-      res.on('end', () => resolve({ status: res.statusCode!, at: Date.now(), version: /"version_info":"([^"]*)"/.exec(text)?.[1] }));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
-}
 
 export async function restScenario(n = 10_000): Promise<{ held: number; rssIdleMB: number; rssHeldMB: number; perPollKB: number; releaseAllMs: number; answered200: number }> {
   const dir = tempDir('fleetxds-bench-');
@@ -36,7 +21,7 @@ export async function restScenario(n = 10_000): Promise<{ held: number; rssIdleM
   try {
     const first = await post(server.restPort, { node: { id: 'n', cluster: 'c' } });
     const idle = procStats(server.child.pid!).rssMB;
-    const polls: Promise<{ status: number; at: number; version?: string }>[] = [];
+    const polls: Promise<PollResult>[] = [];
     for (let i = 0; i < n; i++) {
       polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c', user_agent_name: 'envoy' }, version_info: first.version }));
       if (i % 500 === 499) await new Promise((r) => setTimeout(r, 50));

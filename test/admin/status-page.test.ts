@@ -3,13 +3,13 @@
  * config change it shows the new version and the ACKs of connected real gRPC xDS clients; after a
  * config the clients reject, it shows their NACK text.
  */
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseAllDocuments, stringify } from 'yaml';
+import { docOf, editYamlDocs, type Doc } from '../helpers/yaml-edit.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { startBackend, xdsBootstrap, xdsGreeterClient, type Backend, type GreeterClientHandle } from '../helpers/greeter.ts';
 import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
@@ -25,13 +25,10 @@ let page: Page;
 let backend: Backend;
 const clients: GreeterClientHandle[] = [];
 
-function editGrpc(edit: (docs: Record<string, any>[]) => void): void {
-  const file = join(root, 'services', 'grpc.yaml');
-  const docs = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as Record<string, any>);
-  edit(docs);
-  writeFileSync(file, docs.map((d) => stringify(d)).join('---\n'));
+function editGrpc(edit: (docs: Doc[]) => void): void {
+  editYamlDocs(join(root, 'services', 'grpc.yaml'), edit);
 }
-const svc = (docs: Record<string, any>[], name: string) => docs.find((d) => d.kind === 'Service' && d.name === name)!;
+const svc = (docs: Doc[], name: string) => docOf(docs, 'Service', name);
 
 test.before(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM} (apt-get install chromium)`);

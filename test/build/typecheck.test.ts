@@ -4,9 +4,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { projectPath } from '../../src/shared/paths.ts';
 
-test('the TypeScript sources type-check (what `npm run build` compiles)', () => {
+test('sources, tests and benchmarks type-check (strict)', () => {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--noEmit'], { cwd: projectPath(), encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.check.json'], { cwd: projectPath(), encoding: 'utf8' });
   assert.is(r.status, 0, r.stdout + r.stderr);
 });
 

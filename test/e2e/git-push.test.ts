@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseAllDocuments, stringify } from 'yaml';
+import { docOf, editYamlDocs, type Doc } from '../helpers/yaml-edit.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { startBackend, xdsBootstrap, xdsGreeterClient, type Backend, type GreeterClientHandle } from '../helpers/greeter.ts';
 import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
@@ -27,13 +27,10 @@ function cli(...args: string[]) {
 }
 const git = (...args: string[]) => spawnSync('git', args, { cwd: work, env: gitEnv, encoding: 'utf8' });
 
-function editGrpc(edit: (docs: Record<string, any>[]) => void): void {
-  const file = join(work, 'services', 'grpc.yaml');
-  const docs = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as Record<string, any>);
-  edit(docs);
-  writeFileSync(file, docs.map((d) => stringify(d)).join('---\n'));
+function editGrpc(edit: (docs: Doc[]) => void): void {
+  editYamlDocs(join(work, 'services', 'grpc.yaml'), edit);
 }
-const doc = (docs: Record<string, any>[], kind: string, name: string) => docs.find((d) => d.kind === kind && d.name === name)!;
+const doc = docOf;
 
 async function commitAndPush(message: string) {
   assert.is(git('commit', '-qam', message).status, 0);

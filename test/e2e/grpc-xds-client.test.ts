@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseAllDocuments, stringify } from 'yaml';
+import { docOf, editYamlDocs, type Doc } from '../helpers/yaml-edit.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { startBackend, xdsBootstrap, xdsGreeterClient, type Backend, type GreeterClientHandle } from '../helpers/greeter.ts';
 import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
@@ -23,15 +23,11 @@ let server: ServerProcess;
 let a: Backend, b: Backend, c: Backend;
 let client: GreeterClientHandle;
 
-/** Rewrites the documents of config/services/grpc.yaml in place (as an operator's edit would). */
-function editGrpcYaml(edit: (docs: Record<string, any>[]) => void): void {
-  const file = join(root, 'services', 'grpc.yaml');
-  const docs = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as Record<string, any>);
-  edit(docs);
-  writeFileSync(file, docs.map((d) => stringify(d)).join('---\n'));
+function editGrpcYaml(edit: (docs: Doc[]) => void): void {
+  editYamlDocs(join(root, 'services', 'grpc.yaml'), edit);
 }
 
-const doc = (docs: Record<string, any>[], kind: string, name: string) => docs.find((d) => d.kind === kind && d.name === name)!;
+const doc = docOf;
 
 async function tally(n: number): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};

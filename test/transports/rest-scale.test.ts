@@ -2,31 +2,16 @@
  * 10,000 long-polls held at once by a server process, all released by one config change.
  * (A behaviour test: it asserts every poll is answered with the new version, not how fast.)
  */
-import http from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnServer, waitFor } from '../helpers/process.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
+import { pollClusters as post } from '../helpers/rest-poll.ts';
+
 
 const N = 10_000;
-const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
-
-function post(port: number, body: object): Promise<{ status: number; json?: any }> {
-  return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v3/discovery:clusters', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : undefined }));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
-}
-
 test(`${N} held polls are all released by one change`, async () => {
   const dir = writeTree(BASE);
   const settings = join(tempDir(), 'fleetxds.yaml');
@@ -34,8 +19,8 @@ test(`${N} held polls are all released by one change`, async () => {
   const server = await spawnServer(settings);
   try {
     const first = await post(server.restPort, { node: { id: 'n', cluster: 'c' } });
-    const v1 = first.json.version_info;
-    const polls: Promise<{ status: number; json?: any }>[] = [];
+    const v1 = first.version;
+    const polls: ReturnType<typeof post>[] = [];
     for (let i = 0; i < N; i++) {
       polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c' }, version_info: v1 }));
       if (i % 500 === 499) await new Promise((r) => setTimeout(r, 50)); // stay under the listen backlog
@@ -47,7 +32,7 @@ test(`${N} held polls are all released by one change`, async () => {
     const versions = new Set<string>();
     for (const r of results) {
       byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
-      if (r.json) versions.add(r.json.version_info);
+      if (r.version) versions.add(r.version);
     }
     assert.equal(byStatus, { 200: N });
     assert.is(versions.size, 1);
