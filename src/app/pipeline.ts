@@ -298,6 +298,8 @@ export class ConfigPipeline {
       const pinned = this.groupsOfVersion(pin.versionId)?.get(pin.group);
       if (pinned) groups.set(pin.group, pinned);
     }
-    this.cache.publish({ versionId, modelHash: hash, treeHash, appliedAt, groups, resolver: config.resolver });
+    const commit = this.store.commitOf(versionId);
+    const controlPlane = `fleetxds version ${versionId}${commit ? ` commit ${commit}` : ''}`;
+    this.cache.publish({ versionId, modelHash: hash, treeHash, appliedAt, controlPlane, groups, resolver: config.resolver });
   }
 }

@@ -140,6 +140,11 @@ export class Store {
     return row ? { ...toRecord(row), model: JSON.parse(row.model_json) as Model } : undefined;
   }
 
+  commitOf(versionId: number): string | undefined {
+    const r = this.db.prepare('SELECT commit_sha FROM config_versions WHERE id = ?').get(versionId) as { commit_sha: string | null } | undefined;
+    return r?.commit_sha ?? undefined;
+  }
+
   manifestOf(versionId: number): Record<string, string[]> | undefined {
     const row = this.db.prepare('SELECT manifest_json FROM version_manifests WHERE version_id = ?').get(versionId) as { manifest_json: string } | undefined;
     return row ? (JSON.parse(row.manifest_json) as Record<string, string[]>) : undefined;

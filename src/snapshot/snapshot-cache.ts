@@ -8,6 +8,8 @@ export interface PublishedConfig {
   readonly modelHash: string;
   readonly treeHash: string;
   readonly appliedAt: string;
+  /** Reported to clients as DiscoveryResponse.control_plane.identifier (version id and git commit). */
+  readonly controlPlane?: string;
   readonly groups: ReadonlyMap<string, GroupSnapshot>;
   readonly resolver: NodeGroupResolver;
 }

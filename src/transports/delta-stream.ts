@@ -144,6 +144,7 @@ export class DeltaStream extends StreamBase {
     for (const r of sendUpserts.sort((a, b) => (a.name < b.name ? -1 : 1))) parts.push(framed(r));
     parts.push(stringField(DDR.typeUrl, TypeUrls[ts.kind]), stringField(DDR.nonce, nonce));
     for (const n of sendRemoved.sort()) parts.push(stringField(DDR.removedResources, n));
+    parts.push(this.controlPlaneField(DDR.controlPlane));
     for (const r of sendUpserts) ts.known.set(r.name, r.version);
     for (const n of sendRemoved) ts.known.delete(n);
     ts.pending.set(nonce, t);

@@ -8,7 +8,10 @@ import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts'
 import type { PublishedConfig, SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
 import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/type-urls.ts';
+import { lenField, stringField } from '../xds/wire.ts';
 import type { GroupAckTracker } from './group-ack-tracker.ts';
+
+const controlPlaneCache = new WeakMap<PublishedConfig, Map<number, Buffer>>();
 
 export class ProtocolError extends Error {
   constructor(readonly grpcCode: number, message: string) {
@@ -85,6 +88,20 @@ export abstract class StreamBase {
    */
   protected firstServe(kind: ResourceKind, current: TypeSnapshot): TypeSnapshot {
     return this.opts.acks?.firstServe(this.group ?? 'default', kind, current) ?? current;
+  }
+
+  /**
+   * The response's control_plane field (DiscoveryResponse 6, DeltaDiscoveryResponse 7) naming the
+   * served version and its git commit, encoded once per published config.
+   */
+  protected controlPlaneField(field: number): Buffer {
+    const cfg = this.opts.cache.current;
+    if (!cfg?.controlPlane) return Buffer.alloc(0);
+    let byField = controlPlaneCache.get(cfg);
+    if (!byField) controlPlaneCache.set(cfg, (byField = new Map()));
+    let b = byField.get(field);
+    if (!b) byField.set(field, (b = lenField(field, stringField(1, cfg.controlPlane))));
+    return b;
   }
 
   protected nextNonce(): string {

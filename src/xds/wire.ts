@@ -32,7 +32,7 @@ export function encodeAny(typeUrl: string, value: Uint8Array): Buffer {
 // DiscoveryResponse: version_info=1, resources=2, type_url=4, nonce=5
 export const DR = { versionInfo: 1, resources: 2, typeUrl: 4, nonce: 5, controlPlane: 6 } as const;
 // DeltaDiscoveryResponse: system_version_info=1, resources=2, type_url=4, nonce=5, removed_resources=6
-export const DDR = { systemVersionInfo: 1, resources: 2, typeUrl: 4, nonce: 5, removedResources: 6 } as const;
+export const DDR = { systemVersionInfo: 1, resources: 2, typeUrl: 4, nonce: 5, removedResources: 6, controlPlane: 7 } as const;
 // Resource: version=1, resource=2, name=3
 export const RES = { version: 1, resource: 2, name: 3 } as const;
 

@@ -85,6 +85,17 @@ test('the pushed commit is served, with its commit, author and subject recorded'
   assert.is(versions[0].subject, 'initial fleet config');
 });
 
+test('responses name the version and its git commit (control_plane.identifier)', async () => {
+  const { connect, T } = await import('../helpers/ads-client.ts');
+  const c = connect(server.grpcPort);
+  const s = c.open();
+  s.send({ node: { id: 'probe', cluster: 'x' }, type_url: T.cluster });
+  const r = await s.next();
+  assert.match(r.control_plane.identifier, new RegExp(`^fleetxds version \\d+ commit ${git('rev-parse', 'HEAD').stdout.trim()}$`));
+  s.close();
+  c.close();
+});
+
 test('a valid push reaches the client without a restart', async () => {
   editGrpc((docs) => {
     doc(docs, 'GrpcService', 'greeter').routes[0].split = [{ service: 'greeter-v1', weight: 0 }, { service: 'greeter-v2', weight: 100 }];
