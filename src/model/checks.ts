@@ -90,6 +90,15 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
       if (!sec) sink.error(Codes.UNKNOWN_REFERENCE, r, ['tls', 'secret'], `secret "${l.tls.secret}" does not exist${suggest(l.tls.secret, secrets.keys())}`);
       else if (!sec.certificateFile) sink.error(Codes.INVALID_VALUE, r, ['tls', 'secret'], `secret "${sec.name}" has no certificate; a TLS listener needs certificateFile and privateKeyFile`);
       if (l.tls.clientCa !== undefined) needSecret(r, ['tls', 'clientCa'], l.tls.clientCa, 'ca');
+      const seenNames = new Map<string, number>();
+      l.tls.sni?.forEach((e, i) => {
+        needSecret(r, ['tls', 'sni', i, 'secret'], e.secret, 'certificate');
+        e.serverNames.forEach((n, j) => {
+          const prev = seenNames.get(n.toLowerCase());
+          if (prev !== undefined) sink.error(Codes.CONFLICT, r, ['tls', 'sni', i, 'serverNames', j], `server name "${n}" is also in tls.sni[${prev}]`);
+          seenNames.set(n.toLowerCase(), i);
+        });
+      });
     }
     checkDomainClashes(l, vhosts, r, sink);
   }

@@ -213,7 +213,21 @@ export const Listener = Type.Object(
     address: Type.Optional(Type.String({ minLength: 1, description: 'Bind address (default 0.0.0.0).' })),
     port: Port,
     groups: Type.Optional(Groups),
-    tls: Type.Optional(Type.Object({ secret: Name, clientCa: Type.Optional(Name) }, strict)),
+    tls: Type.Optional(
+      Type.Object(
+        {
+          secret: Name,
+          clientCa: Type.Optional(Name),
+          sni: Type.Optional(
+            Type.Array(Type.Object({ serverNames: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }), secret: Name }, strict), {
+              minItems: 1,
+              description: 'More certificates on this port, chosen by SNI; `secret` is the default for other names.',
+            }),
+          ),
+        },
+        strict,
+      ),
+    ),
     virtualHosts: Type.Array(Name, { minItems: 1, uniqueItems: true }),
   },
   strict,

@@ -40,7 +40,7 @@ export function translateGroup(model: Model, group: string, secrets: ReadonlyMap
   for (const l of model.listeners) {
     if (!listenerGroups(l).includes(group)) continue;
     const vs = l.virtualHosts.map((n) => vhosts.get(n)!).filter(Boolean);
-    if (l.tls) for (const n of [l.tls.secret, l.tls.clientCa]) if (n) secretRefs.add(n);
+    if (l.tls) for (const n of [l.tls.secret, l.tls.clientCa, ...(l.tls.sni ?? []).map((e) => e.secret)]) if (n) secretRefs.add(n);
     for (const v of vs) for (const r of v.routes) forEachTarget(r, use);
     out.push({ kind: 'listener', name: l.name, json: memo1('listener', l, buildListener), origin: originKey('Listener', l.name) });
     out.push({ kind: 'route', name: l.name, json: memoWith('route', l, vs, () => buildRouteConfiguration(l.name, vs)), origin: originKey('Listener', l.name), virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)) });

@@ -154,6 +154,31 @@ test('the private key never appears in logs, status output, history or the datab
   c.close();
 });
 
+test('several certificates on one port, chosen by SNI: one filter chain each, every secret served', async () => {
+  await app.close();
+  const other = makeCert(certDir, 'other', { cn: 'other.example' });
+  const files = tree(certDir);
+  files['secrets.yaml'] += `---\nkind: Secret\nname: other-cert\ncertificateFile: ${other.cert}\nprivateKeyFile: ${other.key}\n`;
+  files['edge.yaml'] = files['edge.yaml'].replace('tls: { secret: edge-cert }', 'tls: { secret: edge-cert, sni: [{ serverNames: [other.example, "*.other.example"], secret: other-cert }] }');
+  app = await startServer(writeTree(files));
+  const c = connect(app.grpcPort);
+  const s = c.open();
+  s.send({ node: { id: 'sni', cluster: 'x' }, type_url: T.listener });
+  const lds = await s.next();
+  const l = lds.resources[0];
+  assert.is(l.listener_filters[0].name, 'envoy.filters.listener.tls_inspector');
+  assert.equal(l.filter_chains.map((fc: Json) => fc.filter_chain_match?.server_names ?? 'default'), [['other.example', '*.other.example'], 'default']);
+  assert.equal(l.filter_chains.map((fc: Json) => fc.transport_socket.typed_config.common_tls_context.tls_certificate_sds_secret_configs[0].name), ['other-cert', 'edge-cert']);
+  s.send({ type_url: T.secret, resource_names: ['edge-cert', 'other-cert'] });
+  const sds = await s.next();
+  assert.equal(names(sds), ['edge-cert', 'other-cert']);
+  assert.is(inlineCert(sds.resources[1]), other.certPem);
+  s.close();
+  c.close();
+  const clash = await diagnosticsOf({ ...files, 'edge.yaml': files['edge.yaml'].replace('sni: [{ serverNames: [other.example, "*.other.example"], secret: other-cert }]', 'sni: [{ serverNames: [a.example], secret: other-cert }, { serverNames: [A.example], secret: client-cert }]') });
+  assert.ok(clash.some((d) => d.code === 'FXDS_CONFLICT' && /server name "A.example" is also in tls.sni\[0\]/.test(d.message)));
+});
+
 test('validation: mismatched key, expired and soon-expiring certificates, unreadable files, loose permissions', async () => {
   const dir = tempDir();
   const a = makeCert(dir, 'a');
