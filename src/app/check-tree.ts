@@ -6,6 +6,7 @@ import { readTree } from '../source/read-tree.ts';
 import { validateSourceSet } from '../model/validate.ts';
 import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
 import { ResourceEncoder } from '../snapshot/encoder.ts';
+import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { Model } from '../model/types.ts';
 
 export interface TreeCheck {
@@ -18,7 +19,11 @@ export interface TreeCheck {
 }
 
 /** Read, validate and build a tree offline: exactly what the server does before it applies one. */
-export async function checkTree(dir: string, encoder = new ResourceEncoder(), opts: { unlessTreeHash?: string | (string | undefined)[] } = {}): Promise<TreeCheck & { unchanged?: true }> {
+export async function checkTree(
+  dir: string,
+  encoder = new ResourceEncoder(),
+  opts: { unlessTreeHash?: string | (string | undefined)[]; previous?: ReadonlyMap<string, GroupSnapshot> } = {},
+): Promise<TreeCheck & { unchanged?: true }> {
   const source = await readTree(dir, undefined, opts);
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
   const validated = validateSourceSet(source);
@@ -28,7 +33,7 @@ export async function checkTree(dir: string, encoder = new ResourceEncoder(), op
   const diagnostics = [...validated.diagnostics, ...secrets.diagnostics];
   if (hasErrors(secrets.diagnostics)) return { treeHash: source.treeHash, diagnostics };
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
-  const built = buildConfig(model, encoder, (f) => texts.get(f), secrets.materials);
+  const built = buildConfig(model, encoder, (f) => texts.get(f), secrets.materials, opts.previous);
   return { model, secrets: secrets.materials, config: built.config, treeHash: source.treeHash, diagnostics: [...diagnostics, ...built.diagnostics] };
 }
 

@@ -192,7 +192,7 @@ export class ConfigPipeline {
     const started = performance.now();
     const current0 = this.cache.current;
     // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
-    const check = await checkTree(dir, this.encoder, { unlessTreeHash: [current0?.treeHash, this.suppressedTree] });
+    const check = await checkTree(dir, this.encoder, { unlessTreeHash: [current0?.treeHash, this.suppressedTree], previous: this.unpinned?.groups });
     if (check.unchanged && current0) return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
     this.suppressedTree = undefined; // the directory moved on since a rollback: it is the source again
     if (!check.model || !check.config) {

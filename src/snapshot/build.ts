@@ -25,7 +25,13 @@ export interface BuildResult {
   diagnostics: Diagnostic[];
 }
 
-export function buildConfig(model: Model, encoder: ResourceEncoder, textOf: (file: string) => string | undefined = () => undefined, secrets: ReadonlyMap<string, SecretMaterial> = new Map()): BuildResult {
+export function buildConfig(
+  model: Model,
+  encoder: ResourceEncoder,
+  textOf: (file: string) => string | undefined = () => undefined,
+  secrets: ReadonlyMap<string, SecretMaterial> = new Map(),
+  previous?: ReadonlyMap<string, GroupSnapshot>,
+): BuildResult {
   const sink = new DiagnosticSink(textOf);
   const groups = new Map<string, GroupSnapshot>();
   const reported = new Set<EncodedResource>();
@@ -46,7 +52,7 @@ export function buildConfig(model: Model, encoder: ResourceEncoder, textOf: (fil
       }
       encoded.push(r);
     }
-    groups.set(group, makeGroupSnapshot(group, encoded));
+    groups.set(group, makeGroupSnapshot(group, encoded, previous?.get(group)));
   }
   encoder.finishBuild();
   if (sink.diagnostics.length) return { diagnostics: sink.diagnostics };

@@ -21,9 +21,19 @@ export function makeTypeSnapshot(kind: ResourceKind, resources: EncodedResource[
   return { kind, version, resources: new Map(sorted.map((r) => [r.name, r])) };
 }
 
-export function makeGroupSnapshot(group: string, resources: EncodedResource[]): GroupSnapshot {
+/**
+ * `previous`: the group's last snapshot. A type whose resources are the very same encoded objects
+ * keeps its TypeSnapshot (no re-sort, no re-hash; response bodies cached on it stay valid).
+ */
+export function makeGroupSnapshot(group: string, resources: EncodedResource[], previous?: GroupSnapshot): GroupSnapshot {
   const byKind = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, [] as EncodedResource[]])) as Record<ResourceKind, EncodedResource[]>;
   for (const r of resources) byKind[r.kind].push(r);
-  const types = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, makeTypeSnapshot(k, byKind[k])])) as Record<ResourceKind, TypeSnapshot>;
+  const types = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, sameResources(previous?.types[k], byKind[k]) ? previous!.types[k] : makeTypeSnapshot(k, byKind[k])])) as Record<ResourceKind, TypeSnapshot>;
   return { group, types };
+}
+
+function sameResources(prev: TypeSnapshot | undefined, items: readonly EncodedResource[]): boolean {
+  if (!prev || prev.resources.size !== items.length) return false;
+  for (const r of items) if (prev.resources.get(r.name) !== r) return false;
+  return true;
 }
