@@ -34,6 +34,8 @@ interface DeltaTypeState {
   /** Responses not yet ACKed/NACKed: nonce -> the snapshot they were cut from. */
   readonly pending: Map<string, TypeSnapshot>;
   pinned?: { snapshot: TypeSnapshot; instead: string };
+  /** The snapshot the last push decision looked at: an unchanged one needs no work. */
+  servedFrom?: TypeSnapshot;
 }
 
 /** Each resource's Resource-wrapper framing, computed once per encoded resource. */
@@ -98,16 +100,17 @@ export class DeltaStream extends StreamBase {
     if (cds) {
       for (const [name, r] of snap.types.cluster.resources) if (cds.known.has(name) && cds.known.get(name) !== r.version) rewarm.add(name);
     }
-    for (const kind of PUSH_ORDER) {
+    const unchanged = (ts: DeltaTypeState, kind: ResourceKind) => !ts.pinned && ts.servedFrom === snap.types[kind] && !(kind === 'endpoint' && rewarm.size);
+    const todo = PUSH_ORDER.filter((kind) => {
       const ts = this.types.get(kind);
-      if (!ts?.started) continue;
+      return ts?.started && !unchanged(ts, kind);
+    });
+    for (const kind of todo) {
+      const ts = this.types.get(kind)!;
       if (ts.pinned && ts.pinned.instead !== snap.types[kind].version) ts.pinned = undefined;
       this.push(ts, 'upserts', kind === 'endpoint' ? rewarm : new Set(), false);
     }
-    for (const kind of PUSH_ORDER) {
-      const ts = this.types.get(kind);
-      if (ts?.started) this.push(ts, 'removals', new Set(), false);
-    }
+    for (const kind of todo) this.push(this.types.get(kind)!, 'removals', new Set(), false);
   }
 
   private push(ts: DeltaTypeState, phase: Phase, force: Set<string>, replyIfEmpty: boolean): void {
@@ -119,6 +122,7 @@ export class DeltaStream extends StreamBase {
       if (chosen !== t) ts.pinned = { snapshot: chosen, instead: t.version };
       t = chosen;
     }
+    if (phase !== 'upserts') ts.servedFrom = t; // both phases have looked at it
     const upserts: EncodedResource[] = [];
     const removed = new Set<string>();
     const consider = (name: string) => {

@@ -35,6 +35,8 @@ interface TypeState {
   sent: Map<string, string>;
   /** The type snapshot the last response was cut from. */
   sentSnapshot?: TypeSnapshot;
+  /** The snapshot the last push decision looked at (whether or not it sent anything). */
+  servedFrom?: TypeSnapshot;
   /** NACK containment: the older snapshot this stream was started on, while the current one stands NACKed. */
   pinned?: { snapshot: TypeSnapshot; instead: string };
 }
@@ -83,7 +85,10 @@ export class SotwStream extends StreamBase {
         if (ts.sentSnapshot && req.version_info === ts.sentSnapshot.version) this.opts.acks?.acked(this.group!, ts.sentSnapshot);
       }
     }
+    const before = ts.sub.size;
     const added = ts.sub.setSotw(req.resource_names ?? []);
+    // A plain ACK (same names, nothing new published since): nothing to decide.
+    if (!first && added.length === 0 && ts.sub.size === before && ts.servedFrom === this.snapshot()?.types[kind]) return;
     this.push(ts, first || added.length > 0, undefined, new Set(added));
   }
 
@@ -109,6 +114,9 @@ export class SotwStream extends StreamBase {
       if (!ts || (interim && kind === 'cluster')) continue;
       if (ts.pinned && ts.pinned.instead !== snap.types[kind].version) ts.pinned = undefined;
       const rewarm = kind === 'endpoint' ? new Set([...changed].filter((c) => ts.sub.wildcard || ts.sub.names.has(c))) : new Set<string>();
+      // The same type snapshot this stream was last served from: nothing changed for it (O(1),
+      // which matters when thousands of streams see a change of another type).
+      if (ts.nonce !== undefined && !ts.pinned && rewarm.size === 0 && ts.servedFrom === snap.types[kind]) continue;
       // A request still unanswered (nothing applied yet, or its names did not exist) is answered now.
       this.push(ts, rewarm.size > 0 || ts.nonce === undefined, undefined, rewarm);
     }
@@ -132,6 +140,7 @@ export class SotwStream extends StreamBase {
       if (chosen !== t) ts.pinned = { snapshot: chosen, instead: t.version };
       t = chosen;
     }
+    ts.servedFrom = override ? undefined : t;
     const desired: EncodedResource[] = [];
     if (ts.sub.wildcard) {
       for (const r of t.resources.values()) desired.push(r);

@@ -13,6 +13,9 @@ export class Subscription {
 
   /** Replaces the subscription with a SotW request's names; returns the names added (`*` for the wildcard). */
   setSotw(resourceNames: readonly string[]): string[] {
+    // ACKs repeat the current names: recognise that without rebuilding the set.
+    if (this.everNamed && !this.wildcard && resourceNames.length === this.names.size && resourceNames.every((n) => n !== '*' && this.names.has(n))) return [];
+    if (!this.everNamed && resourceNames.length === 0 && this.wildcard === this.wildcardAllowed) return [];
     const wasWildcard = this.wildcard;
     const before = new Set(this.names);
     this.names.clear();
@@ -57,6 +60,11 @@ export class Subscription {
   /** Whether a resource of that name is of interest. */
   covers(name: string): boolean {
     return this.wildcard || this.names.has(name);
+  }
+
+  /** A fingerprint of the subscription, to tell cheaply whether a request changed it. */
+  get size(): number {
+    return this.names.size + (this.wildcard ? 1 : 0);
   }
 
   isEmpty(): boolean {

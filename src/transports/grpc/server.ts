@@ -157,7 +157,8 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
         const finish = () => {
           calls.delete(call);
           const s = stream.streamStatus;
-          if (s) log.info({ node: s.nodeId, group: s.group }, 'stream closed');
+          // Per-stream lines are debug: thousands of proxies reconnecting must not flood (or block on) the log.
+          if (s) log.debug({ node: s.nodeId, group: s.group }, 'stream closed');
           stream.close();
         };
         call.on('data', (msg: protobuf.Message) => {
@@ -165,7 +166,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
             const opened = stream.streamStatus !== undefined;
             handle(msg);
             const s = stream.streamStatus as StreamStatus | undefined;
-            if (!opened && s) log.info({ node: s.nodeId, group: s.group }, 'stream opened');
+            if (!opened && s) log.debug({ node: s.nodeId, group: s.group }, 'stream opened');
           } catch (err) {
             const code = err instanceof ProtocolError ? err.grpcCode : grpc.status.INTERNAL;
             if (!(err instanceof ProtocolError)) log.error({ err }, 'stream failed');
