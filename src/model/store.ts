@@ -129,9 +129,10 @@ export class Store {
     // `secret:<name>` entries name secrets, whose material is never stored.
     const wanted = new Set(Object.values(manifest).flat().filter((k) => !k.startsWith('secret:')));
     const resources = new Map<string, StoredResource>();
-    for (const r of this.db.prepare('SELECT key, kind, name, json, any FROM encoded_resources').iterate() as Iterable<{ key: string; kind: string; name: string; json: string; any: Buffer }>) {
-      if (wanted.has(r.key)) resources.set(r.key, { key: r.key, kind: r.kind as StoredResource['kind'], name: r.name, json: r.json, any: r.any });
-    }
+    const rows = this.db
+      .prepare('SELECT key, kind, name, json, any FROM encoded_resources WHERE key IN (SELECT value FROM json_each(?))')
+      .iterate(JSON.stringify([...wanted])) as Iterable<{ key: string; kind: string; name: string; json: string; any: Buffer }>;
+    for (const r of rows) resources.set(r.key, { key: r.key, kind: r.kind as StoredResource['kind'], name: r.name, json: r.json, any: r.any });
     return resources.size === wanted.size ? { manifest, resources } : undefined;
   }
 
