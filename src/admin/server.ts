@@ -77,14 +77,14 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   });
 
   app.get<{ Querystring: { limit?: string } }>('/api/v1/versions', async (req) => {
-    const versions = deps.store.listVersions(clampLimit(req.query.limit));
-    const current = deps.cache.current?.versionId;
-    // Each version with what it changed against the one before it.
+    const limit = clampLimit(req.query.limit);
+    // One row more than shown: the predecessor of the oldest shown version, for its changes.
+    const rows = deps.store.listVersions(limit + 1);
     return {
-      current,
+      current: deps.cache.current?.versionId,
       pins: deps.store.listPins(),
-      versions: versions.map((v, i) => {
-        const prev = versions[i + 1]?.id ?? deps.store.listVersions(1000).find((x) => x.id < v.id)?.id;
+      versions: rows.slice(0, limit).map((v, i) => {
+        const prev = rows[i + 1]?.id;
         const changes = prev !== undefined && deps.pipeline ? deps.pipeline.diff(prev, v.id) : undefined;
         return { ...v, changes };
       }),
