@@ -12,7 +12,7 @@ import type { EncodedResource } from '../snapshot/encoder.ts';
 import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import { TypeUrls, supportsWildcard, type ResourceKind } from '../xds/type-urls.ts';
 import { DDR, encodeResourceWrapper, lenField, stringField } from '../xds/wire.ts';
-import { PUSH_ORDER, StreamBase, type NodeInput } from './stream-base.ts';
+import { PUSH_ORDER, StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
 
 export interface DeltaRequest {
@@ -25,7 +25,7 @@ export interface DeltaRequest {
   error_detail?: { code?: number; message?: string } | null;
 }
 
-interface DeltaTypeState {
+interface DeltaTypeState extends PinHolder {
   readonly kind: ResourceKind;
   readonly sub: Subscription;
   started: boolean;
@@ -33,7 +33,6 @@ interface DeltaTypeState {
   readonly known: Map<string, string>;
   /** Responses not yet ACKed/NACKed: nonce -> the snapshot they were cut from. */
   readonly pending: Map<string, TypeSnapshot>;
-  pinned?: { snapshot: TypeSnapshot; instead: string };
   /** The snapshot the last push decision looked at: an unchanged one needs no work. */
   servedFrom?: TypeSnapshot;
 }
@@ -107,7 +106,6 @@ export class DeltaStream extends StreamBase {
     });
     for (const kind of todo) {
       const ts = this.types.get(kind)!;
-      if (ts.pinned && ts.pinned.instead !== snap.types[kind].version) ts.pinned = undefined;
       this.push(ts, 'upserts', kind === 'endpoint' ? rewarm : new Set(), false);
     }
     for (const kind of todo) this.push(this.types.get(kind)!, 'removals', new Set(), false);
@@ -116,12 +114,7 @@ export class DeltaStream extends StreamBase {
   private push(ts: DeltaTypeState, phase: Phase, force: Set<string>, replyIfEmpty: boolean): void {
     const snap = this.snapshot();
     if (!snap) return;
-    let t = ts.pinned?.snapshot ?? snap.types[ts.kind];
-    if (ts.pending.size === 0 && ts.known.size === 0 && !ts.pinned) {
-      const chosen = this.firstServe(ts.kind, t);
-      if (chosen !== t) ts.pinned = { snapshot: chosen, instead: t.version };
-      t = chosen;
-    }
+    const t = this.snapshotToServe(ts, ts.kind, snap.types[ts.kind], ts.pending.size === 0 && ts.known.size === 0);
     if (phase !== 'upserts') ts.servedFrom = t; // both phases have looked at it
     const upserts: EncodedResource[] = [];
     const removed = new Set<string>();

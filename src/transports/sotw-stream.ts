@@ -11,7 +11,7 @@ import type { EncodedResource } from '../snapshot/encoder.ts';
 import { makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import { TypeUrls, supportsWildcard, type ResourceKind } from '../xds/type-urls.ts';
 import { DR, stringField } from '../xds/wire.ts';
-import { PUSH_ORDER, StreamBase, type NodeInput } from './stream-base.ts';
+import { PUSH_ORDER, StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
 
 export { ProtocolError } from './stream-base.ts';
@@ -26,7 +26,7 @@ export interface SotwRequest {
   error_detail?: { code?: number; message?: string } | null;
 }
 
-interface TypeState {
+interface TypeState extends PinHolder {
   readonly kind: ResourceKind;
   readonly sub: Subscription;
   /** Nonce of the last response of this type; undefined until the first one. */
@@ -37,8 +37,6 @@ interface TypeState {
   sentSnapshot?: TypeSnapshot;
   /** The snapshot the last push decision looked at (whether or not it sent anything). */
   servedFrom?: TypeSnapshot;
-  /** NACK containment: the older snapshot this stream was started on, while the current one stands NACKed. */
-  pinned?: { snapshot: TypeSnapshot; instead: string };
 }
 
 /** Response bodies (all but the nonce) shared by every stream asking for the same selection. */
@@ -112,7 +110,6 @@ export class SotwStream extends StreamBase {
     for (const kind of PUSH_ORDER) {
       const ts = this.types.get(kind);
       if (!ts || (interim && kind === 'cluster')) continue;
-      if (ts.pinned && ts.pinned.instead !== snap.types[kind].version) ts.pinned = undefined;
       const rewarm = kind === 'endpoint' ? new Set([...changed].filter((c) => ts.sub.wildcard || ts.sub.names.has(c))) : new Set<string>();
       // The same type snapshot this stream was last served from: nothing changed for it (O(1),
       // which matters when thousands of streams see a change of another type).
@@ -134,12 +131,7 @@ export class SotwStream extends StreamBase {
     if (!snap) return; // nothing applied yet: the request is answered on the first publish
     const kind = ts.kind;
     const first = ts.nonce === undefined;
-    let t = override ?? ts.pinned?.snapshot ?? snap.types[kind];
-    if (first && !override) {
-      const chosen = this.firstServe(kind, t);
-      if (chosen !== t) ts.pinned = { snapshot: chosen, instead: t.version };
-      t = chosen;
-    }
+    const t = override ?? this.snapshotToServe(ts, kind, snap.types[kind], first);
     ts.servedFrom = override ? undefined : t;
     const desired: EncodedResource[] = [];
     if (ts.sub.wildcard) {

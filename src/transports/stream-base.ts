@@ -11,6 +11,11 @@ import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/type-urls.ts'
 import { lenField, stringField } from '../xds/wire.ts';
 import type { GroupAckTracker } from './group-ack-tracker.ts';
 
+/** Per-type stream state that NACK containment may pin to an older snapshot. */
+export interface PinHolder {
+  pinned?: { snapshot: TypeSnapshot; instead: string };
+}
+
 const controlPlaneCache = new WeakMap<PublishedConfig, Map<number, Buffer>>();
 
 export class ProtocolError extends Error {
@@ -88,6 +93,20 @@ export abstract class StreamBase {
    */
   protected firstServe(kind: ResourceKind, current: TypeSnapshot): TypeSnapshot {
     return this.opts.acks?.firstServe(this.group ?? 'default', kind, current) ?? current;
+  }
+
+  /**
+   * The snapshot to serve a type from: the one the stream was pinned to (NACK containment) while
+   * the version it stands in for is current, otherwise the current one; on the stream's first
+   * response of the type, possibly a pin to the group's last ACKed version.
+   */
+  protected snapshotToServe(state: PinHolder, kind: ResourceKind, current: TypeSnapshot, first: boolean): TypeSnapshot {
+    if (state.pinned && state.pinned.instead !== current.version) state.pinned = undefined;
+    if (state.pinned) return state.pinned.snapshot;
+    if (!first) return current;
+    const chosen = this.firstServe(kind, current);
+    if (chosen !== current) state.pinned = { snapshot: chosen, instead: current.version };
+    return chosen;
   }
 
   /**
