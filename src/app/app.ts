@@ -17,7 +17,6 @@ import { ConfigPipeline } from './pipeline.ts';
 import { Metrics } from '../status/metrics.ts';
 import { TokenAuth } from '../security/tokens.ts';
 import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
-import { restConfigSource } from '../bootstrap/config-source.ts';
 import { createRestServer, type RestServer } from '../transports/rest/rest-server.ts';
 import { FileRenderer, type RenderStats } from '../transports/files/file-renderer.ts';
 
@@ -71,7 +70,8 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
       holdMs: config.rest.holdMs,
       bodyLimit: config.rest.bodyLimit,
       maxHeld: config.rest.maxHeld,
-      configSource: restConfigSource(config.rest.refreshDelayMs, config.rest.requestTimeoutMs),
+      refreshDelayMs: config.rest.refreshDelayMs,
+      requestTimeoutMs: config.rest.requestTimeoutMs,
       tokens: new TokenAuth(config.rest.tokens ?? []),
       tls: config.rest.tls,
     });

@@ -1,21 +1,17 @@
-import { msToProtoDuration } from '../shared/duration.ts';
-import type { ConfigSourceFor } from '../snapshot/config-sources.ts';
-
 /** Names of the static clusters generated bootstraps define for reaching fleetxds. */
 export const GRPC_XDS_CLUSTER = 'fleetxds';
 export const REST_XDS_CLUSTER = 'fleetxds_rest';
 
-/** REST-polling proxies fetch EDS/RDS/SDS over REST too (ADS does not exist for REST). */
-export function restConfigSource(refreshDelayMs: number, requestTimeoutMs: number): ConfigSourceFor {
-  const source = {
-    api_config_source: {
-      api_type: 'REST',
-      transport_api_version: 'V3',
-      cluster_names: [REST_XDS_CLUSTER],
-      refresh_delay: msToProtoDuration(refreshDelayMs),
-      request_timeout: msToProtoDuration(requestTimeoutMs),
-    },
-    resource_api_version: 'V3',
-  };
-  return () => source;
+/**
+ * Node metadata by which a REST proxy opts into long polling: `{fleetxds: {long_poll_ms: N}}`
+ * promises that its request_timeout exceeds N, so the server may hold an unchanged poll up to N ms.
+ * Without it a poll is answered at once (Envoy's default request_timeout is 1 s).
+ */
+export const LONG_POLL_METADATA = { namespace: 'fleetxds', field: 'long_poll_ms' } as const;
+
+export function longPollMs(metadata: Record<string, unknown> | undefined): number {
+  const ns = metadata?.[LONG_POLL_METADATA.namespace];
+  const v = ns && typeof ns === 'object' ? (ns as Record<string, unknown>)[LONG_POLL_METADATA.field] : undefined;
+  const n = typeof v === 'string' ? Number(v) : v;
+  return typeof n === 'number' && Number.isFinite(n) && n > 0 ? Math.floor(n) : 0;
 }

@@ -6,9 +6,14 @@
 import { isIP } from 'node:net';
 import { msToProtoDuration } from '../shared/duration.ts';
 import { encodeJson } from '../xds/proto-json.ts';
-import { GRPC_XDS_CLUSTER, REST_XDS_CLUSTER } from './config-source.ts';
+import { GRPC_XDS_CLUSTER, LONG_POLL_METADATA, REST_XDS_CLUSTER } from './config-source.ts';
 
-export type BootstrapMode = 'ads' | 'delta' | 'rest' | 'files';
+/**
+ * ads / delta: one aggregated stream; per-type / per-type-delta: one gRPC stream per
+ * subscription (no ADS); rest: REST-JSON polling; files: rendered files.
+ */
+export type BootstrapMode = 'ads' | 'delta' | 'per-type' | 'per-type-delta' | 'rest' | 'files';
+export const BOOTSTRAP_MODES: readonly BootstrapMode[] = ['ads', 'delta', 'per-type', 'per-type-delta', 'rest', 'files'];
 
 export interface BootstrapInput {
   mode: BootstrapMode;
@@ -18,6 +23,8 @@ export interface BootstrapInput {
   server?: { host: string; port: number };
   refreshDelayMs?: number;
   requestTimeoutMs?: number;
+  /** rest: how long the server may hold an unchanged poll (opts into long polling when > 0). */
+  longPollMs?: number;
   /** files mode: where this group's CDS/LDS files are, as Envoy sees them. */
   files?: { cds: string; lds: string; watchedDirectory?: string };
   adminPort?: number;
@@ -46,7 +53,7 @@ function staticCluster(name: string, host: string, port: number, http2: boolean)
 }
 
 export function envoyBootstrap(input: BootstrapInput): Obj {
-  const node = { id: input.nodeId, cluster: input.nodeCluster };
+  const node: Obj = { id: input.nodeId, cluster: input.nodeCluster };
   const admin = { address: { socket_address: { address: '127.0.0.1', port_value: input.adminPort ?? 9901 } } };
   let dynamic: Obj;
   const clusters: Obj[] = [];
@@ -67,8 +74,25 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
       clusters.push(staticCluster(GRPC_XDS_CLUSTER, s.host, s.port, true));
       break;
     }
+    case 'per-type':
+    case 'per-type-delta': {
+      // The server points the clusters' EDS, listeners' RDS and SDS at the same cluster.
+      const s = input.server!;
+      const source = {
+        api_config_source: {
+          api_type: input.mode === 'per-type' ? 'GRPC' : 'DELTA_GRPC',
+          transport_api_version: 'V3',
+          grpc_services: [{ envoy_grpc: { cluster_name: GRPC_XDS_CLUSTER } }],
+        },
+        resource_api_version: 'V3',
+      };
+      dynamic = { cds_config: source, lds_config: source };
+      clusters.push(staticCluster(GRPC_XDS_CLUSTER, s.host, s.port, true));
+      break;
+    }
     case 'rest': {
       const s = input.server!;
+      const longPoll = input.longPollMs ?? 0;
       const source = {
         api_config_source: {
           api_type: 'REST',
@@ -76,10 +100,12 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
           cluster_names: [REST_XDS_CLUSTER],
           refresh_delay: msToProtoDuration(input.refreshDelayMs ?? 1000),
           // Must exceed the server's hold time, or every held poll counts as a failure.
-          request_timeout: msToProtoDuration(input.requestTimeoutMs ?? 30_000),
+          ...(longPoll > 0 ? { request_timeout: msToProtoDuration(input.requestTimeoutMs ?? 30_000) } : {}),
         },
         resource_api_version: 'V3',
       };
+      // The promise that lets the server hold polls: this proxy's request_timeout outlasts it.
+      if (longPoll > 0) node.metadata = { [LONG_POLL_METADATA.namespace]: { [LONG_POLL_METADATA.field]: longPoll } };
       dynamic = { cds_config: source, lds_config: source };
       clusters.push(staticCluster(REST_XDS_CLUSTER, s.host, s.port, false));
       break;

@@ -1,5 +1,5 @@
 import { checkTree } from '../app/check-tree.ts';
-import { envoyBootstrap, grpcBootstrap, type BootstrapMode } from '../bootstrap/envoy-bootstrap.ts';
+import { BOOTSTRAP_MODES, envoyBootstrap, grpcBootstrap, type BootstrapMode } from '../bootstrap/envoy-bootstrap.ts';
 import { loadServerConfig, splitListen } from '../config/server-config.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import { DEFAULT_GROUP } from '../model/types.ts';
@@ -15,7 +15,7 @@ export interface BootstrapArgs {
   server?: string;
 }
 
-const MODES = ['ads', 'delta', 'rest', 'files', 'grpc'];
+const MODES: readonly string[] = [...BOOTSTRAP_MODES, 'grpc'];
 
 /**
  * `fleetxds bootstrap --group G --mode ads|delta|rest|files|grpc`: prints a bootstrap for a node
@@ -71,7 +71,8 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       files: { cds: r.envoyPath(group, 'cluster'), lds: r.envoyPath(group, 'listener'), watchedDirectory: settings.files.layout === 'watched_directory' ? r.envoyGroupDir(group) : undefined },
     });
   } else {
-    out = envoyBootstrap({ mode: mode as BootstrapMode, nodeId, nodeCluster, server, refreshDelayMs: settings.rest?.refreshDelayMs, requestTimeoutMs: settings.rest?.requestTimeoutMs });
+    const r = settings.rest;
+    out = envoyBootstrap({ mode: mode as BootstrapMode, nodeId, nodeCluster, server, refreshDelayMs: r?.refreshDelayMs, requestTimeoutMs: r?.requestTimeoutMs, longPollMs: r?.holdMs });
   }
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
   return 0;

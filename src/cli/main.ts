@@ -5,7 +5,7 @@
  *   validate DIR [--json]                      check a tree (exit 1 on errors); for CI and git hooks
  *   render   DIR [--group G] [--kind K]        print the Envoy resources a tree produces, as JSON
  *   schema   [--out FILE]                      print/write the JSON Schema for editors
- *   bootstrap --group G --mode ads|delta|rest|files|grpc   print a proxy bootstrap
+ *   bootstrap --group G --mode ads|delta|per-type|per-type-delta|rest|files|grpc   print a proxy bootstrap
  */
 import { parseArgs } from 'node:util';
 import { validateCommand } from './validate.ts';
@@ -22,7 +22,7 @@ const USAGE = `usage: fleetxds <command> [options]
   validate <dir> [--json]                       validate a config tree; exit 1 if invalid
   render   <dir> [--group NAME] [--kind KIND]   print the Envoy resources the tree produces
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
-  bootstrap [--config FILE] --group NAME --mode ads|delta|rest|files|grpc [--node-id ID] [--node-cluster C] [--server HOST:PORT]
+  bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc [--node-id ID] [--node-cluster C] [--server HOST:PORT]
                                                 print an Envoy (or proxyless gRPC) bootstrap for a node of that group
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them

@@ -38,6 +38,8 @@ export const Codes = {
   INVALID_VALUE: 'FXDS_INVALID_VALUE',
   CLIENT_COMPAT: 'FXDS_CLIENT_COMPAT',
   ENVOY_RESOURCE: 'FXDS_ENVOY_RESOURCE',
+  SHADOWED_ROUTE: 'FXDS_SHADOWED_ROUTE',
+  ENVOY_REJECTED: 'FXDS_ENVOY_REJECTED',
 } as const;
 export type DiagnosticCode = (typeof Codes)[keyof typeof Codes];
 

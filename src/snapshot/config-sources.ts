@@ -1,20 +1,87 @@
 /**
- * Resources are translated with every dynamic reference pointing at ADS (`{ads: {}}`). Clients
- * that fetch over REST or read files need those references pointing at REST or at file paths
- * instead; this rewrites the three places translation emits them (a cluster's `eds_config`, an
- * HTTP connection manager's `rds.config_source`, and `sds_config` of TLS contexts), returning a
- * new object and leaving the cached one untouched.
+ * Where a served resource tells the proxy to fetch what it references (a cluster's endpoints, a
+ * listener's routes, a TLS context's secrets). Translation points every such reference at ADS
+ * (`{ads: {}}`); a proxy that is not on ADS rejects that (`ADS must be configured to support an
+ * ADS config source`), so each transport serves a *view* of the snapshot with the references
+ * rewritten to what that proxy uses:
+ *  - per-type gRPC: `api_config_source` GRPC or DELTA_GRPC naming the proxy's own xDS cluster
+ *    (Envoy sends that name as the HTTP/2 `:authority`);
+ *  - REST: `api_config_source` REST naming the proxy's xDS cluster (REST polls carry it as Host),
+ *    with timeouts matching whether the proxy opted into long polling;
+ *  - files: `path_config_source` of the rendered file.
+ * Envoy refuses an `api_config_source` naming a cluster its bootstrap does not define statically,
+ * so the name must be the proxy's, never one of ours.
+ *
+ * A view re-encodes only the Clusters and Listeners whose JSON changes, once per (type snapshot,
+ * variant); versions stay those of the underlying resources (a proxy always gets one variant).
  */
+import { msToProtoDuration } from '../shared/duration.ts';
 import type { ResourceKind } from '../xds/type-urls.ts';
+import { encodeVariant, type EncodedResource } from './encoder.ts';
+import type { TypeSnapshot } from './group-snapshot.ts';
 
 export type ConfigSourceFor = (kind: ResourceKind, name: string) => Record<string, unknown>;
 
+/** One way of pointing references; `key` identifies it in caches. */
+export interface ConfigSourceVariant {
+  readonly key: string;
+  readonly sourceFor: ConfigSourceFor;
+}
+
 type Obj = Record<string, unknown>;
+
+/** Cluster names a proxy may use for its xDS server; anything else falls back to the default. */
+const CLUSTER_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** `host:port` is what curl and other HTTP clients send; Envoy sends the bare cluster name. */
+const HOST_AND_PORT = /:\d+$/;
+
+export function xdsClusterName(candidate: string | undefined, fallback: string): string {
+  return candidate && CLUSTER_NAME.test(candidate) && !HOST_AND_PORT.test(candidate) ? candidate : fallback;
+}
+
+/** Per-type gRPC (no ADS): references go to the same service kind over the proxy's xDS cluster. */
+export function grpcVariant(clusterName: string, delta: boolean): ConfigSourceVariant {
+  const source = {
+    api_config_source: {
+      api_type: delta ? 'DELTA_GRPC' : 'GRPC',
+      transport_api_version: 'V3',
+      grpc_services: [{ envoy_grpc: { cluster_name: clusterName } }],
+    },
+    resource_api_version: 'V3',
+  };
+  return { key: `grpc|${delta ? 'delta' : 'sotw'}|${clusterName}`, sourceFor: () => source };
+}
+
+export interface RestTiming {
+  refreshDelayMs: number;
+  /** Set for proxies that opted into long polling: their polls may be held this long. */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * REST (ADS does not exist for REST): references poll over the proxy's REST cluster. Without
+ * long polling the request timeout is left to Envoy's default (1 s) because polls are answered
+ * at once.
+ */
+export function restVariant(clusterName: string, timing: RestTiming): ConfigSourceVariant {
+  const source = {
+    api_config_source: {
+      api_type: 'REST',
+      transport_api_version: 'V3',
+      cluster_names: [clusterName],
+      refresh_delay: msToProtoDuration(timing.refreshDelayMs),
+      ...(timing.requestTimeoutMs ? { request_timeout: msToProtoDuration(timing.requestTimeoutMs) } : {}),
+    },
+    resource_api_version: 'V3',
+  };
+  return { key: `rest|${clusterName}|${timing.refreshDelayMs}|${timing.requestTimeoutMs ?? 0}`, sourceFor: () => source };
+}
 
 function isAds(v: unknown): boolean {
   return !!v && typeof v === 'object' && 'ads' in (v as Obj);
 }
 
+/** Returns `json` with every ADS reference replaced by `sourceFor`'s answer (a new object; the input is untouched). */
 export function retargetConfigSources(json: Obj, sourceFor: ConfigSourceFor): Obj {
   const clusterName = typeof json.name === 'string' ? json.name : '';
   const walk = (v: unknown): unknown => {
@@ -34,4 +101,39 @@ export function retargetConfigSources(json: Obj, sourceFor: ConfigSourceFor): Ob
     return out;
   };
   return walk(json) as Obj;
+}
+
+/** Kinds whose resources can carry config sources. */
+const CARRIES_SOURCES: ReadonlySet<ResourceKind> = new Set(['cluster', 'listener']);
+const MAX_VARIANTS = 16;
+
+const resourceViews = new WeakMap<EncodedResource, Map<string, EncodedResource>>();
+const typeViews = new WeakMap<TypeSnapshot, Map<string, TypeSnapshot>>();
+
+function resourceView(r: EncodedResource, v: ConfigSourceVariant): EncodedResource {
+  let byVariant = resourceViews.get(r);
+  if (!byVariant) resourceViews.set(r, (byVariant = new Map()));
+  let out = byVariant.get(v.key);
+  if (!out) {
+    const json = retargetConfigSources(r.json, v.sourceFor);
+    out = JSON.stringify(json) === JSON.stringify(r.json) ? r : encodeVariant(r, json);
+    if (byVariant.size >= MAX_VARIANTS) byVariant.delete(byVariant.keys().next().value as string);
+    byVariant.set(v.key, out);
+  }
+  return out;
+}
+
+/** The type snapshot as a proxy of that variant must see it (the same object for ADS, or for kinds without references). */
+export function viewOf(t: TypeSnapshot, v: ConfigSourceVariant | undefined): TypeSnapshot {
+  if (!v || !CARRIES_SOURCES.has(t.kind)) return t;
+  let byVariant = typeViews.get(t);
+  if (!byVariant) typeViews.set(t, (byVariant = new Map()));
+  let view = byVariant.get(v.key);
+  if (!view) {
+    const resources = new Map([...t.resources].map(([name, r]) => [name, resourceView(r, v)]));
+    view = { kind: t.kind, version: t.version, resources, wildcard: t.wildcard.map((r) => resources.get(r.name)!) };
+    if (byVariant.size >= MAX_VARIANTS) byVariant.delete(byVariant.keys().next().value as string);
+    byVariant.set(v.key, view);
+  }
+  return view;
 }

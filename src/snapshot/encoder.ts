@@ -20,6 +20,27 @@ export interface EncodedResource {
   readonly framed: Buffer;
   /** Proto/PGV problems; a resource with issues never reaches a snapshot. */
   readonly issues: readonly ProtoIssue[];
+  /**
+   * Sent only to clients that name it, never to wildcard subscribers: a proxyless gRPC API
+   * listener. Envoy takes at most one API listener and logs every other one it gets over LDS.
+   */
+  readonly namedOnly: boolean;
+}
+
+/** Whether a resource is for explicit subscribers only (see EncodedResource.namedOnly). */
+export function isNamedOnly(kind: ResourceKind, json: Record<string, unknown>): boolean {
+  return kind === 'listener' && json.api_listener !== undefined;
+}
+
+/**
+ * The same resource with different JSON (config sources pointed at another transport): encoded
+ * outside the cache, keeping the original's name and version.
+ */
+export function encodeVariant(r: EncodedResource, json: Record<string, unknown>): EncodedResource {
+  const typeUrl = TypeUrls[r.kind];
+  const { bytes, issues } = encodeJson(messageName(typeUrl), json);
+  const any = encodeAny(typeUrl, bytes);
+  return { ...r, json, any, framed: lenField(DR.resources, any), issues };
 }
 
 export interface EncoderStats {
@@ -65,7 +86,9 @@ export class ResourceEncoder {
     const typeUrl = TypeUrls[kind];
     const { bytes, issues } = encodeJson(messageName(typeUrl), json);
     const any = encodeAny(typeUrl, bytes);
-    const res: EncodedResource = { kind, name, key, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues };
+    const res: EncodedResource = {
+      kind, name, key, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues, namedOnly: isNamedOnly(kind, json),
+    };
     this.cache.set(key, res);
     this.byObject.set(json, { key, res });
     return res;
@@ -75,8 +98,11 @@ export class ResourceEncoder {
   restore(kind: ResourceKind, name: string, key: string, json: Record<string, unknown> | string, any: Buffer): EncodedResource {
     const hit = this.cache.get(key);
     if (hit) return hit;
-    const base = { kind, name, key, version: key.slice(0, 16), any, framed: lenField(DR.resources, any), issues: [] as ProtoIssue[] };
     let parsed = typeof json === 'string' ? undefined : json;
+    // Listeners are few: parse them now to know whether they are API listeners.
+    if (kind === 'listener') parsed ??= JSON.parse(json as string) as Record<string, unknown>;
+    const namedOnly = parsed ? isNamedOnly(kind, parsed) : false;
+    const base = { kind, name, key, version: key.slice(0, 16), any, framed: lenField(DR.resources, any), issues: [] as ProtoIssue[], namedOnly };
     // gRPC serves bytes only; the JSON (REST, files, status) is parsed on first use.
     const res = Object.defineProperty(base, 'json', { enumerable: true, get: () => (parsed ??= JSON.parse(json as string) as Record<string, unknown>) }) as unknown as EncodedResource;
     this.cache.set(key, res);

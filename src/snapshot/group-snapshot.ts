@@ -7,6 +7,8 @@ export interface TypeSnapshot {
   /** Hash of the sorted (name, version) pairs: changes iff any resource of the type changes. */
   readonly version: string;
   readonly resources: ReadonlyMap<string, EncodedResource>;
+  /** What a wildcard subscriber gets (Listener and Cluster): every resource not `namedOnly`. */
+  readonly wildcard: readonly EncodedResource[];
 }
 
 /** Everything one node group is served, per type. Immutable once built. */
@@ -18,7 +20,7 @@ export interface GroupSnapshot {
 export function makeTypeSnapshot(kind: ResourceKind, resources: EncodedResource[]): TypeSnapshot {
   const sorted = [...resources].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const version = shortHash(kind + '\n' + sorted.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
-  return { kind, version, resources: new Map(sorted.map((r) => [r.name, r])) };
+  return { kind, version, resources: new Map(sorted.map((r) => [r.name, r])), wildcard: sorted.filter((r) => !r.namedOnly) };
 }
 
 /**

@@ -89,6 +89,18 @@ export class NodeRegistry {
     for (const o of this.observers) o.acked(typeUrl, version);
   }
 
+  /**
+   * A new version of the type changed nothing this client subscribes to (another cluster's
+   * endpoints, an API listener a wildcard client does not get): no response is sent, and a client
+   * that had ACKed its last response now holds the new version too. Not an ACK (metrics unchanged).
+   */
+  unchanged(s: StreamStatus, typeUrl: string, version: string): void {
+    const t = s.types[typeUrl];
+    if (t?.sentVersion === undefined || t.ackedVersion !== t.sentVersion) return;
+    t.sentVersion = version;
+    t.ackedVersion = version;
+  }
+
   nacked(s: StreamStatus, typeUrl: string, version: string, nonce: string, code: number, message: string): void {
     const at = new Date().toISOString();
     this.type(s, typeUrl).lastNack = { version, nonce, code, message, at };
@@ -106,6 +118,24 @@ export class NodeRegistry {
     }
     Object.assign(s, { group: info.group, peer: info.peer, userAgent: info.userAgent, nodeCluster: info.nodeCluster, lastSeenAt: new Date().toISOString() });
     return s;
+  }
+
+  /**
+   * A REST proxy restarted under the same node id: what it NACKed before describes the earlier
+   * run (the NACK log keeps it), not this one.
+   */
+  newRun(s: StreamStatus): void {
+    s.types = {};
+    s.connectedAt = new Date().toISOString();
+  }
+
+  /** A REST proxy stopped polling: it moves to the recently disconnected list. */
+  expirePoller(s: StreamStatus): void {
+    if (this.pollers.get(s.nodeId) !== s) return;
+    this.pollers.delete(s.nodeId);
+    s.disconnectedAt = new Date().toISOString();
+    this.gone.push(s);
+    if (this.gone.length > MAX_DISCONNECTED) this.gone.shift();
   }
 
   connected(): StreamStatus[] {

@@ -114,8 +114,10 @@ export class DeltaStream extends StreamBase {
   private push(ts: DeltaTypeState, phase: Phase, force: Set<string>, replyIfEmpty: boolean): void {
     const snap = this.snapshot();
     if (!snap) return;
-    const t = this.snapshotToServe(ts, ts.kind, snap.types[ts.kind], ts.pending.size === 0 && ts.known.size === 0);
-    if (phase !== 'upserts') ts.servedFrom = t; // both phases have looked at it
+    // Decisions and ACK bookkeeping use the group's snapshot; the bytes come from this client's view of it.
+    const base = this.snapshotToServe(ts, ts.kind, snap.types[ts.kind], ts.pending.size === 0 && ts.known.size === 0);
+    const t = this.view(base);
+    if (phase !== 'upserts') ts.servedFrom = base; // both phases have looked at it
     const upserts: EncodedResource[] = [];
     const removed = new Set<string>();
     const consider = (name: string) => {
@@ -126,15 +128,19 @@ export class DeltaStream extends StreamBase {
         removed.add(name);
       }
     };
-    if (ts.sub.wildcard) for (const name of t.resources.keys()) consider(name);
-    for (const name of ts.sub.names) if (!ts.sub.wildcard || !t.resources.has(name)) consider(name);
+    const candidates = new Set<string>(ts.sub.wildcard ? t.wildcard.map((r) => r.name) : []);
+    for (const name of ts.sub.names) candidates.add(name);
+    for (const name of candidates) consider(name);
     // Newly subscribed or unsubscribed-under-wildcard names that do not exist: say so (DELTA-05/06).
     for (const name of force) if (!t.resources.has(name)) removed.add(name);
     // Names the client holds that no longer exist (deleted while it was connected, or while it was away).
     for (const name of ts.known.keys()) if (!t.resources.has(name)) removed.add(name);
     const sendUpserts = phase !== 'removals' ? upserts : [];
     const sendRemoved = phase !== 'upserts' ? [...removed] : [];
-    if (!sendUpserts.length && !sendRemoved.length && !replyIfEmpty) return;
+    if (!sendUpserts.length && !sendRemoved.length && !replyIfEmpty) {
+      if (phase !== 'upserts' && ts.pending.size === 0) this.opts.registry.unchanged(this.status!, TypeUrls[ts.kind], base.version);
+      return;
+    }
 
     const nonce = this.nextNonce();
     const parts: Buffer[] = [stringField(DDR.systemVersionInfo, t.version)];
@@ -144,7 +150,7 @@ export class DeltaStream extends StreamBase {
     parts.push(this.controlPlaneField(DDR.controlPlane));
     for (const r of sendUpserts) ts.known.set(r.name, r.version);
     for (const n of sendRemoved) ts.known.delete(n);
-    ts.pending.set(nonce, t);
+    ts.pending.set(nonce, base);
     if (ts.pending.size > MAX_PENDING) ts.pending.delete(ts.pending.keys().next().value as string);
     this.opts.registry.sent(this.status!, TypeUrls[ts.kind], t.version, nonce);
     this.sendBytes(Buffer.concat(parts));

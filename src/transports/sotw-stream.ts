@@ -131,11 +131,17 @@ export class SotwStream extends StreamBase {
     if (!snap) return; // nothing applied yet: the request is answered on the first publish
     const kind = ts.kind;
     const first = ts.nonce === undefined;
-    const t = override ?? this.snapshotToServe(ts, kind, snap.types[kind], first);
-    ts.servedFrom = override ? undefined : t;
+    // Decisions and ACK bookkeeping use the group's snapshot; the bytes come from this client's view of it.
+    const base = override ?? this.snapshotToServe(ts, kind, snap.types[kind], first);
+    const t = this.view(base);
+    ts.servedFrom = override ? undefined : base;
     const desired: EncodedResource[] = [];
     if (ts.sub.wildcard) {
-      for (const r of t.resources.values()) desired.push(r);
+      desired.push(...t.wildcard);
+      for (const name of [...ts.sub.names].sort()) {
+        const r = t.resources.get(name);
+        if (r?.namedOnly) desired.push(r); // named explicitly besides the wildcard
+      }
     } else {
       for (const name of [...ts.sub.names].sort()) {
         const r = t.resources.get(name);
@@ -151,7 +157,7 @@ export class SotwStream extends StreamBase {
     let selected: EncodedResource[];
     if (fullState) {
       const changed = desired.length !== ts.sent.size || desired.some(differs);
-      if (!changed && !force) return;
+      if (!changed && !force) return this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
       selected = desired;
     } else {
       selected = first || forceNames.has('*') ? desired : desired.filter((r) => differs(r) || forceNames.has(r.name));
@@ -162,15 +168,16 @@ export class SotwStream extends StreamBase {
         if (v !== undefined) kept.set(r.name, v);
       }
       ts.sent = kept;
-      if (selected.length === 0) return;
+      if (selected.length === 0) return this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
     }
-    const key = ts.sub.wildcard ? '*' : selected.map((r) => r.name).join('\u0000');
+    const names = (rs: EncodedResource[]) => rs.map((r) => r.name);
+    const key = (ts.sub.wildcard ? ['*', ...names(selected.filter((r) => r.namedOnly))] : names(selected)).join('\u0000');
     const body = responseBody(t, key, selected);
     const nonce = this.nextNonce();
     ts.nonce = nonce;
     if (fullState) ts.sent = new Map(selected.map((r) => [r.name, r.version]));
     else for (const r of selected) ts.sent.set(r.name, r.version);
-    ts.sentSnapshot = t;
+    ts.sentSnapshot = base;
     this.opts.registry.sent(this.status!, TypeUrls[kind], t.version, nonce);
     this.sendBytes(Buffer.concat([body, stringField(DR.nonce, nonce), this.controlPlaneField(DR.controlPlane)]));
   }

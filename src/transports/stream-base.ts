@@ -4,6 +4,7 @@
  * status registration, nonces, and the make-before-break push order.
  */
 import type { NodeIdentity } from '../model/node-groups.ts';
+import { viewOf, type ConfigSourceVariant } from '../snapshot/config-sources.ts';
 import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import type { PublishedConfig, SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
@@ -43,6 +44,8 @@ export interface StreamOptions {
   acks?: GroupAckTracker;
   /** Refuses a node identity the transport's credentials do not allow (returns the reason). */
   authorize?: (node: NodeIdentity) => string | undefined;
+  /** How references in served resources must point for this client; undefined keeps ADS. */
+  variant?: ConfigSourceVariant;
 }
 
 export abstract class StreamBase {
@@ -121,6 +124,11 @@ export abstract class StreamBase {
     let b = byField.get(field);
     if (!b) byField.set(field, (b = lenField(field, stringField(1, cfg.controlPlane))));
     return b;
+  }
+
+  /** What this client is sent of a type snapshot: config sources pointed the way it fetches. */
+  protected view(t: TypeSnapshot): TypeSnapshot {
+    return viewOf(t, this.opts.variant);
   }
 
   protected nextNonce(): string {

@@ -13,7 +13,10 @@ const base = { nodeId: 'edge-1', nodeCluster: 'edge' };
 const cases: Record<string, BootstrapInput> = {
   ads: { ...base, mode: 'ads', server: { host: '10.0.0.5', port: 18000 } },
   delta: { ...base, mode: 'delta', server: { host: 'xds.internal.example', port: 18000 } },
-  rest: { ...base, mode: 'rest', server: { host: '10.0.0.5', port: 18002 }, refreshDelayMs: 1000, requestTimeoutMs: 30000 },
+  rest: { ...base, mode: 'rest', server: { host: '10.0.0.5', port: 18002 }, refreshDelayMs: 1000, requestTimeoutMs: 30000, longPollMs: 25000 },
+  'rest-no-long-poll': { ...base, mode: 'rest', server: { host: '10.0.0.5', port: 18002 }, refreshDelayMs: 1000 },
+  'per-type': { ...base, mode: 'per-type', server: { host: '10.0.0.5', port: 18000 } },
+  'per-type-delta': { ...base, mode: 'per-type-delta', server: { host: '10.0.0.5', port: 18000 } },
   files: { ...base, mode: 'files', files: { cds: '/var/lib/fleetxds/files/edge/cds.json', lds: '/var/lib/fleetxds/files/edge/lds.json' } },
   'files-watched': { ...base, mode: 'files', files: { cds: '/var/lib/fleetxds/files/edge/current/cds.json', lds: '/var/lib/fleetxds/files/edge/current/lds.json', watchedDirectory: '/var/lib/fleetxds/files/edge' } },
 };
@@ -49,6 +52,14 @@ test('key properties per mode', () => {
   assert.is((envoyBootstrap(cases.delta) as any).static_resources.clusters[0].type, 'STRICT_DNS');
   const rest = (envoyBootstrap(cases.rest) as any).dynamic_resources.cds_config.api_config_source;
   assert.equal({ t: rest.api_type, r: rest.refresh_delay, q: rest.request_timeout }, { t: 'REST', r: '1s', q: '30s' });
+  // Long polling is opted into by node metadata, and only with a request_timeout that outlasts the hold.
+  assert.equal((envoyBootstrap(cases.rest) as any).node.metadata, { fleetxds: { long_poll_ms: 25000 } });
+  const plain = envoyBootstrap(cases['rest-no-long-poll']) as any;
+  assert.is(plain.node.metadata, undefined);
+  assert.is(plain.dynamic_resources.cds_config.api_config_source.request_timeout, undefined);
+  const perType = (envoyBootstrap(cases['per-type-delta']) as any).dynamic_resources;
+  assert.is(perType.ads_config, undefined);
+  assert.is(perType.cds_config.api_config_source.api_type, 'DELTA_GRPC');
   assert.equal((envoyBootstrap(cases['files-watched']) as any).dynamic_resources.lds_config.path_config_source.watched_directory, { path: '/var/lib/fleetxds/files/edge' });
   assert.is((envoyBootstrap(cases.ads) as any).admin.address.socket_address.address, '127.0.0.1');
 });

@@ -12,6 +12,8 @@ const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const EDS = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
 const NODE = { id: 'rest-1', cluster: 'c', user_agent_name: 'envoy', extensions: [{ name: 'envoy.filters.http.router', category: 'envoy.filters.http' }] };
 const HOLD_MS = 600;
+/** A proxy that opted into long polling (as `fleetxds bootstrap --mode rest` writes it). */
+const LONG_POLLER = { ...NODE, metadata: { fleetxds: { long_poll_ms: 60_000 } } };
 
 let dir: string;
 let app: RunningApp;
@@ -73,13 +75,64 @@ test('endpoints/routes polls get exactly the named resource', async () => {
   assert.equal(missing.json.resources, []);
 });
 
-test('an unchanged poll is held, then answered 304 within the hold time', async () => {
-  const first = await poll('clusters', { node: NODE });
-  const again = await poll('clusters', { node: NODE, version_info: first.json.version_info });
+test('an unchanged poll of a long-polling proxy is held, then answered 304 within the hold time', async () => {
+  const first = await poll('clusters', { node: LONG_POLLER });
+  const again = await poll('clusters', { node: LONG_POLLER, version_info: first.json.version_info });
   assert.is(again.status, 304);
   assert.is(again.text, '');
   assert.ok(again.ms >= HOLD_MS - 50, `held ${again.ms} ms`);
   assert.ok(again.ms < 5_000, 'answered before the client request_timeout');
+});
+
+test('a proxy that did not opt into long polling gets 304 at once (Envoy times polls out after 1 s by default)', async () => {
+  const first = await poll('clusters', { node: NODE });
+  const again = await poll('clusters', { node: NODE, version_info: first.json.version_info });
+  assert.is(again.status, 304);
+  assert.ok(again.ms < HOLD_MS / 2, `answered in ${again.ms} ms`);
+  assert.is(app.rest!.heldCount(), 0);
+  // ...and its config sources leave the request timeout at Envoy's default.
+  const eds = first.json.resources[0].eds_cluster_config.eds_config.api_config_source;
+  assert.is(eds.request_timeout, undefined);
+  const lp = await poll('clusters', { node: LONG_POLLER });
+  assert.is(lp.json.resources[0].eds_cluster_config.eds_config.api_config_source.request_timeout, '5s');
+});
+
+test('each EDS subscription has its own version: polls of two clusters infer no NACK, a reverted one does', async () => {
+  const api = await poll('endpoints', { node: NODE, resource_names: ['api'] });
+  const web = await poll('endpoints', { node: NODE, resource_names: ['web'] });
+  assert.is.not(api.json.version_info, web.json.version_info);
+  await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
+  await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
+  assert.equal(app.store.listNacks(), []);
+  const status = app.registry.polling().find((s) => s.nodeId === NODE.id)!;
+  assert.is(status.types[EDS].ackedVersion, app.cache.current!.groups.get('default')!.types.endpoint.version, 'the type is ACKed once every subscription is');
+  // A change to api's endpoints, which the proxy then keeps reporting its old version for: rejected.
+  await apply({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') });
+  const changed = await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
+  assert.is(changed.status, 200);
+  await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
+  await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
+  const nacks = app.store.listNacks();
+  assert.is(nacks.length, 1, 'recorded once');
+  assert.is(nacks[0].version, changed.json.version_info);
+  assert.match(nacks[0].message, /inferred/);
+});
+
+test('a proxy that starts again (no version after having accepted one) is a new run: no NACK, earlier NACKs cleared from status', async () => {
+  const first = await poll('clusters', { node: NODE });
+  await poll('clusters', { node: NODE, version_info: first.json.version_info });
+  // A rejected CDS version (the proxy keeps reporting the one before)...
+  await apply({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 9s\n') });
+  const second = await poll('clusters', { node: NODE, version_info: first.json.version_info });
+  assert.is(second.status, 200);
+  await poll('clusters', { node: NODE, version_info: first.json.version_info });
+  assert.is(app.store.listNacks().length, 1);
+  assert.ok(app.registry.polling()[0].types[CDS].lastNack);
+  // ...then the proxy restarts.
+  const again = await poll('clusters', { node: NODE });
+  assert.is(again.status, 200);
+  assert.is(app.store.listNacks().length, 1, 'no NACK for the restart');
+  assert.is(app.registry.polling()[0].types[CDS].lastNack, undefined, 'the earlier run\'s NACK is history, not status');
 });
 
 test('a stale version is answered at once with 200', async () => {
@@ -91,8 +144,8 @@ test('a stale version is answered at once with 200', async () => {
 test('a config change releases a held poll at once with the new version', async () => {
   await app.close();
   app = await startServer(dir, { rest: { holdMs: 20_000, requestTimeoutMs: 30_000 } });
-  const first = await poll('endpoints', { node: NODE, resource_names: ['api'] });
-  const held = poll('endpoints', { node: NODE, resource_names: ['api'], version_info: first.json.version_info });
+  const first = await poll('endpoints', { node: LONG_POLLER, resource_names: ['api'] });
+  const held = poll('endpoints', { node: LONG_POLLER, resource_names: ['api'], version_info: first.json.version_info });
   await new Promise((r) => setTimeout(r, 200));
   assert.is(app.rest!.heldCount(), 1);
   // A change to another cluster's endpoints does not wake this poll.

@@ -103,7 +103,7 @@ export class FileRenderer {
       this.serialize({ version_info: version, type_url: TypeUrls[kind], resources: resources.map((r) => ({ '@type': TypeUrls[kind], ...retargetConfigSources(r, sourceFor) })) });
     for (const kind of ['cluster', 'listener'] as const) {
       const t = snap.types[kind];
-      files.push({ rel: this.relPath(kind), content: doc(kind, t.version, [...t.resources.values()].map((r) => r.json)), mode: 0o640, phase: kind === 'cluster' ? 2 : 5 });
+      files.push({ rel: this.relPath(kind), content: doc(kind, t.version, t.wildcard.map((r) => r.json)), mode: 0o640, phase: kind === 'cluster' ? 2 : 5 });
     }
     const phases: Record<'endpoint' | 'route' | 'secret', [number, number]> = { secret: [0, 0], endpoint: [1, 3], route: [4, 6] };
     for (const kind of ['secret', 'endpoint', 'route'] as const) {

@@ -18,6 +18,8 @@ import type { GroupAckTracker } from '../group-ack-tracker.ts';
 import { checkNodeIdentity, type PeerCertificateLike } from '../../security/node-identity.ts';
 import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { NodeInput, StreamBase } from '../stream-base.ts';
+import { grpcVariant, xdsClusterName } from '../../snapshot/config-sources.ts';
+import { GRPC_XDS_CLUSTER } from '../../bootstrap/config-source.ts';
 
 export interface GrpcServerOptions {
   cache: SnapshotCache;
@@ -145,6 +147,9 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           transport: spec.transport,
           peer: call.getPeer(),
           fixedKind: spec.kind,
+          // A per-type client has no ADS: point references at the same services over its own xDS
+          // cluster, whose name Envoy sends as the :authority.
+          variant: spec.kind ? grpcVariant(xdsClusterName(call.getHost(), GRPC_XDS_CLUSTER), spec.delta) : undefined,
           send: (bytes: Buffer) => {
             if (!call.writable || call.destroyed) return;
             call.write(bytes);

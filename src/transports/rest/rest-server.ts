@@ -2,12 +2,19 @@
  * REST-JSON polling (envoy-xds-server-rules §3): `POST /v3/discovery:<type>` with a JSON
  * DiscoveryRequest, answered with a JSON DiscoveryResponse.
  *  - no `version_info` (first poll): always 200 with the full state for the node;
- *  - `version_info` equal to the current version: held until something changes (then 200), or
- *    until `holdMs` (kept below Envoy's request_timeout), then 304;
+ *  - `version_info` equal to the current version: 304 at once, or, for a proxy that opted into
+ *    long polling (node metadata `fleetxds.long_poll_ms`, written by `fleetxds bootstrap`), held
+ *    until something changes (then 200) or until the smaller of that and `holdMs`, then 304.
+ *    Envoy counts a poll outliving its request_timeout (1 s by default) as a failure;
  *  - clusters/listeners: full state; endpoints/routes/secrets: exactly the named resources;
- *  - REST has no NACK: a node that keeps reporting an older version after receiving a newer one
- *    rejected it, and that is recorded as an inferred NACK.
- * Response bodies are serialized once per (group, type, selection, version) and shared.
+ *  - every subscription has its own version: Envoy polls each EDS cluster and each RDS route
+ *    configuration separately, each with the version it last accepted;
+ *  - REST has no NACK: a subscription that keeps reporting the version it had before a newer one
+ *    was sent rejected it, and that is recorded as an inferred NACK. A subscription that goes
+ *    back to no version after having accepted one is a restarted proxy: a new run of the node,
+ *    whose earlier NACKs no longer describe it;
+ *  - config sources in served resources name the proxy's own REST cluster (Envoy sends it as Host).
+ * Response bodies are serialized once per (group, type, selection, variant, version) and shared.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
@@ -17,7 +24,8 @@ import type { TLSSocket } from 'node:tls';
 import type { TokenAuth } from '../../security/tokens.ts';
 import { checkNodeIdentity } from '../../security/node-identity.ts';
 import { shortHash } from '../../shared/hash.ts';
-import { retargetConfigSources, type ConfigSourceFor } from '../../snapshot/config-sources.ts';
+import { restVariant, retargetConfigSources, xdsClusterName, type ConfigSourceVariant } from '../../snapshot/config-sources.ts';
+import { REST_XDS_CLUSTER, longPollMs } from '../../bootstrap/config-source.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
 import type { PublishedConfig, SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
@@ -40,8 +48,10 @@ export interface RestOptions {
   holdMs: number;
   bodyLimit: number;
   maxHeld: number;
-  /** Config source REST clients must use for EDS/RDS/SDS references. */
-  configSource: ConfigSourceFor;
+  /** refresh_delay given to REST config sources in served resources. */
+  refreshDelayMs: number;
+  /** request_timeout given to them for proxies that opted into long polling (> holdMs). */
+  requestTimeoutMs: number;
   /** Optional bearer tokens (for pollers that can send headers; Envoy cannot: use mTLS). */
   tokens?: TokenAuth;
   /** HTTPS, optionally with client certificates bound to node ids. */
@@ -59,7 +69,9 @@ interface Held {
   status: StreamStatus;
   kind: ResourceKind;
   names: string[];
+  variant: ConfigSourceVariant;
   version: string;
+  sub: SubscriptionState;
   reply: FastifyReply;
   resolve: () => void;
   timer: NodeJS.Timeout;
@@ -70,26 +82,54 @@ class BadRequest extends Error {}
 /** Bodies per type snapshot and selection: computed once per version, shared by every poll. */
 const selectionCache = new WeakMap<TypeSnapshot, Map<string, Selection>>();
 
-export function restSelection(t: TypeSnapshot, names: readonly string[], sourceFor: ConfigSourceFor): Selection {
+export function selectionKey(kind: ResourceKind, names: readonly string[]): string {
+  return supportsWildcard(kind) ? '*' : [...new Set(names)].sort().join('\u0000');
+}
+
+export function restSelection(t: TypeSnapshot, names: readonly string[], variant: ConfigSourceVariant): Selection {
   const full = supportsWildcard(t.kind);
-  const key = full ? '*' : [...new Set(names)].sort().join('\u0000');
+  const key = selectionKey(t.kind, names);
   let perType = selectionCache.get(t);
   if (!perType) selectionCache.set(t, (perType = new Map()));
-  let sel = perType.get(key);
+  let sel = perType.get(`${variant.key}\u0001${key}`);
   if (!sel) {
-    const picked = full ? [...t.resources.values()] : key.split('\u0000').map((n) => t.resources.get(n)).filter((r) => r !== undefined);
+    const picked = full ? t.wildcard : key.split('\u0000').flatMap((n) => t.resources.get(n) ?? []);
     // Full-state types carry the type version; a named selection gets a version of its own, so a
     // change to some other cluster's endpoints does not wake this poller.
     const version = full ? t.version : shortHash(picked.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
-    const resources = picked.map((r) => ({ '@type': TypeUrls[t.kind], ...retargetConfigSources(r.json, sourceFor) }));
+    const resources = picked.map((r) => ({ '@type': TypeUrls[t.kind], ...retargetConfigSources(r.json, variant.sourceFor) }));
     sel = { version, body: Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] })) };
     if (perType.size > 10_000) perType.clear();
-    perType.set(key, sel);
+    perType.set(`${variant.key}\u0001${key}`, sel);
   }
   return sel;
 }
 
-function parseRequest(body: unknown, kind: ResourceKind): { node: NodeIdentity & { userAgent: string }; names: string[]; version: string } {
+/** One REST subscription of a node (a type, and for EDS/RDS/SDS one set of names). */
+interface SubscriptionState {
+  kind: ResourceKind;
+  /** Version of the last 200 answer. */
+  sent?: string;
+  /** The version the proxy last reported holding (after we sent it). */
+  acked?: string;
+  /** The sent version already recorded as NACKed (once per version). */
+  nackedSent?: string;
+  lastPollAt: number;
+}
+
+interface PollerState {
+  subs: Map<string, SubscriptionState>;
+}
+
+const MAX_SUBSCRIPTIONS_PER_NODE = 20_000;
+
+interface PollRequest {
+  node: NodeIdentity & { userAgent: string };
+  names: string[];
+  version: string;
+}
+
+function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('the body must be a JSON DiscoveryRequest object');
   const { issues } = encodeJson(DISCOVERY_REQUEST, body);
   if (issues.length) throw new BadRequest('invalid DiscoveryRequest: ' + issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; '));
@@ -121,6 +161,7 @@ export function createRestServer(opts: RestOptions): RestServer {
   const tls = opts.tls;
   const app = Fastify({
     ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), ...(tls.clientCaFile ? { ca: readFileSync(tls.clientCaFile), requestCert: true, rejectUnauthorized: true } : {}) } } : {}),
+    // Fastify's own per-request lines only from warn up; fleetxds's lines follow the configured level.
     loggerInstance: opts.log.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
     bodyLimit: opts.bodyLimit,
     // Envoy sets Host to the cluster name; never route on it.
@@ -128,18 +169,23 @@ export function createRestServer(opts: RestOptions): RestServer {
     return503OnClosing: true,
   });
   const held = new Set<Held>();
+  const pollers = new Map<StreamStatus, PollerState>();
   // Envoy always sends application/json; anything else is refused with 415.
   app.removeContentTypeParser('text/plain');
 
-  const answer = (h: Held, sel?: Selection) => {
+  /** A 200: the subscription now waits for the proxy to report `sel.version`. */
+  const sendSelection = (reply: FastifyReply, status: StreamStatus, sub: SubscriptionState, t: TypeSnapshot, sel: Selection) => {
+    sub.sent = sel.version;
+    opts.registry.sent(status, TypeUrls[t.kind], t.version, '');
+    reply.code(200).type('application/json').send(sel.body);
+  };
+
+  const answer = (h: Held, change?: { t: TypeSnapshot; sel: Selection }) => {
     clearTimeout(h.timer);
     held.delete(h);
     if (!h.reply.sent && !h.reply.raw.destroyed) {
-      if (!sel) h.reply.code(304).send();
-      else {
-        opts.registry.sent(h.status, TypeUrls[h.kind], sel.version, '');
-        h.reply.code(200).type('application/json').send(sel.body);
-      }
+      if (!change) h.reply.code(304).send();
+      else sendSelection(h.reply, h.status, h.sub, change.t, change.sel);
     }
     h.resolve();
   };
@@ -150,16 +196,65 @@ export function createRestServer(opts: RestOptions): RestServer {
     return { group: cfg.resolver.resolve(node), cfg };
   };
 
+  /** The type counts as ACKed at `t` once every subscription of it reports its current selection. */
+  const maybeAcked = (status: StreamStatus, state: PollerState, t: TypeSnapshot) => {
+    const typeUrl = TypeUrls[t.kind];
+    if (status.types[typeUrl]?.ackedVersion === t.version) return;
+    for (const sub of state.subs.values()) if (sub.kind === t.kind && sub.sent !== undefined && sub.acked !== sub.sent) return;
+    opts.registry.acked(status, typeUrl, t.version);
+  };
+
+  /** Reads what a poll's version says about the subscription's last answer (ACK, inferred NACK, restart). */
+  const observe = (status: StreamStatus, state: PollerState, kind: ResourceKind, key: string, version: string): SubscriptionState => {
+    let sub = state.subs.get(key);
+    if (!sub) {
+      if (state.subs.size >= MAX_SUBSCRIPTIONS_PER_NODE) state.subs.delete(state.subs.keys().next().value as string);
+      state.subs.set(key, (sub = { kind, lastPollAt: 0 }));
+    }
+    sub.lastPollAt = Date.now();
+    if (sub.sent === undefined || version === sub.sent) {
+      if (version !== '' && version === sub.sent) sub.acked = version;
+      return sub;
+    }
+    if (version === '' && sub.acked !== undefined) {
+      // Envoy never forgets an accepted version while it runs: this proxy restarted.
+      opts.registry.newRun(status);
+      state.subs.clear();
+      state.subs.set(key, (sub = { kind, lastPollAt: Date.now() }));
+    } else if (version === (sub.acked ?? '') && sub.nackedSent !== sub.sent) {
+      sub.nackedSent = sub.sent;
+      const message = `inferred: node reports version "${version || '(none)'}" after receiving "${sub.sent}"; REST carries no error detail, see the proxy's log ("REST config for ... rejected")`;
+      opts.registry.nacked(status, TypeUrls[kind], sub.sent, '', 0, message);
+    }
+    return sub;
+  };
+
   opts.cache.onPublish((cfg) => {
     // Re-resolve each held node: a model change can also move nodes between groups.
     for (const h of [...held]) {
       const group = cfg.resolver.resolve(h.node);
       const t = cfg.groups.get(group)?.types[h.kind];
       if (!t) continue;
-      const sel = restSelection(t, h.names, opts.configSource);
-      if (sel.version !== h.version) answer(h, sel);
+      const sel = restSelection(t, h.names, h.variant);
+      if (sel.version !== h.version) answer(h, { t, sel });
+      else maybeAcked(h.status, pollers.get(h.status)!, t);
     }
   });
+
+  // Subscriptions a proxy stopped polling (a removed cluster's EDS), and proxies that went away.
+  const staleMs = Math.max(60_000, 2 * (opts.holdMs + 2 * opts.refreshDelayMs));
+  const sweep = setInterval(() => {
+    const before = Date.now() - staleMs;
+    for (const [status, state] of pollers) {
+      for (const [key, sub] of state.subs) if (sub.lastPollAt < before) state.subs.delete(key);
+      if (state.subs.size === 0) {
+        pollers.delete(status);
+        opts.registry.expirePoller(status);
+      }
+    }
+  }, Math.min(staleMs, 30_000));
+  sweep.unref();
+  app.addHook('onClose', async () => clearInterval(sweep));
 
   app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
     const status = err instanceof BadRequest ? 400 : err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
@@ -181,25 +276,26 @@ export function createRestServer(opts: RestOptions): RestServer {
     }
     const at = current(node);
     if (!at) return reply.code(503).send({ error: 'no configuration applied yet' });
-    const typeUrl = TypeUrls[kind];
     const status = opts.registry.poller({ nodeId: node.id, nodeCluster: node.cluster, group: at.group, transport: 'rest', peer: req.ip, userAgent: node.userAgent });
-    const ts = (status.types[typeUrl] ??= {});
-    // What the node applied: its version_info is that of the last response it accepted.
-    if (ts.sentVersion && version === ts.sentVersion) {
-      if (ts.ackedVersion !== version) opts.registry.acked(status, typeUrl, version);
-    } else if (ts.sentVersion && version !== ts.sentVersion && ts.lastNack?.version !== ts.sentVersion && ts.ackedVersion !== ts.sentVersion) {
-      opts.registry.nacked(status, typeUrl, ts.sentVersion, '', 0, `inferred: node reports version "${version || '(none)'}" after receiving "${ts.sentVersion}"; REST carries no error detail, see the proxy's log ("REST config for ... rejected")`);
-    }
+    let state = pollers.get(status);
+    if (!state) pollers.set(status, (state = { subs: new Map() }));
+    const sub = observe(status, state, kind, `${kind}\u0001${selectionKey(kind, names)}`, version);
+    opts.log.debug({ node: node.id, kind, names: names.length, version }, 'REST poll');
+
+    // Long polling only for proxies that said their request_timeout allows it.
+    const holdMs = Math.min(opts.holdMs, longPollMs(node.metadata));
+    const variant = restVariant(xdsClusterName(req.headers.host, REST_XDS_CLUSTER), {
+      refreshDelayMs: opts.refreshDelayMs,
+      requestTimeoutMs: holdMs > 0 ? opts.requestTimeoutMs : undefined,
+    });
     const t = at.cfg.groups.get(at.group)!.types[kind];
-    const sel = restSelection(t, names, opts.configSource);
-    if (version === '' || version !== sel.version) {
-      opts.registry.sent(status, typeUrl, sel.version, '');
-      return reply.code(200).type('application/json').send(sel.body);
-    }
-    if (held.size >= opts.maxHeld) return reply.code(304).send();
-    // Unchanged: hold until a change releases it, or answer 304 before Envoy's request_timeout.
+    const sel = restSelection(t, names, variant);
+    if (version === '' || version !== sel.version) return sendSelection(reply, status, sub, t, sel);
+    maybeAcked(status, state, t);
+    if (holdMs === 0 || held.size >= opts.maxHeld) return reply.code(304).send();
+    // Unchanged: hold until a change releases it, or answer 304 before the proxy's request_timeout.
     await new Promise<void>((resolve) => {
-      const h: Held = { node, status, kind, names, version, reply, resolve, timer: setTimeout(() => answer(h), opts.holdMs) };
+      const h: Held = { node, status, kind, names, variant, version, sub, reply, resolve, timer: setTimeout(() => answer(h), holdMs) };
       held.add(h);
       reply.raw.on('close', () => {
         if (held.delete(h)) {

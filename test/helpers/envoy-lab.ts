@@ -1,0 +1,239 @@
+/**
+ * A small world for end-to-end tests with real Envoy: HTTP backends that answer with their name,
+ * a fleetxds config tree that routes to them (one node group, HTTP and HTTPS listener per Envoy),
+ * the server as a process, and Envoys started from `fleetxds bootstrap` output (the real CLI).
+ */
+import { execFile } from 'node:child_process';
+import { createServer, request as httpRequest, Agent as HttpAgent, type Server } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
+import { projectPath } from '../../src/shared/paths.ts';
+import { makePki, type Pki } from './certs.ts';
+import { freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from './envoy.ts';
+import { spawnServer, waitFor, type ServerProcess } from './process.ts';
+import { tempDir } from './tree.ts';
+
+const run = promisify(execFile);
+
+export interface Backend {
+  name: string;
+  port: number;
+  hits: number;
+  server: Server;
+}
+
+export async function startHttpBackend(name: string): Promise<Backend> {
+  const b: Backend = { name, port: 0, hits: 0, server: createServer() };
+  b.server.on('request', (req, res) => {
+    b.hits++;
+    req.resume();
+    res.setHeader('content-type', 'text/plain');
+    res.end(name);
+  });
+  b.server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => b.server.listen(0, '127.0.0.1', r));
+  b.port = (b.server.address() as { port: number }).port;
+  return b;
+}
+
+/** How a lab Envoy connects; `rest-legacy` is a hand-written bootstrap with Envoy's default timeouts. */
+export type LabMode = 'ads' | 'delta' | 'per-type' | 'per-type-delta' | 'rest' | 'rest-legacy' | 'files';
+
+export interface LabEnvoySpec {
+  /** Node group name and node id prefix. */
+  id: string;
+  mode: LabMode;
+  version: EnvoyVersion;
+  httpPort: number;
+  httpsPort: number;
+}
+
+export interface Response {
+  status: number;
+  body: string;
+  peerCn?: string;
+}
+
+const agent = new HttpAgent({ keepAlive: true, maxSockets: 8 });
+
+export function httpGet(port: number, path: string, host = 'shop.test', timeoutMs = 3000): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers: { host }, agent, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** HTTPS through Envoy with SNI `servername`, verifying the certificate against the lab CA. */
+export function httpsGet(port: number, path: string, servername: string, ca: string): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path, servername, ca, headers: { host: servername }, agent: false, timeout: 3000 }, (res) => {
+      const cert = (res.socket as import('node:tls').TLSSocket).getPeerCertificate?.();
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, peerCn: cert?.subject?.CN as string | undefined }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export interface Lab {
+  root: string;
+  configDir: string;
+  pki: Pki;
+  backends: Record<string, Backend>;
+  server: ServerProcess;
+  specs: LabEnvoySpec[];
+  envoys: Map<string, EnvoyProcess>;
+  /** Rewrites one YAML file of the tree (the watcher applies it). */
+  write(file: string, docs: object[]): void;
+  /** The tree's documents, to edit and write back. */
+  docs: Record<string, object[]>;
+  startEnvoy(spec: LabEnvoySpec): Promise<EnvoyProcess>;
+  /** Waits until `n` requests in a row on `path` reach `backend` through the Envoy of `spec`. */
+  routesTo(spec: LabEnvoySpec, path: string, backend: string, n?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface LabOptions {
+  /** Extra server settings (merged into fleetxds.yaml). */
+  settings?: Record<string, unknown>;
+  backends?: string[];
+}
+
+/** Services a, b (split), ep (endpoint change) on backends A and B; every spec gets a group and two listeners. */
+export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Promise<Lab> {
+  const root = tempDir('fleetxds-envoy-');
+  const configDir = join(root, 'services');
+  mkdirSync(join(root, 'pki'));
+  mkdirSync(configDir);
+  const pki = makePki(join(root, 'pki'));
+  const shop = pki.issue('shop', 'DNS:shop.test');
+  const api = pki.issue('api', 'DNS:api.test');
+  const names = opts.backends ?? ['A', 'B', 'C'];
+  const backends = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await startHttpBackend(n)] as const)));
+  const ep = (n: string) => [{ address: `127.0.0.1:${backends[n].port}` }];
+  const docs: Record<string, object[]> = {
+    'services.yaml': [
+      { kind: 'Service', name: 'a', endpoints: ep('A') },
+      { kind: 'Service', name: 'b', endpoints: ep('B') },
+      { kind: 'Service', name: 'ep', endpoints: ep('A') },
+    ],
+    'routes.yaml': [
+      {
+        kind: 'VirtualHost', name: 'shop', domains: ['*'],
+        routes: [
+          { name: 'split', match: { prefix: '/split' }, split: [{ service: 'a', weight: 100 }, { service: 'b', weight: 0 }] },
+          { name: 'ep', match: { prefix: '/ep' }, to: 'ep' },
+        ],
+      },
+    ],
+    'tls.yaml': [
+      { kind: 'Secret', name: 'shop-cert', certificateFile: shop.cert, privateKeyFile: shop.key },
+      { kind: 'Secret', name: 'api-cert', certificateFile: api.cert, privateKeyFile: api.key },
+    ],
+    'groups.yaml': specs.map((s) => ({ kind: 'NodeGroup', name: s.id, match: { idPattern: `${s.id}-*` } })),
+    'listeners.yaml': specs.flatMap((s) => [
+      { kind: 'Listener', name: `${s.id}-http`, address: '127.0.0.1', port: s.httpPort, groups: [s.id], virtualHosts: ['shop'] },
+      {
+        kind: 'Listener', name: `${s.id}-https`, address: '127.0.0.1', port: s.httpsPort, groups: [s.id], virtualHosts: ['shop'],
+        tls: { secret: 'shop-cert', sni: [{ serverNames: ['api.test'], secret: 'api-cert' }] },
+      },
+    ]),
+  };
+  const write = (file: string, d: object[]) => writeFileSync(join(configDir, file), d.map((x) => stringify(x)).join('---\n'));
+  for (const [f, d] of Object.entries(docs)) write(f, d);
+  const settings = {
+    configDir: 'services',
+    database: 'state/fleetxds.db',
+    grpc: { listen: '127.0.0.1:0' },
+    admin: { listen: '127.0.0.1:0' },
+    rest: { listen: '127.0.0.1:0', holdMs: 4000, requestTimeoutMs: 8000, refreshDelayMs: 300 },
+    watch: { enabled: true, debounceMs: 100, maxWaitMs: 1000 },
+    log: { level: 'info' },
+    ...opts.settings,
+  };
+  writeFileSync(join(root, 'fleetxds.yaml'), stringify(settings));
+  const server = await spawnServer(join(root, 'fleetxds.yaml'));
+  const envoys = new Map<string, EnvoyProcess>();
+
+  const bootstrapFor = async (spec: LabEnvoySpec): Promise<any> => {
+    const nodeId = `${spec.id}-1`;
+    if (spec.mode === 'rest-legacy') {
+      // As an operator writes it by hand: their own cluster name, Envoy's default request_timeout (1 s).
+      const source = { resource_api_version: 'V3', api_config_source: { api_type: 'REST', transport_api_version: 'V3', cluster_names: ['ops_xds'], refresh_delay: '1s' } };
+      return {
+        node: { id: nodeId, cluster: spec.id },
+        dynamic_resources: { cds_config: source, lds_config: source },
+        static_resources: {
+          clusters: [{
+            name: 'ops_xds', type: 'STATIC', connect_timeout: '1s',
+            load_assignment: { cluster_name: 'ops_xds', endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: server.restPort } } } }] }] },
+          }],
+        },
+      };
+    }
+    const port = spec.mode === 'rest' ? server.restPort : server.grpcPort;
+    const { stdout } = await run(process.execPath, [
+      '--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'bootstrap', '--config', join(root, 'fleetxds.yaml'),
+      '--group', spec.id, '--mode', spec.mode, '--node-id', nodeId, '--server', `127.0.0.1:${port}`,
+    ], { cwd: projectPath(), env: { ...process.env, FLEETXDS_REST_LISTEN: `127.0.0.1:${server.restPort}` } });
+    return JSON.parse(stdout);
+  };
+
+  const lab: Lab = {
+    root, configDir, pki, backends, server, specs, envoys, docs, write,
+    async startEnvoy(spec) {
+      const e = await startEnvoy(spec.version, await bootstrapFor(spec), root);
+      envoys.set(spec.id, e);
+      return e;
+    },
+    async routesTo(spec, path, backend, n = 10) {
+      let last = '';
+      await waitFor(`${spec.id}: ${path} routed to ${backend}`, async () => {
+        for (let i = 0; i < n; i++) {
+          const r = await httpGet(spec.httpPort, path).catch((e) => ({ status: 0, body: String(e) }));
+          last = `${r.status} ${r.body}`;
+          if (r.status !== 200 || r.body !== backend) return false;
+        }
+        return true;
+      }, 20_000, 100).catch((err) => {
+        throw new Error(`${(err as Error).message} (last: ${last})\n--- envoy log ---\n${envoys.get(spec.id)?.log().slice(-2500)}`);
+      });
+    },
+    async stop() {
+      await Promise.all([...envoys.values()].map((e) => e.stop()));
+      await server.stop();
+      for (const b of Object.values(backends)) b.server.close();
+      agent.destroy();
+    },
+  };
+  return lab;
+}
+
+/** Specs with fresh ports for each (mode, version). */
+export async function labSpecs(list: [LabMode, EnvoyVersion][]): Promise<LabEnvoySpec[]> {
+  const out: LabEnvoySpec[] = [];
+  for (const [mode, version] of list) {
+    out.push({ id: `${mode}-${version.replace('.', '')}`, mode, version, httpPort: await freePort(), httpsPort: await freePort() });
+  }
+  return out;
+}
+
+/** uvu reports a failing `before` hook with no message: print it, then fail. */
+export function reportSetupFailure(err: unknown): never {
+  console.error('setup failed:', err instanceof Error ? err.stack ?? err.message : err);
+  throw err;
+}
