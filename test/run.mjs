@@ -2,7 +2,7 @@
 // Runs every test/**/*.test.ts file in its own Node process (uvu + tsx), then prints the closing
 // line CI reads: "N passed, N failed". A file that crashes before uvu's summary counts as one
 // failure. Usage: node test/run.mjs [filter-substring ...]
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,13 @@ function find(dir) {
 }
 
 const files = find(join(root, 'test')).filter((f) => !filters.length || filters.some((x) => f.includes(x)));
+
+// The end-to-end tests run real Envoy: install the releases they use (quick when already there).
+// If this fails, those tests fail with the reason; they never skip.
+if (files.some((f) => f.includes('envoy'))) {
+  const r = spawnSync('bash', [join(root, 'test', 'envoy', 'install.sh')], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) console.log('warning: installing Envoy failed; the Envoy tests will fail');
+}
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
 function runFile(file) {

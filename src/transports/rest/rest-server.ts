@@ -236,7 +236,7 @@ export function createRestServer(opts: RestOptions): RestServer {
       const t = cfg.groups.get(group)?.types[h.kind];
       if (!t) continue;
       const sel = restSelection(t, h.names, h.variant);
-      if (sel.version !== h.version) answer(h, { t, sel });
+      if (sel.version !== h.version && sel.version !== h.sub.nackedSent) answer(h, { t, sel });
       else maybeAcked(h.status, pollers.get(h.status)!, t);
     }
   });
@@ -290,7 +290,9 @@ export function createRestServer(opts: RestOptions): RestServer {
     });
     const t = at.cfg.groups.get(at.group)!.types[kind];
     const sel = restSelection(t, names, variant);
-    if (version === '' || version !== sel.version) return sendSelection(reply, status, sub, t, sel);
+    // A version this proxy rejected is not sent again (it keeps its last good one) until the next change.
+    const rejected = sub.nackedSent === sel.version && version !== '' && version === sub.acked;
+    if (!rejected && (version === '' || version !== sel.version)) return sendSelection(reply, status, sub, t, sel);
     maybeAcked(status, state, t);
     if (holdMs === 0 || held.size >= opts.maxHeld) return reply.code(304).send();
     // Unchanged: hold until a change releases it, or answer 304 before the proxy's request_timeout.
