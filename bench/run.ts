@@ -16,7 +16,7 @@ import { restartScenario } from './scenarios/restart.ts';
 import { machineInfo, median } from './lib/proc.ts';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string' }, quick: { type: 'boolean', default: false } } });
-const all = ['pipeline', 'restart', 'fanout', 'rest', 'files'];
+const all = ['pipeline', 'restart', 'fanout', 'rest', 'files', 'envoy-check'];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
 const quick = values.quick;
@@ -90,4 +90,16 @@ if (selected.includes('files')) {
   const results = [];
   for (let r = 0; r < runs; r++) results.push(await filesScenario(quick ? 20 : 100, 100));
   table('Files: render all types for every group, then a one-route change', [medianOf(results)]);
+}
+
+if (selected.includes('envoy-check')) {
+  execFileSync('bash', [projectPath('test', 'envoy', 'install.sh')], { stdio: 'inherit' });
+  const rows: Record<string, unknown>[] = [];
+  for (const releases of [['1.40'], ['1.40', '1.36']]) {
+    const binaries = releases.map((v) => projectPath('.envoy', v, 'bin', 'envoy'));
+    const out = spawnSync(process.execPath, ['--import', 'tsx', projectPath('bench', 'scenarios', 'envoy-check.ts'), tempDir('fleetxds-bench-'), ...binaries], { encoding: 'utf8' });
+    if (out.status !== 0) throw new Error(out.stderr);
+    for (const line of out.stdout.trim().split('\n')) rows.push(JSON.parse(line));
+  }
+  table('Envoy pre-check (envoyCheck.binaries): `envoy --mode validate` per node group, ms (checkTree without it for scale)', rows);
 }

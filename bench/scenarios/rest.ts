@@ -10,6 +10,9 @@ import { generateTree, serviceYaml } from '../lib/generate.ts';
 import { procStats } from '../lib/proc.ts';
 import { pollClusters as post, type PollResult } from '../../test/helpers/rest-poll.ts';
 
+/** Held polls are for proxies that opted into long polling (node metadata, as `fleetxds bootstrap` writes it). */
+const LONG_POLL = { fleetxds: { long_poll_ms: 600_000 } };
+
 
 export async function restScenario(n = 10_000): Promise<{ held: number; rssIdleMB: number; rssHeldMB: number; perPollKB: number; releaseAllMs: number; answered200: number }> {
   const dir = tempDir('fleetxds-bench-');
@@ -23,7 +26,7 @@ export async function restScenario(n = 10_000): Promise<{ held: number; rssIdleM
     const idle = procStats(server.child.pid!).rssMB;
     const polls: Promise<PollResult>[] = [];
     for (let i = 0; i < n; i++) {
-      polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c', user_agent_name: 'envoy' }, version_info: first.version }));
+      polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c', user_agent_name: 'envoy', metadata: LONG_POLL }, version_info: first.version }));
       if (i % 500 === 499) await new Promise((r) => setTimeout(r, 50));
     }
     await waitFor('held', async () => (await server.admin('/api/v1/transports')).rest.heldPolls === n, 120_000, 200);

@@ -14,6 +14,7 @@ import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { bindGrpc, createGrpcServer, grpcCredentials } from '../transports/grpc/server.ts';
 import { ConfigPipeline } from './pipeline.ts';
+import { EnvoyChecker } from './envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
 import { TokenAuth } from '../security/tokens.ts';
 import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
@@ -45,7 +46,8 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
     log.warn({ node: n.stream.nodeId, group: n.stream.group, typeUrl: n.typeUrl, version: n.version, error: n.message }, 'NACK');
     store.recordNack({ at: n.at, nodeId: n.stream.nodeId, nodeCluster: n.stream.nodeCluster, nodeGroup: n.stream.group, transport: n.stream.transport, typeUrl: n.typeUrl, version: n.version, nonce: n.nonce, errorCode: n.code, message: n.message });
   });
-  const pipeline = new ConfigPipeline(store, cache, log.child({ component: 'pipeline' }), config.configDir);
+  const envoyCheck = config.envoyCheck ? new EnvoyChecker(config.envoyCheck) : undefined;
+  const pipeline = new ConfigPipeline(store, cache, log.child({ component: 'pipeline' }), config.configDir, envoyCheck);
   const metrics = new Metrics(registry, cache);
   pipeline.events.on('applied', (ms: number) => metrics.applyDuration.observe(ms / 1000));
   pipeline.events.on('rejected', () => metrics.validationFailures.inc());

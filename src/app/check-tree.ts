@@ -8,6 +8,7 @@ import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
 import { ResourceEncoder } from '../snapshot/encoder.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { Model } from '../model/types.ts';
+import type { EnvoyChecker } from './envoy-check.ts';
 
 export interface TreeCheck {
   model?: Model;
@@ -22,7 +23,7 @@ export interface TreeCheck {
 export async function checkTree(
   dir: string,
   encoder = new ResourceEncoder(),
-  opts: { unlessTreeHash?: string | (string | undefined)[]; previous?: ReadonlyMap<string, GroupSnapshot> } = {},
+  opts: { unlessTreeHash?: string | (string | undefined)[]; previous?: ReadonlyMap<string, GroupSnapshot>; envoy?: EnvoyChecker } = {},
 ): Promise<TreeCheck & { unchanged?: true }> {
   const source = await readTree(dir, undefined, opts);
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
@@ -33,7 +34,12 @@ export async function checkTree(
   const diagnostics = [...validated.diagnostics, ...secrets.diagnostics];
   if (hasErrors(secrets.diagnostics)) return { treeHash: source.treeHash, diagnostics };
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
-  const built = buildConfig(model, encoder, (f) => texts.get(f), secrets.materials, opts.previous);
-  return { model, secrets: secrets.materials, config: built.config, treeHash: source.treeHash, diagnostics: [...diagnostics, ...built.diagnostics] };
+  const textOf = (f: string) => texts.get(f);
+  const built = buildConfig(model, encoder, textOf, secrets.materials, opts.previous);
+  const all = [...diagnostics, ...built.diagnostics];
+  // Envoy, when configured, judges last: what it rejects blocks the tree like any other error.
+  const judged = built.config && opts.envoy ? await opts.envoy.check(model, built.config, textOf) : [];
+  if (judged.length) return { model, treeHash: source.treeHash, diagnostics: [...all, ...judged] };
+  return { model, secrets: secrets.materials, config: built.config, treeHash: source.treeHash, diagnostics: all };
 }
 

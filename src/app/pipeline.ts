@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { EventEmitter } from 'node:events';
 import { checkTree } from './check-tree.ts';
+import type { EnvoyChecker } from './envoy-check.ts';
 import type { Store } from '../model/store.ts';
 import type { Model } from '../model/types.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
@@ -62,6 +63,8 @@ export class ConfigPipeline {
     private readonly log: Logger,
     /** The config directory Secret file paths are relative to. */
     private readonly configDir: string,
+    /** Optional: real Envoy judges every tree before it is applied. */
+    private readonly envoy?: EnvoyChecker,
   ) {}
 
   get secretFiles(): string[] {
@@ -192,7 +195,7 @@ export class ConfigPipeline {
     const started = performance.now();
     const current0 = this.cache.current;
     // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
-    const check = await checkTree(dir, this.encoder, { unlessTreeHash: [current0?.treeHash, this.suppressedTree], previous: this.unpinned?.groups });
+    const check = await checkTree(dir, this.encoder, { unlessTreeHash: [current0?.treeHash, this.suppressedTree], previous: this.unpinned?.groups, envoy: this.envoy });
     if (check.unchanged && current0) return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
     this.suppressedTree = undefined; // the directory moved on since a rollback: it is the source again
     if (!check.model || !check.config) {

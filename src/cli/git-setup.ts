@@ -35,9 +35,9 @@ function selfCommand(): string {
   return [process.execPath, ...args, resolve(process.argv[1])].map(shellQuote).join(' ');
 }
 
-export function gitSetupCommand(opts: { base?: string; branch?: string; subdir?: string; keep?: string }): number {
+export function gitSetupCommand(opts: { base?: string; branch?: string; subdir?: string; keep?: string; envoy?: string[] }): number {
   if (!opts.base) {
-    process.stderr.write('usage: fleetxds git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]\n');
+    process.stderr.write('usage: fleetxds git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20] [--envoy BINARY ...]\n');
     return 2;
   }
   const base = resolve(opts.base);
@@ -55,6 +55,8 @@ export function gitSetupCommand(opts: { base?: string; branch?: string; subdir?:
     execFileSync('git', ['--git-dir', repo, 'config', k, v]);
   }
   const self = selfCommand();
+  // With --envoy, pushes are also judged by those Envoy binaries (the releases the fleet runs).
+  const envoyArgs = (opts.envoy ?? []).map((b) => ` --envoy ${shellQuote(resolve(b))}`).join('');
   const pre = `#!/usr/bin/env bash
 # fleetxds pre-receive: validate the whole pushed tree; a non-zero exit rejects the push.
 set -uo pipefail
@@ -68,7 +70,7 @@ while read -r old new ref; do
   tmp=$(mktemp -d)
   git archive "$new" | tar -x -C "$tmp"
   if [ ! -d "$tmp/${subdir}" ]; then echo "fleetxds: the commit has no ${subdir}/ folder"; status=1
-  elif ! ${self} validate "$tmp/${subdir}"; then echo "fleetxds: push rejected: the config at \${new:0:12} is invalid (nothing was deployed)"; status=1; fi
+  elif ! ${self} validate "$tmp/${subdir}"${envoyArgs}; then echo "fleetxds: push rejected: the config at \${new:0:12} is invalid (nothing was deployed)"; status=1; fi
   rm -rf "$tmp"
 done
 exit $status

@@ -50,6 +50,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       subdir: { type: 'string' },
       keep: { type: 'string' },
       'git-dir': { type: 'string' },
+      envoy: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -62,14 +63,14 @@ async function main(argv: string[]): Promise<number | undefined> {
       return serveCommand(values.config!);
     case 'validate':
       if (positionals.length !== 1) break;
-      return validateCommand(positionals[0], { json: values.json });
+      return validateCommand(positionals[0], { json: values.json, envoy: values.envoy, config: rest.includes('--config') ? values.config : undefined });
     case 'render':
       if (positionals.length !== 1) break;
       return renderCommand(positionals[0], { group: values.group, kind: values.kind });
     case 'schema':
       return schemaCommand(values.out);
     case 'git-setup':
-      return gitSetupCommand({ base: values.base, branch: values.branch, subdir: values.subdir, keep: values.keep });
+      return gitSetupCommand({ base: values.base, branch: values.branch, subdir: values.subdir, keep: values.keep, envoy: values.envoy });
     case 'release-meta':
       return releaseMetaCommand(values['git-dir'], positionals[0]);
     case 'history':

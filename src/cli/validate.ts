@@ -1,9 +1,16 @@
 import { formatDiagnostic, hasErrors } from '../shared/diagnostics.ts';
 import { checkTree } from '../app/check-tree.ts';
+import { EnvoyChecker } from '../app/envoy-check.ts';
+import { loadServerConfig } from '../config/server-config.ts';
 
-/** `fleetxds validate <dir>`: prints every problem, exits 1 on any error (usable in a pre-receive hook). */
-export async function validateCommand(dir: string, opts: { json?: boolean }): Promise<number> {
-  const result = await checkTree(dir);
+/**
+ * `fleetxds validate <dir>`: prints every problem, exits 1 on any error (usable in a pre-receive
+ * hook). With `--envoy BINARY` (repeatable), or `--config` settings naming `envoyCheck.binaries`,
+ * the real Envoy judges the produced resources too.
+ */
+export async function validateCommand(dir: string, opts: { json?: boolean; envoy?: string[]; config?: string }): Promise<number> {
+  const binaries = [...(opts.envoy ?? []), ...(opts.config ? (loadServerConfig(opts.config).envoyCheck?.binaries ?? []) : [])];
+  const result = await checkTree(dir, undefined, { envoy: binaries.length ? new EnvoyChecker({ binaries }) : undefined });
   const failed = hasErrors(result.diagnostics) || !result.config;
   if (opts.json) {
     process.stdout.write(JSON.stringify({ ok: !failed, diagnostics: result.diagnostics }, null, 2) + '\n');

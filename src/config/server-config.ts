@@ -76,6 +76,15 @@ export const ServerConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    envoyCheck: Type.Optional(
+      Type.Object(
+        {
+          binaries: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Envoy binaries (the releases the fleet runs) that must accept every group\'s resources before a tree is applied.' }),
+          timeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 600000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     log: Type.Optional(Type.Object({ level: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
@@ -172,6 +181,7 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
   const files: FilesSettings | undefined = cfg.files
     ? { enabled: cfg.files.enabled ?? true, dir: resolve(base, cfg.files.dir), envoyDir: cfg.files.envoyDir ?? resolve(base, cfg.files.dir), format: cfg.files.format ?? 'json', layout: cfg.files.layout ?? 'files' }
     : undefined;
+  if (cfg.envoyCheck) cfg.envoyCheck.binaries = cfg.envoyCheck.binaries.map((b: string) => resolve(base, b));
   return {
     ...(cfg as Static<typeof ServerConfigSchema>),
     rest,

@@ -15,9 +15,17 @@ import { makeGroupSnapshot, type GroupSnapshot } from './group-snapshot.ts';
 
 const ENVOY_NAMES = { cluster: 'Cluster', endpoint: 'ClusterLoadAssignment', listener: 'Listener', route: 'RouteConfiguration', secret: 'Secret' } as const;
 
+/** Which operator document a resource comes from (`Kind/name`), to report problems found later. */
+export interface ResourceOrigin {
+  origin: string;
+  virtualHostOrigins?: string[];
+}
+
 export interface BuiltConfig {
   groups: Map<string, GroupSnapshot>;
   resolver: NodeGroupResolver;
+  /** By `kind/name` of the Envoy resource (the same in every group). */
+  origins?: Map<string, ResourceOrigin>;
 }
 
 export interface BuildResult {
@@ -35,6 +43,7 @@ export function buildConfig(
   const sink = new DiagnosticSink(textOf);
   const groups = new Map<string, GroupSnapshot>();
   const reported = new Set<EncodedResource>();
+  const origins = new Map<string, ResourceOrigin>();
   for (const group of groupNames(model)) {
     const encoded: EncodedResource[] = [];
     for (const t of translateGroup(model, group, secrets)) {
@@ -51,10 +60,11 @@ export function buildConfig(
         }
       }
       encoded.push(r);
+      origins.set(`${t.kind}/${t.name}`, { origin: t.origin, virtualHostOrigins: t.virtualHostOrigins });
     }
     groups.set(group, makeGroupSnapshot(group, encoded, previous?.get(group)));
   }
   encoder.finishBuild();
   if (sink.diagnostics.length) return { diagnostics: sink.diagnostics };
-  return { config: { groups, resolver: NodeGroupResolver.forModel(model) }, diagnostics: [] };
+  return { config: { groups, resolver: NodeGroupResolver.forModel(model), origins }, diagnostics: [] };
 }

@@ -11,6 +11,7 @@ export interface StartOptions {
   rest?: Partial<RestSettings>;
   files?: Partial<FilesSettings> & { dir: string };
   serveLastAckedOnNack?: boolean;
+  envoyCheck?: { binaries: string[] };
   /** Receives every log line (JSON) the server writes, at debug level. */
   logLines?: string[];
 }
@@ -25,6 +26,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
     admin: { listen: '127.0.0.1:0' },
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },
     log: { level: 'silent' },
+    envoyCheck: opts.envoyCheck,
   };
   const log = opts.logLines
     ? pino({ level: 'debug' }, { write: (line: string) => void opts.logLines!.push(line) })

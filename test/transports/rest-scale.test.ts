@@ -10,6 +10,9 @@ import { spawnServer, waitFor } from '../helpers/process.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 import { pollClusters as post } from '../helpers/rest-poll.ts';
 
+/** Held polls are for proxies that opted into long polling (node metadata, as `fleetxds bootstrap` writes it). */
+const LONG_POLL = { fleetxds: { long_poll_ms: 600_000 } };
+
 
 const N = 10_000;
 test(`${N} held polls are all released by one change`, async () => {
@@ -22,7 +25,7 @@ test(`${N} held polls are all released by one change`, async () => {
     const v1 = first.version;
     const polls: ReturnType<typeof post>[] = [];
     for (let i = 0; i < N; i++) {
-      polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c' }, version_info: v1 }));
+      polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c', metadata: LONG_POLL }, version_info: v1 }));
       if (i % 500 === 499) await new Promise((r) => setTimeout(r, 50)); // stay under the listen backlog
     }
     await waitFor('all polls held', async () => (await server.admin('/api/v1/transports')).rest.heldPolls === N, 60_000, 200);

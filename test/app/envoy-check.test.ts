@@ -1,0 +1,106 @@
+/**
+ * Envoy as the final judge: with Envoy binaries configured, what real Envoy rejects blocks a tree
+ * (validate, the apply pipeline) and is reported against the YAML document that produced it. The
+ * cases are things only Envoy knows: a CA file missing on the host, a direct response body over
+ * Envoy's 4 KiB limit.
+ */
+import { chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { checkTree } from '../../src/app/check-tree.ts';
+import { EnvoyChecker } from '../../src/app/envoy-check.ts';
+import { projectPath } from '../../src/shared/paths.ts';
+import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
+import { envoyBinary } from '../helpers/envoy.ts';
+import { startServer } from '../helpers/server.ts';
+import { BASE, writeTree } from '../helpers/tree.ts';
+
+const binaries = [envoyBinary('1.40'), envoyBinary('1.36')];
+
+const MISSING_CA = BASE['services.yaml'].replace('name: web\n', 'name: web\ntls: { sni: web.internal, caFile: /nonexistent/fleetxds-ca.pem }\n');
+const TWO_VHOSTS = BASE['edge.yaml'].replace('virtualHosts: [site]', 'virtualHosts: [site, other]') + `---
+kind: VirtualHost
+name: other
+domains: [other.example.com]
+routes:
+  - match: { prefix: /forbidden }
+    to: web
+`;
+
+/**
+ * A stand-in for the Envoy binary that refuses any configuration with a `/forbidden` route, in
+ * Envoy's words: it tests how a rejection is traced to a document (real Envoy is used above).
+ */
+function fakeEnvoy(): string {
+  const dir = writeTree({
+    'envoy': `#!/bin/sh
+if [ "$1" = "--version" ]; then echo "envoy  version: 0/9.9.9/Clean/RELEASE/BoringSSL"; exit 0; fi
+if grep -q '"/forbidden"' "$4"; then echo "[critical][main] error initializing configuration '$4': route prefix /forbidden is refused"; exit 1; fi
+exit 0
+`,
+  });
+  chmodSync(join(dir, 'envoy'), 0o755);
+  return join(dir, 'envoy');
+}
+
+test('the bundled example config is accepted by Envoy 1.40 and 1.36', async () => {
+  const checker = new EnvoyChecker({ binaries });
+  const r = await checkTree(projectPath('config', 'services'), undefined, { envoy: checker });
+  assert.equal(r.diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic), []);
+  assert.ok(r.config);
+  // default and edge, per binary; canary-edge has the same resources as edge and shares its check.
+  assert.equal(checker.stats, { runs: 2 * 2, skipped: 1 * 2 });
+  // Unchanged groups are not checked again.
+  await checkTree(projectPath('config', 'services'), undefined, { envoy: checker });
+  assert.equal(checker.stats, { runs: 4, skipped: 2 + 6 });
+});
+
+test('a cluster Envoy refuses blocks the tree, reported at its Service with Envoy\'s words, per Envoy release', async () => {
+  const dir = writeTree({ ...BASE, 'services.yaml': MISSING_CA });
+  const plain = await checkTree(dir);
+  assert.ok(plain.config, 'our own validator cannot know the proxy host lacks the file');
+  const r = await checkTree(dir, undefined, { envoy: new EnvoyChecker({ binaries }) });
+  assert.is(r.config, undefined);
+  const errors = r.diagnostics.filter((d) => d.code === 'FXDS_ENVOY_REJECTED').map(formatDiagnostic);
+  assert.equal(errors, [
+    'services.yaml:8:1: error FXDS_ENVOY_REJECTED: Service/web: Envoy 1.36.4 rejects it (node group "default"): Invalid path: /nonexistent/fleetxds-ca.pem',
+    'services.yaml:8:1: error FXDS_ENVOY_REJECTED: Service/web: Envoy 1.40.0 rejects it (node group "default"): Invalid path: /nonexistent/fleetxds-ca.pem',
+  ]);
+});
+
+test('a rejected route is traced to its virtual host, not to the listener or a sibling virtual host', async () => {
+  const dir = writeTree({ ...BASE, 'edge.yaml': TWO_VHOSTS });
+  const r = await checkTree(dir, undefined, { envoy: new EnvoyChecker({ binaries: [fakeEnvoy()] }) });
+  assert.equal(r.diagnostics.map(formatDiagnostic), [
+    'edge.yaml:14:1: error FXDS_ENVOY_REJECTED: VirtualHost/other: Envoy 9.9.9 rejects it (node group "default"): route prefix /forbidden is refused',
+  ]);
+});
+
+test('the apply pipeline refuses what Envoy rejects and keeps serving the last good version', async () => {
+  const dir = writeTree(BASE);
+  const app = await startServer(dir, { envoyCheck: { binaries } });
+  try {
+    const good = app.cache.current!.versionId;
+    writeTree({ 'services.yaml': MISSING_CA }, dir);
+    const outcome = (await app.reload()) as { status: string; diagnostics: { code: string }[] };
+    assert.is(outcome.status, 'rejected');
+    assert.ok(outcome.diagnostics.some((d) => d.code === 'FXDS_ENVOY_REJECTED'));
+    assert.is(app.cache.current!.versionId, good);
+    assert.match(JSON.stringify(app.store.latestRejection()), /Invalid path/);
+  } finally {
+    await app.close();
+  }
+});
+
+test('validate --envoy from the command line', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const dir = writeTree({ ...BASE, 'services.yaml': MISSING_CA });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', dir, '--envoy', binaries[0]], { cwd: projectPath(), encoding: 'utf8' });
+  assert.is(r.status, 1);
+  assert.match(r.stderr, /services\.yaml:8:1: error FXDS_ENVOY_REJECTED: Service\/web: Envoy 1\.40\.0 rejects it/);
+  const ok = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', join(projectPath('config'), 'services'), '--envoy', binaries[0]], { cwd: projectPath(), encoding: 'utf8' });
+  assert.is(ok.status, 0, ok.stderr);
+});
+
+test.run();
