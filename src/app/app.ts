@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { createAdminServer } from '../admin/server.ts';
 import type { ServerConfig } from '../config/server-config.ts';
-import { splitListen } from '../config/server-config.ts';
+import { secretsAllowed, splitListen } from '../config/server-config.ts';
 import { Store } from '../model/store.ts';
 import { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
@@ -56,7 +56,12 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   await pipeline.loadLatestFromStore();
 
   const acks = new GroupAckTracker(config.grpc.serveLastAckedOnNack ?? false);
-  const grpc = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes, identityPrefix: config.grpc.tls?.identityPrefix });
+  const sds = secretsAllowed(config);
+  if (config.sds?.insecureLoopbackOnly) log.warn('sds.insecureLoopbackOnly: TLS private keys are served to unauthenticated clients on loopback; never use this in production');
+  for (const [transport, allowed] of Object.entries(sds)) {
+    if (!allowed && (transport === 'grpc' || config.rest)) log.info({ transport }, 'TLS secrets (SDS) are refused on this transport: it does not authenticate nodes (configure mTLS with identityPrefix, or REST tokens)');
+  }
+  const grpc = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes, identityPrefix: config.grpc.tls?.identityPrefix, secretsAllowed: sds.grpc });
   const grpcServer: Server = grpc.server;
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen, grpcCredentials(config.grpc.tls));
   let restServer: RestServer | undefined;
@@ -76,6 +81,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
       requestTimeoutMs: config.rest.requestTimeoutMs,
       tokens: new TokenAuth(config.rest.tokens ?? []),
       tls: config.rest.tls,
+      secretsAllowed: sds.rest,
     });
     const r = splitListen(config.rest.listen);
     await restServer.app.listen({ host: r.host, port: r.port });

@@ -9,6 +9,7 @@ import { ResourceEncoder } from '../snapshot/encoder.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { Model } from '../model/types.ts';
 import type { EnvoyChecker } from './envoy-check.ts';
+import { removalDiagnostics } from './removal-guard.ts';
 
 export interface TreeCheck {
   model?: Model;
@@ -23,7 +24,14 @@ export interface TreeCheck {
 export async function checkTree(
   dir: string,
   encoder = new ResourceEncoder(),
-  opts: { unlessTreeHash?: string | (string | undefined)[]; previous?: ReadonlyMap<string, GroupSnapshot>; envoy?: EnvoyChecker } = {},
+  opts: {
+    unlessTreeHash?: string | (string | undefined)[];
+    /** The served groups: unchanged resources keep their snapshots. */
+    previous?: ReadonlyMap<string, GroupSnapshot>;
+    /** What mass removals are measured against (the served config, or another tree); none = only the empty-tree rule. */
+    against?: ReadonlyMap<string, GroupSnapshot>;
+    envoy?: EnvoyChecker;
+  } = {},
 ): Promise<TreeCheck & { unchanged?: true }> {
   const source = await readTree(dir, undefined, opts);
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
@@ -36,6 +44,8 @@ export async function checkTree(
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
   const textOf = (f: string) => texts.get(f);
   const built = buildConfig(model, encoder, textOf, secrets.materials, opts.previous);
+  const guarded = built.config ? removalDiagnostics(model, built.config.groups, opts.against, textOf) : [];
+  if (guarded.length) return { model, treeHash: source.treeHash, diagnostics: [...diagnostics, ...built.diagnostics, ...guarded] };
   const all = [...diagnostics, ...built.diagnostics];
   // Envoy, when configured, judges last: what it rejects blocks the tree like any other error.
   const judged = built.config && opts.envoy ? await opts.envoy.check(model, built.config, textOf) : [];

@@ -37,7 +37,7 @@ export function modelHash(model: Model): string {
     return v;
   };
   const parts: string[] = [];
-  for (const list of [model.services, model.listeners, model.virtualHosts, model.grpcServices, model.secrets, model.nodeGroups]) for (const d of list) parts.push(h(d));
+  for (const list of [model.services, model.listeners, model.virtualHosts, model.grpcServices, model.secrets, model.nodeGroups, model.guards ?? []]) for (const d of list) parts.push(h(d));
   parts.push(sha256Hex(canonicalJson(model.origins)));
   return sha256Hex(parts.join('\n'));
 }
@@ -195,7 +195,7 @@ export class ConfigPipeline {
     const started = performance.now();
     const current0 = this.cache.current;
     // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
-    const check = await checkTree(dir, this.encoder, { unlessTreeHash: [current0?.treeHash, this.suppressedTree], previous: this.unpinned?.groups, envoy: this.envoy });
+    const check = await checkTree(dir, this.encoder, { unlessTreeHash: [current0?.treeHash, this.suppressedTree], previous: this.unpinned?.groups, against: this.cache.current?.groups, envoy: this.envoy });
     if (check.unchanged && current0) return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
     this.suppressedTree = undefined; // the directory moved on since a rollback: it is the source again
     if (!check.model || !check.config) {

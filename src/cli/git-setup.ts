@@ -69,9 +69,17 @@ while read -r old new ref; do
   if [ -n "$bad" ]; then echo "fleetxds: symlinks and submodules are refused: $bad"; status=1; continue; fi
   tmp=$(mktemp -d)
   git archive "$new" | tar -x -C "$tmp"
-  if [ ! -d "$tmp/${subdir}" ]; then echo "fleetxds: the commit has no ${subdir}/ folder"; status=1
-  elif ! ${self} validate "$tmp/${subdir}"${envoyArgs}; then echo "fleetxds: push rejected: the config at \${new:0:12} is invalid (nothing was deployed)"; status=1; fi
-  rm -rf "$tmp"
+  # The tree this push replaces: a change removing most of a node group is refused unless a Guard allows it.
+  prev=""
+  old_tree=$(mktemp -d)
+  if [ "$old" != "$zero" ]; then
+    git archive "$old" | tar -x -C "$old_tree"
+    [ -d "$old_tree/${subdir}" ] && prev="--previous $old_tree/${subdir}"
+  fi
+  # No folder (every file deleted: git keeps no empty folders) is an empty tree, judged as such.
+  mkdir -p "$tmp/${subdir}"
+  if ! ${self} validate "$tmp/${subdir}"${envoyArgs} $prev; then echo "fleetxds: push rejected: the config at \${new:0:12} is invalid (nothing was deployed)"; status=1; fi
+  rm -rf "$tmp" "$old_tree"
 done
 exit $status
 `;

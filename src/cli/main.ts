@@ -51,6 +51,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       keep: { type: 'string' },
       'git-dir': { type: 'string' },
       envoy: { type: 'string', multiple: true },
+      previous: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -63,7 +64,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       return serveCommand(values.config!);
     case 'validate':
       if (positionals.length !== 1) break;
-      return validateCommand(positionals[0], { json: values.json, envoy: values.envoy, config: rest.includes('--config') ? values.config : undefined });
+      return validateCommand(positionals[0], { json: values.json, envoy: values.envoy, config: rest.includes('--config') ? values.config : undefined, previous: values.previous });
     case 'render':
       if (positionals.length !== 1) break;
       return renderCommand(positionals[0], { group: values.group, kind: values.kind });

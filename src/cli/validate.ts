@@ -6,11 +6,14 @@ import { loadServerConfig } from '../config/server-config.ts';
 /**
  * `fleetxds validate <dir>`: prints every problem, exits 1 on any error (usable in a pre-receive
  * hook). With `--envoy BINARY` (repeatable), or `--config` settings naming `envoyCheck.binaries`,
- * the real Envoy judges the produced resources too.
+ * the real Envoy judges the produced resources too. With `--previous DIR`, a change that removes
+ * most of a node group's listeners and clusters is refused (see removal-guard.ts).
  */
-export async function validateCommand(dir: string, opts: { json?: boolean; envoy?: string[]; config?: string }): Promise<number> {
+export async function validateCommand(dir: string, opts: { json?: boolean; envoy?: string[]; config?: string; previous?: string }): Promise<number> {
   const binaries = [...(opts.envoy ?? []), ...(opts.config ? (loadServerConfig(opts.config).envoyCheck?.binaries ?? []) : [])];
-  const result = await checkTree(dir, undefined, { envoy: binaries.length ? new EnvoyChecker({ binaries }) : undefined });
+  // --previous DIR: the tree this one replaces (the hook passes the branch's old commit), for the mass-removal rule.
+  const against = opts.previous ? (await checkTree(opts.previous)).config?.groups : undefined;
+  const result = await checkTree(dir, undefined, { against, envoy: binaries.length ? new EnvoyChecker({ binaries }) : undefined });
   const failed = hasErrors(result.diagnostics) || !result.config;
   if (opts.json) {
     process.stdout.write(JSON.stringify({ ok: !failed, diagnostics: result.diagnostics }, null, 2) + '\n');

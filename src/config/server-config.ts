@@ -76,6 +76,14 @@ export const ServerConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    sds: Type.Optional(
+      Type.Object(
+        {
+          insecureLoopbackOnly: Type.Optional(Type.Boolean({ description: 'Serve TLS secrets to clients the transport does not authenticate. Accepted only while every xDS port listens on loopback (a lab, the bundled example); never in production.' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     envoyCheck: Type.Optional(
       Type.Object(
         {
@@ -181,6 +189,10 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
   const files: FilesSettings | undefined = cfg.files
     ? { enabled: cfg.files.enabled ?? true, dir: resolve(base, cfg.files.dir), envoyDir: cfg.files.envoyDir ?? resolve(base, cfg.files.dir), format: cfg.files.format ?? 'json', layout: cfg.files.layout ?? 'files' }
     : undefined;
+  if (cfg.sds?.insecureLoopbackOnly) {
+    const open = [cfg.grpc.listen, cfg.rest?.listen].filter((l): l is string => typeof l === 'string' && !isLoopback(splitListen(l).host));
+    if (open.length) throw new ConfigError(`${file}: sds.insecureLoopbackOnly serves private keys without authentication and is refused while xDS listens beyond loopback (${open.join(', ')}); use grpc.tls / rest.tls with identityPrefix, or rest.tokens`);
+  }
   if (cfg.envoyCheck) cfg.envoyCheck.binaries = cfg.envoyCheck.binaries.map((b: string) => resolve(base, b));
   return {
     ...(cfg as Static<typeof ServerConfigSchema>),
@@ -196,4 +208,21 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
 export function splitListen(listen: string): { host: string; port: number } {
   const i = listen.lastIndexOf(':');
   return { host: listen.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(listen.slice(i + 1)) };
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * Whether each transport may serve TLS secrets (private keys): only to nodes it authenticates
+ * (gRPC: client certificates bound to node ids; REST: that, or bearer tokens), or on a
+ * loopback-only server whose operator waived it.
+ */
+export function secretsAllowed(config: ServerConfig): { grpc: boolean; rest: boolean } {
+  const waived = config.sds?.insecureLoopbackOnly === true;
+  return {
+    grpc: waived || Boolean(config.grpc.tls?.identityPrefix),
+    rest: waived || Boolean(config.rest?.tls?.identityPrefix) || (config.rest?.tokens?.length ?? 0) > 0,
+  };
 }

@@ -284,6 +284,16 @@ export const NodeGroup = Type.Object(
   strict,
 );
 
+export const Guard = Type.Object(
+  {
+    kind: Type.Literal('Guard'),
+    name: Name,
+    allowEmpty: Type.Optional(Type.Boolean({ description: 'This tree may define nothing to serve (no Listener, no GrpcService): every proxy loses every listener.' })),
+    maxRemovalPercent: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: 'The largest share of a node group\'s listeners and clusters one change may remove (default 50). Raise it for the one change that means it, then remove it.' })),
+  },
+  { ...strict, description: 'Safety limits for applying this tree. At most one per tree.' },
+);
+
 export const KINDS = {
   Service,
   Listener,
@@ -291,6 +301,7 @@ export const KINDS = {
   GrpcService,
   Secret,
   NodeGroup,
+  Guard,
 } as const satisfies Record<string, TSchema>;
 
 export type KindName = keyof typeof KINDS;
@@ -300,6 +311,7 @@ export type VirtualHostDoc = Static<typeof VirtualHost>;
 export type GrpcServiceDoc = Static<typeof GrpcService>;
 export type SecretDoc = Static<typeof Secret>;
 export type NodeGroupDoc = Static<typeof NodeGroup>;
+export type GuardDoc = Static<typeof Guard>;
 export type RouteDoc = Static<typeof Route>;
 export type GrpcRouteDoc = Static<typeof GrpcRoute>;
 export type RouteMatchDoc = Static<typeof RouteMatch>;

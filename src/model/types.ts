@@ -1,5 +1,6 @@
 import type {
   GrpcServiceDoc,
+  GuardDoc,
   ListenerDoc,
   NodeGroupDoc,
   SecretDoc,
@@ -31,6 +32,8 @@ export interface Model {
   grpcServices: GrpcServiceDoc[];
   secrets: SecretDoc[];
   nodeGroups: NodeGroupDoc[];
+  /** Safety limits (at most one); absent in models stored before it existed. */
+  guards?: GuardDoc[];
   /** `Kind/name` -> origin. */
   origins: Record<string, Origin>;
 }
@@ -40,7 +43,7 @@ export function originKey(kind: string, name: string): string {
 }
 
 export function emptyModel(): Model {
-  return { schemaVersion: MODEL_SCHEMA_VERSION, services: [], listeners: [], virtualHosts: [], grpcServices: [], secrets: [], nodeGroups: [], origins: {} };
+  return { schemaVersion: MODEL_SCHEMA_VERSION, services: [], listeners: [], virtualHosts: [], grpcServices: [], secrets: [], nodeGroups: [], guards: [], origins: {} };
 }
 
 /** Every node group the model defines, plus the implicit `default`. Sorted by name. */

@@ -35,6 +35,7 @@ const LIST_OF: Record<KindName, keyof Omit<Model, 'schemaVersion' | 'origins'>> 
   GrpcService: 'grpcServices',
   Secret: 'secrets',
   NodeGroup: 'nodeGroups',
+  Guard: 'guards',
 };
 
 export interface ValidationResult {

@@ -40,6 +40,8 @@ export const Codes = {
   ENVOY_RESOURCE: 'FXDS_ENVOY_RESOURCE',
   SHADOWED_ROUTE: 'FXDS_SHADOWED_ROUTE',
   ENVOY_REJECTED: 'FXDS_ENVOY_REJECTED',
+  EMPTY_TREE: 'FXDS_EMPTY_TREE',
+  MASS_REMOVAL: 'FXDS_MASS_REMOVAL',
 } as const;
 export type DiagnosticCode = (typeof Codes)[keyof typeof Codes];
 

@@ -19,6 +19,8 @@ export interface PinHolder {
 
 const controlPlaneCache = new WeakMap<PublishedConfig, Map<number, Buffer>>();
 
+export const SECRETS_REFUSED = 'TLS secrets are served only to authenticated clients (mTLS with node identities); this transport did not authenticate the node';
+
 export class ProtocolError extends Error {
   constructor(readonly grpcCode: number, message: string) {
     super(message);
@@ -44,6 +46,10 @@ export interface StreamOptions {
   acks?: GroupAckTracker;
   /** Refuses a node identity the transport's credentials do not allow (returns the reason). */
   authorize?: (node: NodeIdentity) => string | undefined;
+  /** TLS secrets (private keys) only to clients the transport authenticated. */
+  secretsAllowed?: boolean;
+  /** Told when a request is refused without ending the stream (an ADS request for secrets). */
+  onRefusal?: (reason: string) => void;
   /** How references in served resources must point for this client; undefined keeps ADS. */
   variant?: ConfigSourceVariant;
 }
@@ -54,6 +60,7 @@ export abstract class StreamBase {
   protected group?: string;
   protected closed = false;
   private nonceCounter = 0;
+  private secretsRefused = false;
   private unsubscribe?: () => void;
 
   constructor(protected readonly opts: StreamOptions) {}
@@ -82,6 +89,13 @@ export abstract class StreamBase {
     if (!url) throw new ProtocolError(3, 'type_url is required on an aggregated stream');
     const kind = kindOfTypeUrl(url);
     if (this.opts.fixedKind && kind !== this.opts.fixedKind) throw new ProtocolError(3, `this service serves ${TypeUrls[this.opts.fixedKind]}, not ${url}`);
+    if (kind === 'secret' && !this.opts.secretsAllowed) {
+      // Never hand private keys to a client nobody authenticated. On ADS the rest of the stream goes on.
+      if (this.opts.fixedKind) throw new ProtocolError(7, SECRETS_REFUSED);
+      if (!this.secretsRefused) this.opts.onRefusal?.(SECRETS_REFUSED);
+      this.secretsRefused = true;
+      return undefined;
+    }
     return kind;
   }
 

@@ -122,6 +122,24 @@ test('an invalid push is rejected with the validator errors; the client keeps wo
   git('reset', '-q', '--hard', 'HEAD~1');
 });
 
+test('a push that deletes every YAML file, or most of a group, is refused by the hook (nothing deployed)', async () => {
+  const live = readlinkSync(join(base, 'current'));
+  assert.is(git('rm', '-q', 'services/edge.yaml', 'services/services.yaml', 'services/grpc.yaml', 'services/groups.yaml').status, 0);
+  let r = await commitAndPush('remove everything');
+  assert.is.not(r.status, 0);
+  assert.match(r.stderr, /error FXDS_EMPTY_TREE: the tree defines nothing to serve/);
+  assert.is(readlinkSync(join(base, 'current')), live, 'nothing deployed');
+  git('reset', '-q', '--hard', 'HEAD~1');
+  // Most of the edge groups: their listeners go (and the clusters only they used).
+  assert.is(git('rm', '-q', 'services/edge.yaml').status, 0);
+  r = await commitAndPush('drop the edge');
+  assert.is.not(r.status, 0);
+  assert.match(r.stderr, /error FXDS_MASS_REMOVAL: node group "canary-edge" would lose \d+ of its \d+ listeners and clusters/);
+  assert.is(readlinkSync(join(base, 'current')), live);
+  git('reset', '-q', '--hard', 'HEAD~1');
+  assert.is((await client.sayHello('x')).backend, 'B');
+});
+
 test('rollback to the first version through the CLI; the client follows; history records it', async () => {
   const versions = (await server.admin('/api/v1/versions')).versions;
   const first = versions[versions.length - 1].id;

@@ -163,6 +163,8 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     rest: { listen: '127.0.0.1:0', holdMs: 4000, requestTimeoutMs: 8000, refreshDelayMs: 300 },
     watch: { enabled: true, debounceMs: 100, maxWaitMs: 1000 },
     log: { level: 'info' },
+    // Envoy gets its certificates over SDS from a server that listens on loopback only.
+    sds: { insecureLoopbackOnly: true },
     ...opts.settings,
   };
   writeFileSync(join(root, 'fleetxds.yaml'), stringify(settings));

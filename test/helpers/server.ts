@@ -12,6 +12,8 @@ export interface StartOptions {
   files?: Partial<FilesSettings> & { dir: string };
   serveLastAckedOnNack?: boolean;
   envoyCheck?: { binaries: string[] };
+  /** Serve SDS without authentication (loopback only; default true here: most tests are about other things). */
+  insecureSds?: boolean;
   /** Receives every log line (JSON) the server writes, at debug level. */
   logLines?: string[];
 }
@@ -27,6 +29,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },
     log: { level: 'silent' },
     envoyCheck: opts.envoyCheck,
+    sds: { insecureLoopbackOnly: opts.insecureSds ?? true },
   };
   const log = opts.logLines
     ? pino({ level: 'debug' }, { write: (line: string) => void opts.logLines!.push(line) })

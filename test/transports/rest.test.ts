@@ -106,12 +106,15 @@ test('each EDS subscription has its own version: polls of two clusters infer no 
   assert.equal(app.store.listNacks(), []);
   const status = app.registry.polling().find((s) => s.nodeId === NODE.id)!;
   assert.is(status.types[EDS].ackedVersion, app.cache.current!.groups.get('default')!.types.endpoint.version, 'the type is ACKed once every subscription is');
-  // A change to api's endpoints, which the proxy then keeps reporting its old version for: rejected.
+  // A change to web's endpoints, which the proxy then keeps reporting its old version for: rejected.
   await apply({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') });
-  const changed = await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
+  const unchanged = await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
+  assert.is(unchanged.status, 304, 'api did not change');
+  const changed = await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
   assert.is(changed.status, 200);
-  await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
-  await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
+  const again = await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
+  assert.is(again.status, 304, 'the rejected version is not sent again');
+  await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
   const nacks = app.store.listNacks();
   assert.is(nacks.length, 1, 'recorded once');
   assert.is(nacks[0].version, changed.json.version_info);
@@ -166,9 +169,9 @@ test('per node: last poll, applied version, and an inferred rejection when an ol
   await apply({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 9s\n') });
   const v2 = await poll('clusters', { node: NODE, version_info: v1.json.version_info });
   assert.is(v2.status, 200);
-  // The proxy rejected v2: its next poll still carries v1.
+  // The proxy rejected v2: its next poll still carries v1. v2 is not sent again (304: keep what you have).
   const v3 = await poll('clusters', { node: NODE, version_info: v1.json.version_info });
-  assert.is(v3.status, 200);
+  assert.is(v3.status, 304);
   const s = app.registry.byNodeId('rest-1')[0];
   assert.is(s.transport, 'rest');
   assert.ok(s.lastSeenAt);
@@ -179,7 +182,7 @@ test('per node: last poll, applied version, and an inferred rejection when an ol
   const stored = app.store.listNacks('rest-1');
   assert.is(stored.length, 1, 'recorded once, not on every poll');
   assert.is(stored[0].transport, 'rest');
-  // Accepting it later clears nothing but records the ACK.
+  // A proxy reporting v2 after all (another instance, or a retry that succeeded) is recorded as ACKed.
   await poll('clusters', { node: NODE, version_info: v2.json.version_info });
   assert.is(app.registry.byNodeId('rest-1')[0].types[CDS].ackedVersion, v2.json.version_info);
 });

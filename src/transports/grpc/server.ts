@@ -30,6 +30,8 @@ export interface GrpcServerOptions {
   acks?: GroupAckTracker;
   /** With mTLS: URI SAN prefix binding node ids to client certificates. */
   identityPrefix?: string;
+  /** Whether SDS may be served (see secretsAllowed in the settings). */
+  secretsAllowed?: boolean;
 }
 
 interface ServiceSpec {
@@ -147,6 +149,8 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           transport: spec.transport,
           peer: call.getPeer(),
           fixedKind: spec.kind,
+          secretsAllowed: opts.secretsAllowed ?? false,
+          onRefusal: (reason: string) => log.warn({ node: stream.streamStatus?.nodeId }, reason),
           // A per-type client has no ADS: point references at the same services over its own xDS
           // cluster, whose name Envoy sends as the :authority.
           variant: spec.kind ? grpcVariant(xdsClusterName(call.getHost(), GRPC_XDS_CLUSTER), spec.delta) : undefined,

@@ -26,6 +26,7 @@ import { checkNodeIdentity } from '../../security/node-identity.ts';
 import { shortHash } from '../../shared/hash.ts';
 import { restVariant, retargetConfigSources, xdsClusterName, type ConfigSourceVariant } from '../../snapshot/config-sources.ts';
 import { REST_XDS_CLUSTER, longPollMs } from '../../bootstrap/config-source.ts';
+import { SECRETS_REFUSED } from '../stream-base.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
 import type { PublishedConfig, SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
@@ -54,6 +55,8 @@ export interface RestOptions {
   requestTimeoutMs: number;
   /** Optional bearer tokens (for pollers that can send headers; Envoy cannot: use mTLS). */
   tokens?: TokenAuth;
+  /** Whether SDS may be served (see secretsAllowed in the settings). */
+  secretsAllowed?: boolean;
   /** HTTPS, optionally with client certificates bound to node ids. */
   tls?: { certFile: string; keyFile: string; clientCaFile?: string; identityPrefix?: string };
 }
@@ -268,6 +271,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     const kind = m ? REST_PATHS[m[1]] : undefined;
     if (!kind) return reply.code(404).send({ error: `no REST discovery at /v3/${req.params.call} (served: ${Object.keys(REST_PATHS).map((t) => `/v3/discovery:${t}`).join(', ')})` });
     if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization)) return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
+    if (kind === 'secret' && !opts.secretsAllowed) return reply.code(403).send({ error: SECRETS_REFUSED });
     const { node, names, version } = parseRequest(req.body, kind);
     if (tls?.identityPrefix) {
       const cert = (req.raw.socket as TLSSocket).getPeerCertificate?.();

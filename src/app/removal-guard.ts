@@ -1,0 +1,51 @@
+/**
+ * No tree may empty the fleet by accident. Two rules, both waived only by a `Guard` document in
+ * the tree itself (so the waiver is reviewed and pushed like the change it allows):
+ *  - a tree that defines nothing to serve (no listener in any node group: every YAML file
+ *    deleted, a commit that holds only a README) is refused unless `allowEmpty: true`;
+ *  - measured against what is served now (or, for `validate --previous`, another tree), a change
+ *    that removes more than `maxRemovalPercent` (default 50) of a node group's listeners and
+ *    clusters, and at least two of them, is refused. A node group that disappears loses all.
+ * Checked by the apply pipeline, `fleetxds validate` and the git pre-receive hook alike.
+ */
+import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
+import { DiagnosticSink } from '../model/diagnostic-sink.ts';
+import type { Model } from '../model/types.ts';
+import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
+
+export const DEFAULT_MAX_REMOVAL_PERCENT = 50;
+/** Smaller removals pass whatever their share (a group of two may lose one). */
+const MIN_REMOVED = 2;
+
+function guarded(g: GroupSnapshot | undefined): Set<string> {
+  if (!g) return new Set();
+  return new Set([...g.types.listener.resources.keys()].map((n) => `listener ${n}`).concat([...g.types.cluster.resources.keys()].map((n) => `cluster ${n}`)));
+}
+
+export function removalDiagnostics(
+  model: Model,
+  next: ReadonlyMap<string, GroupSnapshot>,
+  previous: ReadonlyMap<string, GroupSnapshot> | undefined,
+  textOf: (file: string) => string | undefined,
+): Diagnostic[] {
+  const sink = new DiagnosticSink(textOf);
+  const guard = model.guards?.[0];
+  const at = guard ? { origin: model.origins[`Guard/${guard.name}`]!, kind: 'Guard', name: guard.name } : undefined;
+  const how = 'if that is what you mean, add a document `kind: Guard` to the tree for this change';
+  const listeners = [...next.values()].reduce((a, g) => a + g.types.listener.resources.size, 0);
+  if (listeners === 0 && !guard?.allowEmpty) {
+    sink.error(Codes.EMPTY_TREE, at, [], `the tree defines nothing to serve (no Listener or GrpcService in any node group): applying it would remove every listener from every proxy; ${how} with \`allowEmpty: true\``);
+  }
+  if (!previous || listeners === 0) return sink.diagnostics; // emptiness is the rule above
+  const maxPercent = guard?.maxRemovalPercent ?? DEFAULT_MAX_REMOVAL_PERCENT;
+  for (const [group, before] of previous) {
+    const had = guarded(before);
+    const keeps = guarded(next.get(group));
+    const removed = [...had].filter((x) => !keeps.has(x));
+    if (removed.length < MIN_REMOVED || removed.length * 100 <= maxPercent * had.size) continue;
+    const pct = Math.round((removed.length * 100) / had.size);
+    const list = removed.slice(0, 8).join(', ') + (removed.length > 8 ? `, and ${removed.length - 8} more` : '');
+    sink.error(Codes.MASS_REMOVAL, at, [], `node group "${group}" would lose ${removed.length} of its ${had.size} listeners and clusters at once (${pct}%, over the ${maxPercent}% one change may remove): ${list}; ${how} with \`maxRemovalPercent: ${Math.min(100, pct)}\`, and remove it afterwards`);
+  }
+  return sink.diagnostics;
+}
