@@ -24,6 +24,8 @@ export interface AdminDeps {
   tokens?: TokenAuth;
   /** Number of REST polls being held, when REST is enabled. */
   restHeld?: () => number;
+  /** Node groups whose rendered files could not be written (files transport). */
+  fileFailures?: () => { group: string; error: string; versionId: number; at: string }[];
   /** Served secrets as fingerprints and expiry (never the material). */
   secrets?: () => { name: string; fingerprint: string; notAfter?: string; subject?: string }[];
 }
@@ -108,7 +110,11 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   app.get('/api/v1/pins', async () => ({ pins: deps.store.listPins() }));
   app.put<{ Params: { group: string }; Body: { versionId?: unknown; actor?: unknown } }>('/api/v1/pins/:group', async (req, reply) => {
     const id = Number(req.body?.versionId);
-    if (!Number.isInteger(id) || !deps.store.manifestOf(id)) return reply.code(404).send({ error: 'unknown version' });
+    const manifest = Number.isInteger(id) ? deps.store.manifestOf(id) : undefined;
+    if (!manifest) return reply.code(404).send({ error: 'unknown version' });
+    // Only a group that exists (now, or in the version to pin it to) can be pinned.
+    const known = new Set([...(deps.cache.current?.groups.keys() ?? []), ...Object.keys(manifest)]);
+    if (!known.has(req.params.group)) return reply.code(404).send({ error: `no node group "${req.params.group}" (known: ${[...known].sort().join(', ')})` });
     deps.store.setPin(req.params.group, id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
     await deps.pipeline!.republish();
     return { pinned: req.params.group, versionId: id };
@@ -161,7 +167,7 @@ export function fleetStatus(deps: AdminDeps): object {
     return { nodeId: s.nodeId, group: s.group, transport: s.transport, peer: s.peer, userAgent: s.userAgent, connectedAt: s.connectedAt, lastSeenAt: s.lastSeenAt, types: s.types, lastNack: nacks[0] };
   });
   const history = deps.store.listVersions(20);
-  return { version: cur ? history.find((h) => h.id === cur.versionId) ?? { id: cur.versionId, appliedAt: cur.appliedAt } : null, rollout, nodes, rejection: deps.store.latestRejection() ?? null, history };
+  return { version: cur ? history.find((h) => h.id === cur.versionId) ?? { id: cur.versionId, appliedAt: cur.appliedAt } : null, rollout, nodes, rejection: deps.store.latestRejection() ?? null, fileFailures: deps.fileFailures?.() ?? [], history };
 }
 
 export function redactedSecret(name: string, version: string, served: { name: string; fingerprint: string; notAfter?: string; subject?: string }[] = []): object {

@@ -15,6 +15,7 @@ table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;pad
 <h2>Rollout</h2><table id="rollout"><thead><tr><th>group</th><th>type</th><th>version</th><th>ACKed</th><th>NACKed</th><th>behind</th></tr></thead><tbody></tbody></table>
 <h2>Nodes</h2><table id="nodes"><thead><tr><th>node</th><th>group</th><th>transport</th><th>address</th><th>agent</th><th>per type: sent / ACKed</th><th>last NACK</th></tr></thead><tbody></tbody></table>
 <h2>Last rejected config</h2><div id="rejection">none</div>
+<h2>File rendering</h2><div id="files">ok</div>
 <h2>History</h2><table id="history"><thead><tr><th>#</th><th>applied</th><th>source</th><th>commit</th><th>who / what</th></tr></thead><tbody></tbody></table>
 <script>
 const m = location.hash.match(/token=([^&]+)/);
@@ -38,6 +39,8 @@ async function refresh() {
     fill('nodes', s.nodes.map((n) => row([n.nodeId, n.group, n.transport, n.peer, n.userAgent,
       el('span', Object.entries(n.types).map(([t, x]) => short(t) + ': ' + (x.sentVersion || '-') + ' / ' + (x.ackedVersion || '-')).join('  '), 'mono'),
       n.lastNack ? el('span', short(n.lastNack.typeUrl) + ' ' + n.lastNack.at + ': ' + n.lastNack.message, 'bad') : ''])));
+    const ff = s.fileFailures || [];
+    document.getElementById('files').textContent = ff.length ? ff.map((f) => 'group ' + f.group + ' failed at version ' + f.versionId + ' (' + f.at + '): ' + f.error).join('; ') : 'ok';
     const r = s.rejection;
     document.getElementById('rejection').textContent = r ? r.rejectedAt + ' (' + r.source + '): ' + r.diagnostics.map((d) => (d.location ? d.location.file + ':' + d.location.line + ': ' : '') + d.message).join('; ') : 'none';
     fill('history', s.history.map((h) => row([h.id, h.appliedAt, h.sourceKind, h.commitSha ? h.commitSha.slice(0, 12) : '', [h.author, h.subject].filter(Boolean).join(': ')])));

@@ -65,7 +65,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   const grpcServer: Server = grpc.server;
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen, grpcCredentials(config.grpc.tls));
   let restServer: RestServer | undefined;
-  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, metrics, tokens: new TokenAuth(config.admin.tokens ?? []), secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined });
+  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, metrics, tokens: new TokenAuth(config.admin.tokens ?? []), secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined, fileFailures: () => [...(files?.failures ?? new Map())].map(([group, f]) => ({ group, ...f })) });
   const { host, port } = splitListen(config.admin.listen);
   await admin.listen({ host, port });
   const adminPort = (admin.server.address() as { port: number }).port;

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
@@ -104,7 +105,16 @@ export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS,
     let parsed = cachedParse(e.rel, e.hash);
     if (!parsed) {
       try {
-        parsed = parseYamlFile(e.rel, (e.bytes ?? (await readFile(e.abs))).toString('utf8'));
+        const bytes = e.bytes ?? (await readFile(e.abs));
+        const bad = firstInvalidUtf8(bytes);
+        if (bad !== undefined) {
+          // Decoding would silently turn it into U+FFFD and serve that: refuse, pointing at it.
+          const before = bytes.subarray(0, bad).toString('utf8').split('\n');
+          const location = { file: e.rel, line: before.length, column: before[before.length - 1]!.length + 1 };
+          diagnostics.push({ code: Codes.YAML_SYNTAX, severity: 'error', message: `not valid UTF-8: byte 0x${bytes[bad]!.toString(16).padStart(2, '0')} at offset ${bad}; YAML files must be UTF-8`, location });
+          continue;
+        }
+        parsed = parseYamlFile(e.rel, bytes.toString('utf8'));
       } catch (err) {
         diagnostics.push({ code: Codes.FILE_UNREADABLE, severity: 'error', message: (err as Error).message, location: { file: e.rel, line: 1, column: 1 } });
         continue;
@@ -146,4 +156,16 @@ async function walk(root: string, dir: string, out: string[], diagnostics: Diagn
       out.push(rel);
     }
   }
+}
+
+/** Offset of the first byte that is not part of a valid UTF-8 sequence, or undefined. */
+export function firstInvalidUtf8(b: Uint8Array): number | undefined {
+  if (isUtf8(b)) return undefined;
+  for (let i = 0; i < b.length; ) {
+    const c = b[i]!;
+    const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (n === 0 || i + n > b.length || !isUtf8(b.subarray(i, i + n))) return i;
+    i += n;
+  }
+  return undefined;
 }

@@ -9,7 +9,8 @@ export interface TypeStatus {
   sentAt?: string;
   ackedVersion?: string;
   ackedAt?: string;
-  lastNack?: { version: string; nonce: string; code: number; message: string; at: string };
+  /** `repeats`: how many more times the same NACK came back (reported once). */
+  lastNack?: { version: string; nonce: string; code: number; message: string; at: string; repeats?: number };
 }
 
 export interface StreamStatus {
@@ -44,6 +45,15 @@ export interface RegistryObserver {
 }
 
 const MAX_DISCONNECTED = 1000;
+/** Envoy truncates its own NACK texts; a client may send megabytes. Kept, logged and stored up to this. */
+export const MAX_NACK_MESSAGE = 4096;
+/** NACKs reported (stored and logged) per node per minute; more are counted in metrics only. */
+export const NACK_REPORTS_PER_MINUTE = 20;
+const MAX_NACK_KEYS = 50_000;
+
+export function capNackMessage(message: string): string {
+  return message.length <= MAX_NACK_MESSAGE ? message : `${message.slice(0, MAX_NACK_MESSAGE)}… (${message.length - MAX_NACK_MESSAGE} more characters not kept)`;
+}
 const MAX_POLLERS = 100_000;
 
 export class NodeRegistry {
@@ -54,6 +64,9 @@ export class NodeRegistry {
   private readonly gone: StreamStatus[] = [];
 
   private observers: RegistryObserver[] = [];
+  /** (node, type, version) already reported: a NACK is stored and logged once. */
+  private readonly reportedNacks = new Set<string>();
+  private readonly nackBudget = new Map<string, { minute: number; used: number }>();
 
   constructor(private readonly onNack: (r: NackReport) => void = () => {}) {}
 
@@ -101,11 +114,34 @@ export class NodeRegistry {
     t.ackedVersion = version;
   }
 
+  /**
+   * A NACK: shown in the node's status always; reported (stored, logged) once per node, type and
+   * version, with the message capped, and at most NACK_REPORTS_PER_MINUTE per node, so a client
+   * repeating a huge NACK costs neither disk nor log nor memory.
+   */
   nacked(s: StreamStatus, typeUrl: string, version: string, nonce: string, code: number, message: string): void {
     const at = new Date().toISOString();
-    this.type(s, typeUrl).lastNack = { version, nonce, code, message, at };
-    this.onNack({ stream: s, typeUrl, version, nonce, code, message, at });
+    const kept = capNackMessage(message);
+    const t = this.type(s, typeUrl);
+    const repeat = t.lastNack?.version === version && t.lastNack.message === kept;
+    t.lastNack = { version, nonce, code, message: kept, at, repeats: repeat ? (t.lastNack!.repeats ?? 0) + 1 : 0 };
     for (const o of this.observers) o.nacked(typeUrl);
+    const key = `${s.nodeId}\u0000${typeUrl}\u0000${version}`;
+    if (this.reportedNacks.has(key) || !this.takeNackToken(s.nodeId)) return;
+    if (this.reportedNacks.size >= MAX_NACK_KEYS) this.reportedNacks.delete(this.reportedNacks.values().next().value as string);
+    this.reportedNacks.add(key);
+    this.onNack({ stream: s, typeUrl, version, nonce, code, message: kept, at });
+  }
+
+  private takeNackToken(nodeId: string): boolean {
+    const minute = Math.floor(Date.now() / 60_000);
+    const b = this.nackBudget.get(nodeId);
+    if (!b || b.minute !== minute) {
+      if (this.nackBudget.size >= MAX_NACK_KEYS) this.nackBudget.clear();
+      this.nackBudget.set(nodeId, { minute, used: 1 });
+      return true;
+    }
+    return ++b.used <= NACK_REPORTS_PER_MINUTE;
   }
 
   /** The status entry of a REST-polling node (created on its first poll). */

@@ -1,10 +1,11 @@
-import { symlinkSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { checkTree } from '../../src/app/check-tree.ts';
 import { formatDiagnostic, type Diagnostic } from '../../src/shared/diagnostics.ts';
 import { BASE, diagnosticsOf, writeTree } from '../helpers/tree.ts';
+import { firstInvalidUtf8 } from '../../src/source/read-tree.ts';
 
 function only(ds: Diagnostic[], code: string): Diagnostic {
   const hits = ds.filter((d) => d.code === code);
@@ -226,6 +227,19 @@ test('editor temp files and dot-folders are ignored', async () => {
 test('a document that is not a mapping', async () => {
   const ds = await diagnosticsOf({ ...BASE, 'list.yaml': '- kind: Service\n' });
   at(only(ds, 'FXDS_DOC_NOT_A_MAP'), 'list.yaml', 1);
+});
+
+
+test('non-UTF-8 bytes are refused with file:line:column, never turned into U+FFFD and served', async () => {
+  const dir = writeTree({ ...BASE });
+  const text = BASE['edge.yaml'].replace('domains: [example.com]', 'domains: [example.com]\nnote: "x"');
+  const bytes = Buffer.concat([Buffer.from(text.slice(0, text.indexOf('"x"') + 1)), Buffer.from([0x6a, 0x6f, 0x73, 0xe9]), Buffer.from(text.slice(text.indexOf('"x"') + 2))]);
+  writeFileSync(join(dir, 'edge.yaml'), bytes);
+  const r = await checkTree(dir);
+  assert.is(r.config, undefined);
+  assert.equal(r.diagnostics.map(formatDiagnostic), ['edge.yaml:9:11: error FXDS_YAML_SYNTAX: not valid UTF-8: byte 0xe9 at offset 124; YAML files must be UTF-8']);
+  // A real U+FFFD (valid UTF-8) is just a character.
+  assert.is(firstInvalidUtf8(Buffer.from('ok \uFFFD é', 'utf8')), undefined);
 });
 
 test.run();

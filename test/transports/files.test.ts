@@ -150,4 +150,42 @@ test('secret files are owner-only; group and resource names cannot escape the ou
   assert.ok(ds.some((d) => d.code === 'FXDS_SCHEMA' && d.path === 'name'));
 });
 
+
+test('one name rule: a node group named "a..b" is refused at validation, not by the renderer later', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'groups.yaml': 'kind: NodeGroup\nname: a..b\nmatch: { cluster: x }\n' });
+  assert.ok(ds.some((d) => d.code === 'FXDS_SCHEMA' && d.path === 'name' && /no "\.\."/.test(d.message)), JSON.stringify(ds));
+});
+
+test('a group whose files cannot be written does not keep the others stale, and shows on the status API', async () => {
+  const out = tempDir();
+  // A file where the "edge" group's folder should be: that group cannot be rendered.
+  writeTree({ edge: 'in the way\n' }, out);
+  const tree = { ...BASE, 'groups.yaml': 'kind: NodeGroup\nname: edge\nmatch: { cluster: edge }\n', 'edge.yaml': BASE['edge.yaml'].replace('port: 8080', 'port: 8080\ngroups: [default, edge]') };
+  const app = await startServer(writeTree(tree), { files: { dir: out } });
+  try {
+    await app.filesIdle();
+    assert.ok(existsSync(join(out, 'default', 'cds.json')), 'the other group was rendered');
+    const status = (await (await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/status`)).json()) as { fileFailures: { group: string; error: string }[] };
+    assert.equal(status.fileFailures.map((f) => f.group), ['edge']);
+    assert.match(status.fileFailures[0].error, /EEXIST|ENOTDIR/);
+  } finally {
+    await app.close();
+  }
+});
+
+test('temporary files a crash left behind are removed at start; rendered files stay', async () => {
+  const out = tempDir();
+  writeTree({ 'default/.cds.json.4242.deadbeef.tmp': 'partial', 'default/eds/.api.json.4242.0badf00d.tmp': 'partial', 'default/keep.txt': 'not ours' }, out);
+  const app = await startServer(writeTree(BASE), { files: { dir: out } });
+  try {
+    await app.filesIdle();
+    assert.not.ok(existsSync(join(out, 'default', '.cds.json.4242.deadbeef.tmp')));
+    assert.not.ok(existsSync(join(out, 'default', 'eds', '.api.json.4242.0badf00d.tmp')));
+    assert.ok(existsSync(join(out, 'default', 'keep.txt')), 'other files are left alone');
+    assert.ok(existsSync(join(out, 'default', 'cds.json')));
+  } finally {
+    await app.close();
+  }
+});
+
 test.run();

@@ -187,6 +187,13 @@ test('per node: last poll, applied version, and an inferred rejection when an ol
   assert.is(app.registry.byNodeId('rest-1')[0].types[CDS].ackedVersion, v2.json.version_info);
 });
 
+test('a body nested 5,000 levels deep gets 400, not 500', async () => {
+  const deep = '{"a":'.repeat(5000) + '{}' + '}'.repeat(5000);
+  const r = await poll('clusters', `{"node":{"id":"rest-1","cluster":"c","metadata":${deep}}}`);
+  assert.is(r.status, 400);
+  assert.match(r.json.error, /nested deeper than 64 levels/);
+});
+
 test('bad requests get a 4xx with a clear message', async () => {
   const notJson = await poll('clusters', '{"node": ');
   assert.is(notJson.status, 400);

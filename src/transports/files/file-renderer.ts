@@ -116,15 +116,43 @@ export class FileRenderer {
     return files.sort((a, b) => a.phase - b.phase || (a.rel < b.rel ? -1 : 1));
   }
 
+  /** Groups whose last render failed (their proxies keep the files of an earlier version). */
+  readonly failures = new Map<string, { error: string; versionId: number; at: string }>();
+
   async render(cfg: PublishedConfig): Promise<RenderStats> {
     const stats: RenderStats = { written: 0, unchanged: 0, removed: 0, bytesWritten: 0 };
     await mkdir(this.opts.dir, { recursive: true });
+    if (!this.cleaned) await this.removeLeftovers();
     for (const [group, snap] of cfg.groups) {
-      if (this.opts.layout === 'watched_directory') await this.renderSwapped(group, snap, stats);
-      else await this.renderInPlace(group, snap, stats);
+      // One group's failure (a full disk, a bad folder) must not keep the others stale.
+      try {
+        if (this.opts.layout === 'watched_directory') await this.renderSwapped(group, snap, stats);
+        else await this.renderInPlace(group, snap, stats);
+        this.failures.delete(group);
+      } catch (err) {
+        this.failures.set(group, { error: (err as Error).message, versionId: cfg.versionId, at: new Date().toISOString() });
+        this.opts.log?.error({ group, err }, 'rendering files for a node group failed; its proxies keep the previous files');
+      }
     }
+    for (const g of this.failures.keys()) if (!cfg.groups.has(g)) this.failures.delete(g);
     this.opts.log?.debug({ ...stats }, 'rendered files');
     return stats;
+  }
+
+  private cleaned = false;
+
+  /** Temporary files of writes a crash interrupted (`.<name>.<pid>.<random>.tmp`, never read by Envoy). */
+  private async removeLeftovers(): Promise<void> {
+    this.cleaned = true;
+    const walk = async (dir: string): Promise<void> => {
+      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) await walk(p);
+        else if (e.isFile() && /^\..+\.\d+\.[0-9a-f]{8}\.tmp$/.test(e.name)) await unlink(p).catch(() => {});
+        else if (e.isSymbolicLink() && /^\.current\.\d+\.tmp$/.test(e.name)) await unlink(p).catch(() => {});
+      }
+    };
+    await walk(this.opts.dir);
   }
 
   private async renderInPlace(group: string, snap: GroupSnapshot, stats: RenderStats): Promise<void> {

@@ -1,10 +1,12 @@
 import { resolve, sep } from 'node:path';
+import { NAME_PATTERN } from '../../model/schema.ts';
 
-const SAFE_SEGMENT = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+/** Validation's name rule: a valid node group name is always a safe folder name. */
+const SAFE_SEGMENT = new RegExp(NAME_PATTERN);
 
 /** A node group name used as a directory: allow-listed, never `.`/`..`, never a path. */
 export function groupDirName(group: string): string {
-  if (!SAFE_SEGMENT.test(group) || group.includes('..')) throw new Error(`refusing node group name "${group}" as a directory name`);
+  if (!SAFE_SEGMENT.test(group)) throw new Error(`refusing node group name "${group}" as a directory name`);
   return group;
 }
 

@@ -126,6 +126,20 @@ interface PollerState {
 
 const MAX_SUBSCRIPTIONS_PER_NODE = 20_000;
 
+/** Far more than any DiscoveryRequest needs (node metadata is the deepest part); converters recurse. */
+const MAX_JSON_DEPTH = 64;
+
+/** Iterative, so a hostile body cannot overflow the stack here either. */
+function nestedDeeperThan(root: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (depth > max) return true;
+    if (v && typeof v === 'object') for (const child of Object.values(v)) if (child && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 interface PollRequest {
   node: NodeIdentity & { userAgent: string };
   names: string[];
@@ -134,6 +148,7 @@ interface PollRequest {
 
 function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('the body must be a JSON DiscoveryRequest object');
+  if (nestedDeeperThan(body, MAX_JSON_DEPTH)) throw new BadRequest(`the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const { issues } = encodeJson(DISCOVERY_REQUEST, body);
   if (issues.length) throw new BadRequest('invalid DiscoveryRequest: ' + issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; '));
   const b = body as Record<string, any>;
