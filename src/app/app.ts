@@ -139,6 +139,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
       await admin.close();
       // xDS streams never end on their own, so a graceful tryShutdown would only wait; clients
       // keep their config and reconnect with backoff.
+      grpc.stopReaper();
       grpc.endStreams('fleetxds is shutting down');
       await new Promise((r) => setTimeout(r, 50)); // let the status frames go out
       grpcServer.forceShutdown();

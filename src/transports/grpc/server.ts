@@ -100,14 +100,24 @@ function toDeltaRequest(type: protobuf.Type, msg: protobuf.Message): DeltaReques
   };
 }
 
+const REAP_EVERY_MS = 10_000;
+
 export interface GrpcTransport {
   server: grpc.Server;
+  stopReaper(): void;
   /** Ends every open stream with UNAVAILABLE (shutdown): Envoy keeps its config and reconnects. */
   endStreams(reason: string): void;
 }
 
 export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
   const calls = new Set<grpc.ServerDuplexStream<protobuf.Message, Buffer>>();
+  const finishers = new Map<grpc.ServerDuplexStream<protobuf.Message, Buffer>, () => void>();
+  // Backstop: a stream must be released however it ends, even if no event reaches us for it
+  // (reported for streams reset right after their first request): reap cancelled or destroyed calls.
+  const reaper = setInterval(() => {
+    for (const [call, finish] of finishers) if (call.cancelled || call.destroyed) finish();
+  }, REAP_EVERY_MS);
+  reaper.unref();
   const server = new grpc.Server({
     'grpc.max_receive_message_length': opts.maxReceiveBytes ?? 16 * 1024 * 1024,
     'grpc.max_send_message_length': -1,
@@ -165,11 +175,13 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           : (msg: protobuf.Message) => (stream as SotwStream).handle(toSotwRequest(reqType, msg));
         const finish = () => {
           calls.delete(call);
+          finishers.delete(call);
           const s = stream.streamStatus;
           // Per-stream lines are debug: thousands of proxies reconnecting must not flood (or block on) the log.
           if (s) log.debug({ node: s.nodeId, group: s.group }, 'stream closed');
           stream.close();
         };
+        finishers.set(call, finish);
         call.on('data', (msg: protobuf.Message) => {
           try {
             const opened = stream.streamStatus !== undefined;
@@ -196,6 +208,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
   }
   return {
     server,
+    stopReaper: () => clearInterval(reaper),
     endStreams(reason: string) {
       for (const call of [...calls]) {
         calls.delete(call);

@@ -1,0 +1,49 @@
+/**
+ * Streams are released however they end: 150 raw HTTP/2 streams that send their first
+ * DiscoveryRequest and are reset (RST_STREAM CANCEL) at once, on the next tick, or 20 ms later
+ * leave no registered node behind while their connection stays open.
+ */
+import http2 from 'node:http2';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { encodeJson } from '../../src/xds/proto-json.ts';
+import { waitFor } from '../helpers/process.ts';
+import { startServer } from '../helpers/server.ts';
+import { BASE, writeTree } from '../helpers/tree.ts';
+
+function grpcFrame(id: string): Buffer {
+  const { bytes } = encodeJson('envoy.service.discovery.v3.DiscoveryRequest', { node: { id, cluster: 'c' }, type_url: 'type.googleapis.com/envoy.config.cluster.v3.Cluster' });
+  const b = Buffer.alloc(5 + bytes.length);
+  b.writeUInt32BE(bytes.length, 1);
+  Buffer.from(bytes).copy(b, 5);
+  return b;
+}
+
+test('streams reset right after their first request are unregistered while the connection lives', async () => {
+  const app = await startServer(writeTree(BASE));
+  const session = http2.connect(`http://127.0.0.1:${app.grpcPort}`);
+  try {
+    let opened = 0;
+    for (const when of ['now', 'tick', 'later'] as const) {
+      for (let i = 0; i < 50; i++) {
+        const req = session.request({ ':method': 'POST', ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources', 'content-type': 'application/grpc', te: 'trailers' });
+        req.on('error', () => {});
+        req.on('data', () => {});
+        req.write(grpcFrame(`ghost-${when}-${i}`));
+        opened++;
+        const reset = () => req.close(http2.constants.NGHTTP2_CANCEL);
+        if (when === 'now') reset();
+        else if (when === 'tick') setImmediate(reset);
+        else setTimeout(reset, 20);
+      }
+    }
+    await waitFor('every reset stream released', () => app.registry.connected().length === 0, 5000);
+    assert.ok(!session.closed, 'the connection is still open');
+    assert.is(opened, 150);
+  } finally {
+    session.close();
+    await app.close();
+  }
+});
+
+test.run();
