@@ -138,4 +138,44 @@ test('per-type and REST proxies got config sources naming their own xDS cluster,
   assert.is(src.grpc_services[0].envoy_grpc.cluster_name, 'fleetxds');
 });
 
+test('a GrpcService in every group: Envoy is not sent its API listener; a shadowed route warns and really gets no traffic', async () => {
+  const routes = lab.docs['routes.yaml'] as any[];
+  // A route after /split with the same prefix and a header condition: never used.
+  routes[0].routes.splice(1, 0, { name: 'split-beta', match: { prefix: '/split', headers: [{ name: 'x-beta', exact: '1' }] }, to: 'a' });
+  lab.write('routes.yaml', routes);
+  lab.write('grpc.yaml', [{ kind: 'GrpcService', name: 'greeter', target: 'greeter.internal:50051', groups: specs.map((s) => s.id), routes: [{ to: 'b' }] }]);
+  await waitFor('the new version applied', async () => {
+    const cfg = await lab.server.admin('/api/v1/config');
+    return cfg.groups[specs[0].id].listener.resources.some((r: any) => r.name === 'greeter.internal:50051');
+  });
+  const { versions } = await lab.server.admin('/api/v1/versions');
+  const shadowed = versions[0].warnings.find((w: any) => w.code === 'FXDS_SHADOWED_ROUTE');
+  assert.match(shadowed.message, /this route \("split-beta"\) is never used: routes\[0\] \("split"\) comes first/);
+  assert.is(shadowed.location.file, 'routes.yaml');
+  await new Promise((r) => setTimeout(r, 1500));
+  for (const s of specs) {
+    const envoy = lab.envoys.get(s.id)!;
+    assert.not.match(envoy.log(), /ApiListener/, `${s.id}: no API listener offered`);
+    const dumped = dumpedVersions(await envoy.configDump());
+    assert.equal(Object.keys(dumped.listener).sort(), [`${s.id}-http`, `${s.id}-https`]);
+    assert.is(await envoy.rejected(), 0);
+  }
+  // The shadowed route: a request with x-beta: 1 still goes where /split sends it (b), never to a.
+  const s = specs[0];
+  for (let i = 0; i < 10; i++) {
+    const r = await new Promise<string>((resolve, reject) => {
+      import('node:http').then(({ request }) => {
+        const req = request({ host: '127.0.0.1', port: s.httpPort, path: '/split', headers: { host: 'shop.test', 'x-beta': '1' } }, (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve(body));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    });
+    assert.is(r, 'B');
+  }
+});
+
 test.run();

@@ -242,4 +242,13 @@ test('non-UTF-8 bytes are refused with file:line:column, never turned into U+FFF
   assert.is(firstInvalidUtf8(Buffer.from('ok \uFFFD é', 'utf8')), undefined);
 });
 
+
+test('a route shadowed by an earlier one of its virtual host is a warning at its match', async () => {
+  const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: web\n  - match: { prefix: /api/v2 }\n    to: api\n') });
+  assert.equal(ds.map(formatDiagnostic), ['edge.yaml:13:12: warning FXDS_SHADOWED_ROUTE: VirtualHost/site routes[2].match: this route is never used: routes[0] comes first and matches every request it matches; put the more specific route first']);
+  // More specific first is fine; different headers are not shadowing.
+  const fine = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - match: { prefix: /api }\n', '  - match: { prefix: /api/v2, headers: [{ name: x, exact: "1" }] }\n    to: api\n  - match: { prefix: /api }\n') });
+  assert.equal(fine.map(formatDiagnostic), []);
+});
+
 test.run();
