@@ -22,6 +22,7 @@ import { sha256Hex } from '../shared/hash.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
 import type { Model } from '../model/types.ts';
 import type { BuiltConfig, ResourceOrigin } from '../snapshot/build.ts';
+import { rewriteAdsReferences } from '../snapshot/config-sources.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 
 export interface EnvoyCheckSettings {
@@ -42,34 +43,16 @@ interface Piece {
   bootstrap: Obj;
 }
 
-function isAds(v: unknown): boolean {
-  return !!v && typeof v === 'object' && 'ads' in (v as Obj);
-}
-
 /** Replaces ADS references by the referenced resource inline (endpoints, routes) or a static secret name. */
 function inline(json: Obj, endpoints: ReadonlyMap<string, Obj>, routes: ReadonlyMap<string, Obj>, vhost?: number): Obj {
-  const walk = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(walk);
-    if (!v || typeof v !== 'object') return v;
-    const o = v as Obj;
-    const out: Obj = {};
-    for (const [k, val] of Object.entries(o)) out[k] = walk(val);
-    if (isAds(o.sds_config)) delete out.sds_config; // a name alone refers to a static secret
-    if (o.rds && isAds(o.rds.config_source)) {
-      delete out.rds;
-      const rc = routes.get(String(o.rds.route_config_name)) ?? { name: o.rds.route_config_name };
-      out.route_config = vhost === undefined ? rc : { ...rc, virtual_hosts: [rc.virtual_hosts[vhost]] };
-    }
-    return out;
-  };
-  const out = walk(json) as Obj;
-  if (out.type === 'EDS' && isAds(json.eds_cluster_config?.eds_config)) {
-    const name = json.eds_cluster_config.service_name || json.name;
-    delete out.eds_cluster_config;
-    out.type = 'STATIC';
-    out.load_assignment = endpoints.get(name) ?? { cluster_name: name };
-  }
-  return out;
+  return rewriteAdsReferences(json, {
+    eds: ({ eds_cluster_config: _, ...cluster }, name) => ({ ...cluster, type: 'STATIC', load_assignment: endpoints.get(name) ?? { cluster_name: name } }),
+    rds: ({ rds: _, ...hcm }, name) => {
+      const rc = routes.get(name) ?? { name };
+      return { ...hcm, route_config: vhost === undefined ? rc : { ...rc, virtual_hosts: [rc.virtual_hosts[vhost]] } };
+    },
+    sds: ({ sds_config: _, ...config }) => config, // a name alone refers to a static secret
+  });
 }
 
 interface GroupPieces {

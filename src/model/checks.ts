@@ -238,31 +238,43 @@ function checkHttpRoute(route: RouteDoc, path: PathSegment[], r: DocRef, sink: D
 
 type RouteMatchDoc = NonNullable<RouteDoc['match']>;
 
+/** What matters of a route's match for shadowing, computed once per route. */
+interface MatchShape {
+  conditions: Set<string>;
+  sensitive: boolean;
+  prefix?: string;
+  path?: string;
+  regex: boolean;
+}
+
+function matchShape(m: RouteMatchDoc): MatchShape {
+  const conditions = new Set([...(m.headers ?? []).map((h) => `h${JSON.stringify(h)}`), ...(m.query ?? []).map((q) => `q${JSON.stringify(q)}`)]);
+  const regex = m.regex !== undefined;
+  return { conditions, sensitive: m.caseSensitive ?? true, regex, path: m.path, prefix: m.path === undefined && !regex ? (m.prefix ?? '/') : undefined };
+}
+
 /** A route is never used when an earlier route of its virtual host matches every request it matches. */
 function checkShadowedRoutes(routes: RouteDoc[], r: DocRef, sink: DiagnosticSink): void {
-  routes.forEach((later, i) => {
-    const j = routes.slice(0, i).findIndex((earlier) => matchCovers(earlier.match ?? {}, later.match ?? {}));
-    if (j < 0) return;
-    const name = (k: number) => (routes[k].name ? ` ("${routes[k].name}")` : '');
+  const shapes = routes.map((route) => matchShape(route.match ?? {}));
+  shapes.forEach((later, i) => {
+    const j = shapes.findIndex((earlier, k) => k < i && matchCovers(earlier, later));
+    if (j < 0 || j >= i) return;
+    const name = (k: number) => (routes[k]!.name ? ` ("${routes[k]!.name}")` : '');
     sink.warn(Codes.SHADOWED_ROUTE, r, ['routes', i, 'match'], `this route${name(i)} is never used: routes[${j}]${name(j)} comes first and matches every request it matches; put the more specific route first`);
   });
 }
 
 /** Whether every request matching `b` also matches `a` (conservative: false when unsure, e.g. regexes). */
-function matchCovers(a: RouteMatchDoc, b: RouteMatchDoc): boolean {
-  const conditions = (m: RouteMatchDoc) => [...(m.headers ?? []).map((h) => `h${JSON.stringify(h)}`), ...(m.query ?? []).map((q) => `q${JSON.stringify(q)}`)];
-  const bConditions = new Set(conditions(b));
-  if (!conditions(a).every((c) => bConditions.has(c))) return false;
-  const aSensitive = a.caseSensitive ?? true, bSensitive = b.caseSensitive ?? true;
-  if (a.regex !== undefined) return false;
-  const aPrefix = a.path === undefined ? (a.prefix ?? '/') : undefined;
-  if (aPrefix === '/' || aPrefix === '') return true; // every path starts with "/"
+function matchCovers(a: MatchShape, b: MatchShape): boolean {
+  if (a.regex || a.conditions.size > b.conditions.size) return false;
+  for (const c of a.conditions) if (!b.conditions.has(c)) return false;
+  if (a.prefix === '/' || a.prefix === '') return true; // every path starts with "/"
   // A case-sensitive `a` does not cover a case-insensitive `b` (b matches other spellings).
-  if (aSensitive && !bSensitive) return false;
-  const fold = (x: string) => (aSensitive ? x : x.toLowerCase());
-  const bValue = b.path ?? (b.regex === undefined ? (b.prefix ?? '/') : undefined);
+  if (a.sensitive && !b.sensitive) return false;
+  const fold = (x: string) => (a.sensitive ? x : x.toLowerCase());
+  const bValue = b.path ?? b.prefix;
   if (bValue === undefined) return false;
-  if (aPrefix !== undefined) return fold(bValue).startsWith(fold(aPrefix));
+  if (a.prefix !== undefined) return fold(bValue).startsWith(fold(a.prefix));
   return b.path !== undefined && fold(b.path) === fold(a.path!);
 }
 

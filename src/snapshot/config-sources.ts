@@ -81,26 +81,45 @@ function isAds(v: unknown): boolean {
   return !!v && typeof v === 'object' && 'ads' in (v as Obj);
 }
 
-/** Returns `json` with every ADS reference replaced by `sourceFor`'s answer (a new object; the input is untouched). */
-export function retargetConfigSources(json: Obj, sourceFor: ConfigSourceFor): Obj {
+/**
+ * What to put where a resource references another over ADS. Each hook gets the object holding the
+ * reference (already rewritten below it) and the referenced name, and returns its replacement.
+ */
+export interface AdsReferenceRewrite {
+  /** A cluster whose endpoints come over EDS (`eds_cluster_config`). */
+  eds(holder: Obj, serviceName: string): Obj;
+  /** An HTTP connection manager whose routes come over RDS (`rds`). */
+  rds(holder: Obj, routeConfigName: string): Obj;
+  /** A TLS context's secret config (`name` + `sds_config`). */
+  sds(holder: Obj, secretName: string): Obj;
+}
+
+/** The one walk over a resource's ADS references (the input is untouched). */
+export function rewriteAdsReferences(json: Obj, rewrite: AdsReferenceRewrite): Obj {
   const clusterName = typeof json.name === 'string' ? json.name : '';
   const walk = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(walk);
     if (!v || typeof v !== 'object') return v;
     const o = v as Obj;
-    const out: Obj = {};
+    let out: Obj = {};
     for (const [k, val] of Object.entries(o)) out[k] = walk(val);
-    if (isAds((o.eds_cluster_config as Obj | undefined)?.eds_config)) {
-      const edsName = ((o.eds_cluster_config as Obj).service_name as string) || clusterName;
-      out.eds_cluster_config = { ...(out.eds_cluster_config as Obj), eds_config: sourceFor('endpoint', edsName) };
-    }
-    if (o.rds && isAds((o.rds as Obj).config_source)) {
-      out.rds = { ...(out.rds as Obj), config_source: sourceFor('route', String((o.rds as Obj).route_config_name)) };
-    }
-    if (typeof o.name === 'string' && isAds(o.sds_config)) out.sds_config = sourceFor('secret', o.name);
+    const eds = o.eds_cluster_config as Obj | undefined;
+    if (isAds(eds?.eds_config)) out = rewrite.eds(out, (eds!.service_name as string) || clusterName);
+    const rds = o.rds as Obj | undefined;
+    if (rds && isAds(rds.config_source)) out = rewrite.rds(out, String(rds.route_config_name));
+    if (typeof o.name === 'string' && isAds(o.sds_config)) out = rewrite.sds(out, o.name);
     return out;
   };
   return walk(json) as Obj;
+}
+
+/** Returns `json` with every ADS reference replaced by `sourceFor`'s answer. */
+export function retargetConfigSources(json: Obj, sourceFor: ConfigSourceFor): Obj {
+  return rewriteAdsReferences(json, {
+    eds: (c, name) => ({ ...c, eds_cluster_config: { ...(c.eds_cluster_config as Obj), eds_config: sourceFor('endpoint', name) } }),
+    rds: (h, name) => ({ ...h, rds: { ...(h.rds as Obj), config_source: sourceFor('route', name) } }),
+    sds: (t, name) => ({ ...t, sds_config: sourceFor('secret', name) }),
+  });
 }
 
 /** Kinds whose resources can carry config sources. */

@@ -188,6 +188,18 @@ export function createRestServer(opts: RestOptions): RestServer {
   });
   const held = new Set<Held>();
   const pollers = new Map<StreamStatus, PollerState>();
+  // One variant per (proxy's cluster name, long polling or not), shared by every poll that needs it.
+  const variants = new Map<string, ConfigSourceVariant>();
+  const variantFor = (clusterName: string, longPoll: boolean): ConfigSourceVariant => {
+    const key = `${clusterName}|${longPoll}`;
+    let v = variants.get(key);
+    if (!v) {
+      if (variants.size >= 1024) variants.clear();
+      v = restVariant(clusterName, { refreshDelayMs: opts.refreshDelayMs, requestTimeoutMs: longPoll ? opts.requestTimeoutMs : undefined });
+      variants.set(key, v);
+    }
+    return v;
+  };
   // Envoy always sends application/json; anything else is refused with 415.
   app.removeContentTypeParser('text/plain');
 
@@ -303,10 +315,7 @@ export function createRestServer(opts: RestOptions): RestServer {
 
     // Long polling only for proxies that said their request_timeout allows it.
     const holdMs = Math.min(opts.holdMs, longPollMs(node.metadata));
-    const variant = restVariant(xdsClusterName(req.headers.host, REST_XDS_CLUSTER), {
-      refreshDelayMs: opts.refreshDelayMs,
-      requestTimeoutMs: holdMs > 0 ? opts.requestTimeoutMs : undefined,
-    });
+    const variant = variantFor(xdsClusterName(req.headers.host, REST_XDS_CLUSTER), holdMs > 0);
     const t = at.cfg.groups.get(at.group)!.types[kind];
     const sel = restSelection(t, names, variant);
     // A version this proxy rejected is not sent again (it keeps its last good one) until the next change.
