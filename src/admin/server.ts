@@ -132,7 +132,17 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     grpc: { streams: deps.registry.connected().length },
     rest: deps.restHeld ? { heldPolls: deps.restHeld(), pollingNodes: deps.registry.polling().length } : null,
   }));
-  app.get('/api/v1/nodes', async () => ({ connected: deps.registry.connected(), polling: deps.registry.polling(), recentlyDisconnected: deps.registry.recentlyDisconnected() }));
+  // Paged: a fleet of thousands must not become one huge response. `limit` per list (default 1000).
+  app.get<{ Querystring: { limit?: string; offset?: string } }>('/api/v1/nodes', async (req) => {
+    const limit = clampLimit(req.query.limit ?? '1000', 5000);
+    const offset = Math.max(0, Number.parseInt(req.query.offset ?? '0', 10) || 0);
+    const page = <T>(all: T[]) => all.slice(offset, offset + limit);
+    const [connected, polling, gone] = [deps.registry.connected(), deps.registry.polling(), deps.registry.recentlyDisconnected()];
+    return {
+      connected: page(connected), polling: page(polling), recentlyDisconnected: page(gone),
+      total: { connected: connected.length, polling: polling.length, recentlyDisconnected: gone.length }, offset, limit,
+    };
+  });
   app.get<{ Params: { id: string } }>('/api/v1/nodes/:id', async (req, reply) => {
     const streams = deps.registry.byNodeId(req.params.id);
     const nacks = deps.store.listNacks(req.params.id, 50);
@@ -175,7 +185,7 @@ export function redactedSecret(name: string, version: string, served: { name: st
   return { name, version, fingerprint: m?.fingerprint, notAfter: m?.notAfter, subject: m?.subject, material: '(redacted)' };
 }
 
-function clampLimit(v: string | undefined): number {
+function clampLimit(v: string | undefined, max = 1000): number {
   const n = Number(v ?? 50);
-  return Number.isInteger(n) && n > 0 ? Math.min(n, 1000) : 50;
+  return Number.isInteger(n) && n > 0 ? Math.min(n, max) : 50;
 }

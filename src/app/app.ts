@@ -77,6 +77,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
       holdMs: config.rest.holdMs,
       bodyLimit: config.rest.bodyLimit,
       maxHeld: config.rest.maxHeld,
+      pollerExpiryMs: config.rest.pollerExpiryMs,
       refreshDelayMs: config.rest.refreshDelayMs,
       requestTimeoutMs: config.rest.requestTimeoutMs,
       tokens: new TokenAuth(config.rest.tokens ?? []),

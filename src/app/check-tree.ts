@@ -20,8 +20,32 @@ export interface TreeCheck {
   diagnostics: Diagnostic[];
 }
 
+/**
+ * Problems reported per tree: the first ones, then a count (a generated file of 690,000 bad
+ * documents must not become a 137 MB rejection row, log line and status response).
+ */
+export const MAX_DIAGNOSTICS = 200;
+
+function capped(ds: Diagnostic[]): Diagnostic[] {
+  if (ds.length <= MAX_DIAGNOSTICS) return ds;
+  const errors = ds.filter((d) => d.severity === 'error').length;
+  return [
+    ...ds.slice(0, MAX_DIAGNOSTICS),
+    { code: ds[MAX_DIAGNOSTICS]!.code, severity: errors > 0 ? 'error' : 'warning', message: `and ${ds.length - MAX_DIAGNOSTICS} more problems not shown (${errors} errors in all); fix these first` },
+  ];
+}
+
 /** Read, validate and build a tree offline: exactly what the server does before it applies one. */
 export async function checkTree(
+  dir: string,
+  encoder = new ResourceEncoder(),
+  opts: Parameters<typeof checkTreeUncapped>[2] = {},
+): Promise<TreeCheck & { unchanged?: true }> {
+  const r = await checkTreeUncapped(dir, encoder, opts);
+  return { ...r, diagnostics: capped(r.diagnostics) };
+}
+
+async function checkTreeUncapped(
   dir: string,
   encoder = new ResourceEncoder(),
   opts: {

@@ -47,6 +47,7 @@ export const ServerConfigSchema = Type.Object(
           requestTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
           bodyLimit: Type.Optional(Type.Integer({ minimum: 1024, maximum: 67108864 })),
           maxHeld: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000000 })),
+          pollerExpiryMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 86400000, description: 'A REST node silent this long leaves the status (and its subscriptions are forgotten); default max(60 s, twice the hold plus two refresh delays).' })),
           tokens: Type.Optional(TokenList),
           tls: Type.Optional(TlsFiles),
         },
@@ -114,6 +115,7 @@ export interface RestSettings {
   requestTimeoutMs: number;
   bodyLimit: number;
   maxHeld: number;
+  pollerExpiryMs?: number;
 }
 
 export interface FilesSettings {
@@ -141,6 +143,7 @@ export function restSettings(r: Partial<RestSettings> & { listen: string }): Res
     refreshDelayMs: r.refreshDelayMs ?? 1_000,
     bodyLimit: r.bodyLimit ?? 1024 * 1024,
     maxHeld: r.maxHeld ?? 100_000,
+    pollerExpiryMs: r.pollerExpiryMs,
     tokens: r.tokens,
     tls: r.tls,
   };

@@ -8,6 +8,15 @@ import type { ParsedFile, SourceDocument } from './types.ts';
  * would explode later in validation. 100 is yaml's own default; we state it explicitly.
  */
 const MAX_ALIAS_COUNT = 100;
+/**
+ * Aliases can also amplify without many of them (99 aliases of one large route became an 11 MB
+ * route configuration): a document whose aliases expand it beyond this many bytes of JSON, and
+ * beyond 8 times its own text, is refused.
+ */
+const MAX_EXPANDED_BYTES = 256 * 1024;
+const MAX_EXPANSION_FACTOR = 8;
+/** Documents per file: far beyond any real file; checked before parsing (a 4 MB file of 690,000 documents blocked the loop for 24 s). */
+export const MAX_DOCUMENTS_PER_FILE = 5000;
 const PARSE_OPTIONS = { prettyErrors: false, uniqueKeys: true, strict: true, logLevel: 'silent' as const };
 
 /**
@@ -46,6 +55,11 @@ function parseUncached(file: string, text: string, hash: string): ParsedFile {
   const diagnostics: Diagnostic[] = [];
   const documents: SourceDocument[] = [];
   let docs: Document.Parsed[];
+  const separators = text.match(/^---/gm)?.length ?? 0;
+  if (separators + 1 > MAX_DOCUMENTS_PER_FILE) {
+    diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `about ${separators + 1} documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`, location: { file, line: 1, column: 1 } });
+    return { file, hash, text, documents, diagnostics };
+  }
   try {
     docs = parseAllDocuments(text, { ...PARSE_OPTIONS, lineCounter }) as Document.Parsed[];
   } catch (err) {
@@ -70,6 +84,15 @@ function parseUncached(file: string, text: string, hash: string): ParsedFile {
       return;
     }
     const start = lineCounter.linePos(doc.contents.range?.[0] ?? doc.range[0]);
+    if (text.includes('*')) {
+      // Only documents that may use aliases can expand beyond their text.
+      const own = doc.range[2] - doc.range[0];
+      const expanded = JSON.stringify(value)?.length ?? 0;
+      if (expanded > MAX_EXPANDED_BYTES && expanded > MAX_EXPANSION_FACTOR * own) {
+        diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `aliases expand this document to ${expanded} bytes (from ${own} bytes of YAML); the limit is ${MAX_EXPANDED_BYTES} bytes or ${MAX_EXPANSION_FACTOR} times the text`, location: { file, line: start.line, column: start.col } });
+        return;
+      }
+    }
     documents.push({ file, index, line: start.line, value });
   });
   return { file, hash, text, documents, diagnostics };

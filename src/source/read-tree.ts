@@ -101,9 +101,15 @@ export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS,
   const treeHash = combineHashes(entries.map((e) => ({ file: e.rel, hash: e.hash })));
   if ((Array.isArray(opts.unlessTreeHash) ? opts.unlessTreeHash.includes(treeHash) : opts.unlessTreeHash === treeHash) && diagnostics.length === 0) return { root, treeHash, files: [], diagnostics, unchanged: true };
   const files: ParsedFile[] = [];
+  let sliceStart = performance.now();
   for (const e of entries) {
     let parsed = cachedParse(e.rel, e.hash);
     if (!parsed) {
+      // Parsing a large tree must not starve the xDS servers or the watchdog: yield every ~20 ms.
+      if (performance.now() - sliceStart > 20) {
+        await new Promise<void>((r) => setImmediate(r));
+        sliceStart = performance.now();
+      }
       try {
         const bytes = e.bytes ?? (await readFile(e.abs));
         const bad = firstInvalidUtf8(bytes);

@@ -10,6 +10,7 @@ import type { PublishedConfig, SnapshotCache } from '../snapshot/snapshot-cache.
 import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
 import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/type-urls.ts';
 import { lenField, stringField } from '../xds/wire.ts';
+import { displayUserAgent, nodeLimitViolation } from '../security/node-limits.ts';
 import type { GroupAckTracker } from './group-ack-tracker.ts';
 
 /** Per-type stream state that NACK containment may pin to an older snapshot. */
@@ -74,12 +75,14 @@ export abstract class StreamBase {
     if (this.node) return;
     if (!n || !n.id) throw new ProtocolError(3, 'the first request of a stream must carry node.id');
     const node = { id: n.id, cluster: n.cluster ?? '', metadata: n.metadata ?? {} };
+    const tooLarge = nodeLimitViolation(node);
+    if (tooLarge) throw new ProtocolError(3, tooLarge);
     const refusal = this.opts.authorize?.(node);
     if (refusal) throw new ProtocolError(7, refusal);
     this.node = node;
     const cfg = this.opts.cache.current;
     this.group = cfg ? cfg.resolver.resolve(this.node) : 'default';
-    this.status = this.opts.registry.open({ nodeId: n.id, nodeCluster: this.node.cluster, group: this.group, transport: this.opts.transport, peer: this.opts.peer, userAgent: n.userAgent ?? '' });
+    this.status = this.opts.registry.open({ nodeId: n.id, nodeCluster: this.node.cluster, group: this.group, transport: this.opts.transport, peer: this.opts.peer, userAgent: displayUserAgent(n.userAgent ?? '') });
     this.unsubscribe = this.opts.cache.onPublish((next, prev) => this.publish(next, prev));
   }
 

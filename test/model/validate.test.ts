@@ -251,4 +251,26 @@ test('a route shadowed by an earlier one of its virtual host is a warning at its
   assert.equal(fine.map(formatDiagnostic), []);
 });
 
+
+test('shadowing, case by case: which earlier match hides which later one', async () => {
+  const cases: [string, string, boolean][] = [
+    // earlier match, later match, shadowed?
+    ['{ prefix: / }', '{ regex: "/x[0-9]+" }', true],
+    ['{ prefix: /api }', '{ path: /api/v1 }', true],
+    ['{ prefix: /api }', '{ prefix: /apx }', false],
+    ['{ path: /a }', '{ path: /a }', true],
+    ['{ path: /a }', '{ prefix: /a }', false],
+    ['{ prefix: /API, caseSensitive: false }', '{ prefix: /api/v2 }', true],
+    ['{ prefix: /api }', '{ prefix: /api/v2, caseSensitive: false }', false],
+    ['{ regex: "/.*" }', '{ prefix: /a }', false],
+    ['{ prefix: /a, headers: [{ name: x, exact: "1" }] }', '{ prefix: /a/b }', false],
+    ['{ prefix: /a, headers: [{ name: x, exact: "1" }] }', '{ prefix: /a/b, headers: [{ name: x, exact: "1" }, { name: y, present: true }] }', true],
+  ];
+  for (const [earlier, later, shadowed] of cases) {
+    const edge = `kind: Listener\nname: edge\nport: 8080\nvirtualHosts: [site]\n---\nkind: VirtualHost\nname: site\ndomains: [example.com]\nroutes:\n  - match: ${earlier}\n    to: web\n  - match: ${later}\n    to: api\n`;
+    const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': edge });
+    assert.is(ds.some((d) => d.code === 'FXDS_SHADOWED_ROUTE'), shadowed, `${earlier} then ${later}: ${ds.map(formatDiagnostic).join('; ')}`);
+  }
+});
+
 test.run();

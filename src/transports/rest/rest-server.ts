@@ -27,6 +27,7 @@ import { shortHash } from '../../shared/hash.ts';
 import { restVariant, retargetConfigSources, xdsClusterName, type ConfigSourceVariant } from '../../snapshot/config-sources.ts';
 import { REST_XDS_CLUSTER, longPollMs } from '../../bootstrap/config-source.ts';
 import { SECRETS_REFUSED } from '../stream-base.ts';
+import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
 import type { PublishedConfig, SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
@@ -49,6 +50,8 @@ export interface RestOptions {
   holdMs: number;
   bodyLimit: number;
   maxHeld: number;
+  /** How long a silent node stays in the status (default from the hold and refresh delay). */
+  pollerExpiryMs?: number;
   /** refresh_delay given to REST config sources in served resources. */
   refreshDelayMs: number;
   /** request_timeout given to them for proxies that opted into long polling (> holdMs). */
@@ -156,12 +159,13 @@ function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
   if (typeUrl && typeUrl !== TypeUrls[kind]) throw new BadRequest(`type_url ${typeUrl} does not match this path (${TypeUrls[kind]})`);
   const node = b.node;
   if (!node?.id) throw new BadRequest('node.id is required');
+  const identity = { id: String(node.id), cluster: String(node.cluster ?? ''), metadata: (node.metadata ?? {}) as Record<string, unknown> };
+  const tooLarge = nodeLimitViolation(identity);
+  if (tooLarge) throw new BadRequest(tooLarge);
   return {
     node: {
-      id: String(node.id),
-      cluster: String(node.cluster ?? ''),
-      metadata: (node.metadata ?? {}) as Record<string, unknown>,
-      userAgent: [node.user_agent_name ?? node.userAgentName, node.user_agent_version ?? node.userAgentVersion].filter(Boolean).join('/'),
+      ...identity,
+      userAgent: displayUserAgent([node.user_agent_name ?? node.userAgentName, node.user_agent_version ?? node.userAgentVersion].filter(Boolean).join('/')),
     },
     names: (b.resource_names ?? b.resourceNames ?? []) as string[],
     version: String(b.version_info ?? b.versionInfo ?? ''),
@@ -272,7 +276,7 @@ export function createRestServer(opts: RestOptions): RestServer {
   });
 
   // Subscriptions a proxy stopped polling (a removed cluster's EDS), and proxies that went away.
-  const staleMs = Math.max(60_000, 2 * (opts.holdMs + 2 * opts.refreshDelayMs));
+  const staleMs = opts.pollerExpiryMs ?? Math.max(60_000, 2 * (opts.holdMs + 2 * opts.refreshDelayMs));
   const sweep = setInterval(() => {
     const before = Date.now() - staleMs;
     for (const [status, state] of pollers) {
@@ -282,7 +286,7 @@ export function createRestServer(opts: RestOptions): RestServer {
         opts.registry.expirePoller(status);
       }
     }
-  }, Math.min(staleMs, 30_000));
+  }, Math.min(Math.max(staleMs / 2, 50), 30_000));
   sweep.unref();
   app.addHook('onClose', async () => clearInterval(sweep));
 

@@ -1,0 +1,23 @@
+/**
+ * Bounds on what a client may claim about itself. Node ids, clusters and metadata are kept for
+ * every stream and poller (and shown by the status API), and metadata is re-read to place the node
+ * in a group on every published version: a client must not be able to make them large. Real
+ * proxies use short host-like ids and small metadata; anything beyond these limits is refused.
+ */
+export const MAX_NODE_ID = 512;
+export const MAX_NODE_CLUSTER = 512;
+export const MAX_NODE_METADATA_BYTES = 16 * 1024;
+/** Kept for display only: longer user agents are cut, not refused. */
+export const MAX_USER_AGENT = 200;
+
+export function nodeLimitViolation(node: { id: string; cluster?: string; metadata?: Record<string, unknown> }): string | undefined {
+  if (node.id.length > MAX_NODE_ID) return `node.id is ${node.id.length} characters; at most ${MAX_NODE_ID} are accepted`;
+  if ((node.cluster ?? '').length > MAX_NODE_CLUSTER) return `node.cluster is longer than ${MAX_NODE_CLUSTER} characters`;
+  const meta = node.metadata ? JSON.stringify(node.metadata).length : 0;
+  if (meta > MAX_NODE_METADATA_BYTES) return `node.metadata is ${meta} bytes as JSON; at most ${MAX_NODE_METADATA_BYTES} are accepted`;
+  return undefined;
+}
+
+export function displayUserAgent(ua: string): string {
+  return ua.length > MAX_USER_AGENT ? ua.slice(0, MAX_USER_AGENT) + '…' : ua;
+}
