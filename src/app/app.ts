@@ -61,7 +61,7 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   for (const [transport, allowed] of Object.entries(sds)) {
     if (!allowed && (transport === 'grpc' || config.rest)) log.info({ transport }, 'TLS secrets (SDS) are refused on this transport: it does not authenticate nodes (configure mTLS with identityPrefix, or REST tokens)');
   }
-  const grpc = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes, identityPrefix: config.grpc.tls?.identityPrefix, secretsAllowed: sds.grpc });
+  const grpc = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes, maxUnreadBytes: config.grpc.maxUnreadBytes, identityPrefix: config.grpc.tls?.identityPrefix, secretsAllowed: sds.grpc });
   const grpcServer: Server = grpc.server;
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen, grpcCredentials(config.grpc.tls));
   let restServer: RestServer | undefined;

@@ -32,6 +32,7 @@ export const ServerConfigSchema = Type.Object(
       {
         listen: Listen,
         maxReceiveBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 268435456 })),
+        maxUnreadBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 1073741824, description: 'Responses a stream may leave unread before it is ended with RESOURCE_EXHAUSTED (default 32 MiB).' })),
         tls: Type.Optional(TlsFiles),
         serveLastAckedOnNack: Type.Optional(Type.Boolean({ description: 'NACK containment: a node connecting while its group\'s newest version of a type stands NACKed first gets the last version the group ACKed.' })),
       },

@@ -34,14 +34,15 @@ export class TreeWatcher {
     this.debouncer = new Debouncer(opts.onChange, opts.debounceMs, opts.maxWaitMs);
   }
 
-  private async watchContent(): Promise<void> {
+  /** `force`: the folder was replaced under the same path (deleted and created again): a new watch. */
+  private async watchContent(force = false): Promise<void> {
     let target: string;
     try {
       target = await realpath(this.opts.dir);
     } catch {
       return; // the directory is gone for now; the parent watch or the reconcile brings it back
     }
-    if (target === this.target && this.content) return;
+    if (!force && target === this.target && this.content) return;
     await this.content?.close();
     this.target = target;
     const w = watch(target, {
@@ -73,19 +74,20 @@ export class TreeWatcher {
 
   async start(): Promise<void> {
     await this.watchContent();
-    // Watch the folder holding each symlink on the path, without following links: a swap of the
-    // link is a rename there.
+    // Watch the folder holding the config folder and each symlink on the path, without following
+    // links: a swap of a link is a rename there, and so is the config folder being deleted and
+    // created again (a watch on the deleted folder would see nothing more).
+    const dir = resolve(this.opts.dir);
     const links = await this.symlinksOnPath();
-    if (links.length) {
-      const p = watch([...new Set(links.map((l) => dirname(l)))], { ignoreInitial: true, depth: 0, followSymlinks: false });
-      p.on('all', (_ev, path) => {
-        if (!links.includes(path)) return;
-        void this.watchContent().then(() => this.debouncer.trigger());
-      });
-      p.on('error', (err) => this.opts.onError(err as Error));
-      await new Promise<void>((r) => p.once('ready', () => r()));
-      this.parent = p;
-    }
+    const watched = [dir, ...links];
+    const p = watch([...new Set(watched.map((l) => dirname(l)))], { ignoreInitial: true, depth: 0, followSymlinks: false });
+    p.on('all', (_ev, path) => {
+      if (!watched.includes(path)) return;
+      void this.watchContent(path === dir).then(() => this.debouncer.trigger());
+    });
+    p.on('error', (err) => this.opts.onError(err as Error));
+    await new Promise<void>((r) => p.once('ready', () => r()));
+    this.parent = p;
     if (this.opts.reconcileMs) {
       this.reconcile = setInterval(() => void this.watchContent().then(() => this.opts.onChange()), this.opts.reconcileMs);
       this.reconcile.unref();

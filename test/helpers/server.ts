@@ -12,6 +12,7 @@ export interface StartOptions {
   files?: Partial<FilesSettings> & { dir: string };
   serveLastAckedOnNack?: boolean;
   envoyCheck?: { binaries: string[] };
+  maxUnreadBytes?: number;
   /** Serve SDS without authentication (loopback only; default true here: most tests are about other things). */
   insecureSds?: boolean;
   /** Receives every log line (JSON) the server writes, at debug level. */
@@ -24,7 +25,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
     files: opts.files ? { enabled: true, envoyDir: opts.files.dir, format: 'json', layout: 'files', ...opts.files } : undefined,
     configDir,
     database: opts.database ?? join(tempDir(), 'fleetxds.db'),
-    grpc: { listen: '127.0.0.1:0', serveLastAckedOnNack: opts.serveLastAckedOnNack },
+    grpc: { listen: '127.0.0.1:0', serveLastAckedOnNack: opts.serveLastAckedOnNack, maxUnreadBytes: opts.maxUnreadBytes },
     admin: { listen: '127.0.0.1:0' },
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },
     log: { level: 'silent' },

@@ -86,4 +86,25 @@ test('a symlink swap of the directory itself is followed (releases + current)', 
   }
 });
 
+
+test('the config folder deleted and created again is still watched (no reconcile needed)', async () => {
+  const parent = tempDir();
+  const dir = join(parent, 'services');
+  writeTree(BASE, dir);
+  const app = await startServer(dir, { watch: true });
+  try {
+    const first = app.cache.current!.versionId;
+    rmSync(dir, { recursive: true });
+    await new Promise((r) => setTimeout(r, 400)); // the empty tree is refused meanwhile
+    writeTree({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.9:80') }, dir);
+    await waitFor('the recreated folder applied', () => app.cache.current!.versionId !== first, 5000);
+    // ...and later edits in it too.
+    const second = app.cache.current!.versionId;
+    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.8:80'));
+    await waitFor('a later edit applied', () => app.cache.current!.versionId !== second, 5000);
+  } finally {
+    await app.close();
+  }
+});
+
 test.run();

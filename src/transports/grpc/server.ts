@@ -32,7 +32,12 @@ export interface GrpcServerOptions {
   identityPrefix?: string;
   /** Whether SDS may be served (see secretsAllowed in the settings). */
   secretsAllowed?: boolean;
+  /** Responses a stream may have queued unread before it is ended (RESOURCE_EXHAUSTED). */
+  maxUnreadBytes?: number;
 }
+
+/** Enough for several full-state pushes of a large config; a client far behind reconnects. */
+export const DEFAULT_MAX_UNREAD_BYTES = 32 * 1024 * 1024;
 
 interface ServiceSpec {
   service: string;
@@ -110,6 +115,7 @@ export interface GrpcTransport {
 }
 
 export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
+  const maxUnread = opts.maxUnreadBytes ?? DEFAULT_MAX_UNREAD_BYTES;
   const calls = new Set<grpc.ServerDuplexStream<protobuf.Message, Buffer>>();
   const finishers = new Map<grpc.ServerDuplexStream<protobuf.Message, Buffer>, () => void>();
   // Backstop: a stream must be released however it ends, even if no event reaches us for it
@@ -149,6 +155,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
       [spec.method]: (call: grpc.ServerDuplexStream<protobuf.Message, Buffer>) => {
         const log = opts.log.child({ transport: spec.transport, peer: call.getPeer() });
         calls.add(call);
+        let unread = 0;
         const prefix = opts.identityPrefix;
         const peerCert = prefix ? (call as unknown as { getAuthContext?: () => { sslPeerCertificate?: PeerCertificateLike } }).getAuthContext?.()?.sslPeerCertificate : undefined;
         const streamOpts = {
@@ -166,7 +173,16 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           variant: spec.kind ? grpcVariant(xdsClusterName(call.getHost(), GRPC_XDS_CLUSTER), spec.delta) : undefined,
           send: (bytes: Buffer) => {
             if (!call.writable || call.destroyed) return;
-            call.write(bytes);
+            // A client that does not read must not make us buffer push after push without bound.
+            // (The call is an object-mode stream: its writableLength counts messages, so count bytes here.)
+            if (unread + bytes.length > maxUnread) {
+              log.warn({ node: stream.streamStatus?.nodeId, unreadBytes: unread }, 'client is not reading its responses; ending the stream');
+              call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: `more than ${maxUnread} bytes of responses unread; reconnect to get the current state` });
+              finish();
+              return;
+            }
+            unread += bytes.length;
+            call.write(bytes, () => (unread -= bytes.length));
           },
         };
         const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
