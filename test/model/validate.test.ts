@@ -273,4 +273,14 @@ test('shadowing, case by case: which earlier match hides which later one', async
   }
 });
 
+
+test('regexes are RE2, not JavaScript: (?i) is accepted, a repeat over 1000 and lookahead are refused', async () => {
+  const withRegex = (re: string) => ({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - match: { prefix: /api }', `  - match: { regex: ${JSON.stringify(re)} }`) });
+  assert.equal((await diagnosticsOf(withRegex('(?i)/abc'))).map(formatDiagnostic), []);
+  const over = await diagnosticsOf(withRegex('x{1001}'));
+  assert.match(over.map(formatDiagnostic).join('\n'), /edge\.yaml:10:\d+: error FXDS_INVALID_VALUE: VirtualHost\/site routes\[0\]\.match\.regex: invalid RE2 regular expression .*invalid repeat count/);
+  const look = await diagnosticsOf(withRegex('/a(?=b)'));
+  assert.match(look.map(formatDiagnostic).join('\n'), /invalid RE2 regular expression/);
+});
+
 test.run();
