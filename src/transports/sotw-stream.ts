@@ -153,11 +153,13 @@ export class SotwStream extends StreamBase {
       return; // unsubscribed from everything: send nothing further (SOTW-11)
     }
     const fullState = supportsWildcard(kind);
+    // Nothing to send: the client holds this version too (not for the interim snapshot of a removal).
+    const settled = () => (override ? undefined : this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version));
     const differs = (r: EncodedResource) => ts.sent.get(r.name) !== r.version;
     let selected: EncodedResource[];
     if (fullState) {
       const changed = desired.length !== ts.sent.size || desired.some(differs);
-      if (!changed && !force) return this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
+      if (!changed && !force) return settled();
       selected = desired;
     } else {
       selected = first || forceNames.has('*') ? desired : desired.filter((r) => differs(r) || forceNames.has(r.name));
@@ -168,7 +170,7 @@ export class SotwStream extends StreamBase {
         if (v !== undefined) kept.set(r.name, v);
       }
       ts.sent = kept;
-      if (selected.length === 0) return this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
+      if (selected.length === 0) return settled();
     }
     const names = (rs: EncodedResource[]) => rs.map((r) => r.name);
     const key = (ts.sub.wildcard ? ['*', ...names(selected.filter((r) => r.namedOnly))] : names(selected)).join('\u0000');

@@ -23,15 +23,29 @@ export function envoyBinary(version: EnvoyVersion): string {
   return bin;
 }
 
+/** Ports handed out by this process: never twice, even before whoever asked binds them. */
+const handedOut = new Set<number>();
+
+/**
+ * A port for a listener that someone (Envoy) binds later. Taken below Linux's ephemeral range
+ * (32768-60999): a port from `listen(0)` can be handed again by the kernel to an outbound
+ * connection or another `listen(0)` before Envoy binds it, which made Envoy fail to bind.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (handedOut.has(port)) continue;
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
     });
-  });
+    if (ok) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port in 20000-31999');
 }
 
 export interface EnvoyProcess {
