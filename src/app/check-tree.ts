@@ -68,9 +68,9 @@ async function checkTreeUncapped(
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
   const textOf = (f: string) => texts.get(f);
   const built = buildConfig(model, encoder, textOf, secrets.materials, opts.previous);
-  const guarded = built.config ? removalDiagnostics(model, built.config.groups, opts.against, textOf) : [];
-  if (guarded.length) return { model, treeHash: source.treeHash, diagnostics: [...diagnostics, ...built.diagnostics, ...guarded] };
   const all = [...diagnostics, ...built.diagnostics];
+  const guarded = built.config ? removalDiagnostics(model, built.config.groups, opts.against, textOf) : [];
+  if (guarded.length) return { model, treeHash: source.treeHash, diagnostics: [...all, ...guarded] };
   // Envoy, when configured, judges last: what it rejects blocks the tree like any other error.
   const judged = built.config && opts.envoy ? await opts.envoy.check(model, built.config, textOf) : [];
   if (judged.length) return { model, treeHash: source.treeHash, diagnostics: [...all, ...judged] };

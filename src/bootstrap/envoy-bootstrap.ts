@@ -4,8 +4,8 @@
  * envoy.config.bootstrap.v3.Bootstrap proto before it is returned.
  */
 import { isIP } from 'node:net';
-import { msToProtoDuration } from '../shared/duration.ts';
 import { encodeJson } from '../xds/proto-json.ts';
+import { grpcVariant, restVariant } from '../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER, LONG_POLL_METADATA, REST_XDS_CLUSTER } from './config-source.ts';
 
 /**
@@ -76,16 +76,9 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
     }
     case 'per-type':
     case 'per-type-delta': {
-      // The server points the clusters' EDS, listeners' RDS and SDS at the same cluster.
+      // The same config source the server writes into served clusters and listeners for this proxy.
       const s = input.server!;
-      const source = {
-        api_config_source: {
-          api_type: input.mode === 'per-type' ? 'GRPC' : 'DELTA_GRPC',
-          transport_api_version: 'V3',
-          grpc_services: [{ envoy_grpc: { cluster_name: GRPC_XDS_CLUSTER } }],
-        },
-        resource_api_version: 'V3',
-      };
+      const source = grpcVariant(GRPC_XDS_CLUSTER, input.mode === 'per-type-delta').sourceFor('cluster', '');
       dynamic = { cds_config: source, lds_config: source };
       clusters.push(staticCluster(GRPC_XDS_CLUSTER, s.host, s.port, true));
       break;
@@ -93,17 +86,12 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
     case 'rest': {
       const s = input.server!;
       const longPoll = input.longPollMs ?? 0;
-      const source = {
-        api_config_source: {
-          api_type: 'REST',
-          transport_api_version: 'V3',
-          cluster_names: [REST_XDS_CLUSTER],
-          refresh_delay: msToProtoDuration(input.refreshDelayMs ?? 1000),
-          // Must exceed the server's hold time, or every held poll counts as a failure.
-          ...(longPoll > 0 ? { request_timeout: msToProtoDuration(input.requestTimeoutMs ?? 30_000) } : {}),
-        },
-        resource_api_version: 'V3',
-      };
+      // request_timeout only with long polling, and then above the server's hold time, or every
+      // held poll counts as a failure; the server writes the same source into served resources.
+      const source = restVariant(REST_XDS_CLUSTER, {
+        refreshDelayMs: input.refreshDelayMs ?? 1000,
+        requestTimeoutMs: longPoll > 0 ? (input.requestTimeoutMs ?? 30_000) : undefined,
+      }).sourceFor('cluster', '');
       // The promise that lets the server hold polls: this proxy's request_timeout outlasts it.
       if (longPoll > 0) node.metadata = { [LONG_POLL_METADATA.namespace]: { [LONG_POLL_METADATA.field]: longPoll } };
       dynamic = { cds_config: source, lds_config: source };

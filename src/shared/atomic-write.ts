@@ -10,6 +10,7 @@ import { basename, dirname, join } from 'node:path';
 export async function writeFileAtomic(dest: string, data: string | Uint8Array, mode = 0o640): Promise<void> {
   const dir = dirname(dest);
   const tmp = join(dir, `.${basename(dest)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  // (isAtomicWriteTemp below recognises this name.)
   const fh = await open(tmp, 'wx', mode);
   try {
     await fh.writeFile(data);
@@ -33,4 +34,9 @@ export async function fsyncDir(dir: string): Promise<void> {
   } finally {
     await dh.close();
   }
+}
+
+/** A temporary file of `writeFileAtomic` (one a crash left behind, if no write is under way). */
+export function isAtomicWriteTemp(name: string): boolean {
+  return /^\..+\.\d+\.[0-9a-f]{8}\.tmp$/.test(name);
 }

@@ -82,7 +82,11 @@ export class NodeRegistry {
   }
 
   close(s: StreamStatus): void {
-    if (!this.live.delete(s.streamId)) return;
+    if (this.live.delete(s.streamId)) this.retire(s);
+  }
+
+  /** Into the recently disconnected list, so status still shows who went away. */
+  private retire(s: StreamStatus): void {
     s.disconnectedAt = new Date().toISOString();
     this.gone.push(s);
     if (this.gone.length > MAX_DISCONNECTED) this.gone.shift();
@@ -169,9 +173,7 @@ export class NodeRegistry {
   expirePoller(s: StreamStatus): void {
     if (this.pollers.get(s.nodeId) !== s) return;
     this.pollers.delete(s.nodeId);
-    s.disconnectedAt = new Date().toISOString();
-    this.gone.push(s);
-    if (this.gone.length > MAX_DISCONNECTED) this.gone.shift();
+    this.retire(s);
   }
 
   connected(): StreamStatus[] {

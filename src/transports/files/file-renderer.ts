@@ -17,7 +17,7 @@ import { mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink } from 
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import type { Logger } from 'pino';
-import { fsyncDir, writeFileAtomic } from '../../shared/atomic-write.ts';
+import { fsyncDir, isAtomicWriteTemp, writeFileAtomic } from '../../shared/atomic-write.ts';
 import { retargetConfigSources, type ConfigSourceFor } from '../../snapshot/config-sources.ts';
 import type { GroupSnapshot } from '../../snapshot/group-snapshot.ts';
 import type { PublishedConfig } from '../../snapshot/snapshot-cache.ts';
@@ -148,7 +148,7 @@ export class FileRenderer {
       for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
         const p = join(dir, e.name);
         if (e.isDirectory()) await walk(p);
-        else if (e.isFile() && /^\..+\.\d+\.[0-9a-f]{8}\.tmp$/.test(e.name)) await unlink(p).catch(() => {});
+        else if (e.isFile() && isAtomicWriteTemp(e.name)) await unlink(p).catch(() => {});
         else if (e.isSymbolicLink() && /^\.current\.\d+\.tmp$/.test(e.name)) await unlink(p).catch(() => {});
       }
     };
