@@ -15,7 +15,10 @@ import { restScenario } from './scenarios/rest.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import { machineInfo, median } from './lib/proc.ts';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string' }, quick: { type: 'boolean', default: false } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { runs: { type: 'string' }, quick: { type: 'boolean', default: false } },
+});
 const all = ['pipeline', 'restart', 'fanout', 'rest', 'files', 'envoy-check'];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
@@ -39,7 +42,9 @@ function medianOf<T extends Record<string, unknown>>(results: T[]): T {
   return out as T;
 }
 
-console.log(`# fleetxds benchmarks\n\nmachine: ${machineInfo()}; runs per point: ${runs} (fan-out: ${values.runs ?? 1})`);
+console.log(
+  `# fleetxds benchmarks\n\nmachine: ${machineInfo()}; runs per point: ${runs} (fan-out: ${values.runs ?? 1})`,
+);
 execFileSync('npm', ['run', 'build', '--silent'], { cwd: projectPath(), stdio: 'inherit' });
 
 let lastDb: { database: string; configDir: string } | undefined;
@@ -49,22 +54,35 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
     const results: Record<string, number | string>[] = [];
     for (let r = 0; r < (selected.includes('pipeline') ? runs : 1); r++) {
       const dir = tempDir('fleetxds-bench-');
-      const out = spawnSync(process.execPath, ['--import', 'tsx', projectPath('bench', 'scenarios', 'pipeline.ts'), String(n), dir], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      const out = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', projectPath('bench', 'scenarios', 'pipeline.ts'), String(n), dir],
+        { encoding: 'utf8', maxBuffer: 1 << 24 },
+      );
       if (out.status !== 0) throw new Error(out.stderr);
       results.push(JSON.parse(out.stdout.trim().split('\n').pop()!));
     }
     const m = medianOf(results);
-    lastDb = { database: String(results[results.length - 1].database), configDir: String(results[results.length - 1].configDir) };
+    lastDb = {
+      database: String(results[results.length - 1].database),
+      configDir: String(results[results.length - 1].configDir),
+    };
     const { database: _d, configDir: _c, ...row } = m;
     rows.push(row);
   }
-  if (selected.includes('pipeline')) table('Pipeline: read + parse, validate, translate + encode (cold); one-file change to new snapshot (incl. 50 ms debounce); peak RSS', rows);
+  if (selected.includes('pipeline'))
+    table(
+      'Pipeline: read + parse, validate, translate + encode (cold); one-file change to new snapshot (incl. 50 ms debounce); peak RSS',
+      rows,
+    );
 }
 
 if (selected.includes('restart') && lastDb) {
   const results = [];
   for (let r = 0; r < runs; r++) results.push(await restartScenario(lastDb.configDir, lastDb.database));
-  table(`Restart: process start to first ADS response from SQLite (${quick ? '1,000' : '10,000'} services)`, [medianOf(results)]);
+  table(`Restart: process start to first ADS response from SQLite (${quick ? '1,000' : '10,000'} services)`, [
+    medianOf(results),
+  ]);
 }
 
 if (selected.includes('fanout')) {
@@ -77,13 +95,18 @@ if (selected.includes('fanout')) {
       rows.push(medianOf(results as unknown as Record<string, unknown>[]) as unknown as FanoutResult);
     }
   }
-  table('Fan-out: one-route change to all N ADS clients holding it (ms, incl. 50 ms debounce); server CPU s and RSS MB; bytes per client', rows as unknown as Record<string, unknown>[]);
+  table(
+    'Fan-out: one-route change to all N ADS clients holding it (ms, incl. 50 ms debounce); server CPU s and RSS MB; bytes per client',
+    rows as unknown as Record<string, unknown>[],
+  );
 }
 
 if (selected.includes('rest')) {
   const results = [];
   for (let r = 0; r < Math.min(runs, 2); r++) results.push(await restScenario(quick ? 2000 : 10_000));
-  table('REST long-poll: held polls, server RSS, time from change to all answered (ms, incl. debounce)', [medianOf(results)]);
+  table('REST long-poll: held polls, server RSS, time from change to all answered (ms, incl. debounce)', [
+    medianOf(results),
+  ]);
 }
 
 if (selected.includes('files')) {
@@ -97,9 +120,16 @@ if (selected.includes('envoy-check')) {
   const rows: Record<string, unknown>[] = [];
   for (const releases of [['1.40'], ['1.40', '1.36']]) {
     const binaries = releases.map((v) => projectPath('.envoy', v, 'bin', 'envoy'));
-    const out = spawnSync(process.execPath, ['--import', 'tsx', projectPath('bench', 'scenarios', 'envoy-check.ts'), tempDir('fleetxds-bench-'), ...binaries], { encoding: 'utf8' });
+    const out = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', projectPath('bench', 'scenarios', 'envoy-check.ts'), tempDir('fleetxds-bench-'), ...binaries],
+      { encoding: 'utf8' },
+    );
     if (out.status !== 0) throw new Error(out.stderr);
     for (const line of out.stdout.trim().split('\n')) rows.push(JSON.parse(line));
   }
-  table('Envoy pre-check (envoyCheck.binaries): `envoy --mode validate` per node group, ms (checkTree without it for scale)', rows);
+  table(
+    'Envoy pre-check (envoyCheck.binaries): `envoy --mode validate` per node group, ms (checkTree without it for scale)',
+    rows,
+  );
 }

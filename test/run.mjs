@@ -33,7 +33,11 @@ const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
 function runFile(file) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: root, env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd: root,
+      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -49,7 +53,9 @@ function runFile(file) {
   });
 }
 
-let passed = 0, failed = 0, skipped = 0;
+let passed = 0,
+  failed = 0,
+  skipped = 0;
 for (const file of files) {
   const r = await runFile(file);
   const name = relative(root, file);
@@ -62,7 +68,8 @@ for (const file of files) {
   passed += r.passed;
   failed += f + (f === 0 && r.code !== 0 ? 1 : 0);
   skipped += r.skipped;
-  if (f > 0 || r.code !== 0) console.log(`FAIL ${name}: ${r.passed}/${r.total} passed (exit ${r.code}, ${r.ms} ms)\n${r.text}`);
+  if (f > 0 || r.code !== 0)
+    console.log(`FAIL ${name}: ${r.passed}/${r.total} passed (exit ${r.code}, ${r.ms} ms)\n${r.text}`);
   else console.log(`ok   ${name}: ${r.passed} passed${r.skipped ? `, ${r.skipped} skipped` : ''} (${r.ms} ms)`);
 }
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);

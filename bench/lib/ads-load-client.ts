@@ -8,7 +8,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { lookupType } from '../../src/xds/proto-root.ts';
 
-const [port, count, mode, prefix, routeName] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] as 'sotw' | 'delta', process.argv[5], process.argv[6]];
+const [port, count, mode, prefix, routeName] = [
+  Number(process.argv[2]),
+  Number(process.argv[3]),
+  process.argv[4] as 'sotw' | 'delta',
+  process.argv[5],
+  process.argv[6],
+];
 const T = {
   cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
   endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
@@ -16,11 +22,17 @@ const T = {
   route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
 };
 const delta = mode === 'delta';
-const Req = lookupType(delta ? 'envoy.service.discovery.v3.DeltaDiscoveryRequest' : 'envoy.service.discovery.v3.DiscoveryRequest');
-const Res = lookupType(delta ? 'envoy.service.discovery.v3.DeltaDiscoveryResponse' : 'envoy.service.discovery.v3.DiscoveryResponse');
+const Req = lookupType(
+  delta ? 'envoy.service.discovery.v3.DeltaDiscoveryRequest' : 'envoy.service.discovery.v3.DiscoveryRequest',
+);
+const Res = lookupType(
+  delta ? 'envoy.service.discovery.v3.DeltaDiscoveryResponse' : 'envoy.service.discovery.v3.DiscoveryResponse',
+);
 const Cluster = lookupType('envoy.config.cluster.v3.Cluster');
 const method = {
-  path: delta ? '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources' : '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+  path: delta
+    ? '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources'
+    : '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
   requestStream: true,
   responseStream: true,
   requestSerialize: (v: object) => Buffer.from(Req.encode(Req.fromObject(v)).finish()),
@@ -42,7 +54,12 @@ let watch: { typeUrl: string } | undefined;
 let readyCount = 0;
 
 function open(i: number): void {
-  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, 'grpc.max_receive_message_length': -1 } as grpc.ChannelOptions) as unknown as { S: () => grpc.ClientDuplexStream<object, { msg: Record<string, any>; size: number }> };
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+    'grpc.use_local_subchannel_pool': 1,
+    'grpc.max_receive_message_length': -1,
+  } as grpc.ChannelOptions) as unknown as {
+    S: () => grpc.ClientDuplexStream<object, { msg: Record<string, any>; size: number }>;
+  };
   const call = client.S();
   const st: StreamState = { ready: false, bytes: 0 };
   states[i] = st;
@@ -52,10 +69,18 @@ function open(i: number): void {
     st.bytes += size;
     const typeUrl = msg.type_url as string;
     if (delta) call.write({ type_url: typeUrl, response_nonce: msg.nonce });
-    else call.write({ type_url: typeUrl, version_info: msg.version_info, response_nonce: msg.nonce, resource_names: typeUrl === T.route ? [routeName] : typeUrl === T.endpoint ? edsNames : [] });
+    else
+      call.write({
+        type_url: typeUrl,
+        version_info: msg.version_info,
+        response_nonce: msg.nonce,
+        resource_names: typeUrl === T.route ? [routeName] : typeUrl === T.endpoint ? edsNames : [],
+      });
     if (typeUrl === T.cluster && !edsRequested) {
       edsRequested = true;
-      const names = (msg.resources as Record<string, any>[]).map((r) => (delta ? r.name : (Cluster.decode(r.value) as unknown as { name: string }).name));
+      const names = (msg.resources as Record<string, any>[]).map((r) =>
+        delta ? r.name : (Cluster.decode(r.value) as unknown as { name: string }).name,
+      );
       edsNames = names;
       if (delta) call.write({ type_url: T.endpoint, resource_names_subscribe: names });
       else call.write({ type_url: T.endpoint, resource_names: names });
@@ -66,7 +91,8 @@ function open(i: number): void {
     }
     if (watch && typeUrl === watch.typeUrl && st.watchedAt === undefined) {
       st.watchedAt = Date.now();
-      if (states.every((s) => s.watchedAt !== undefined)) process.send!({ type: 'acked', times: states.map((s) => s.watchedAt), bytes: states.map((s) => s.bytes) });
+      if (states.every((s) => s.watchedAt !== undefined))
+        process.send!({ type: 'acked', times: states.map((s) => s.watchedAt), bytes: states.map((s) => s.bytes) });
     }
   });
   let edsNames: string[] = [];
@@ -100,4 +126,3 @@ process.on('message', (m: { type: string; typeUrl?: string }) => {
     if (i % 100 === 99) await new Promise((r) => setTimeout(r, 60));
   }
 })();
-

@@ -14,7 +14,7 @@ export interface TreeSpec {
 }
 
 export function serviceYaml(i: number, endpointSeed = 0): string {
-  const ip = (k: number) => `10.${(i >> 8) & 255}.${i & 255}.${(k + endpointSeed) % 250 + 1}`;
+  const ip = (k: number) => `10.${(i >> 8) & 255}.${i & 255}.${((k + endpointSeed) % 250) + 1}`;
   return `kind: Service
 name: svc-${i}
 protocol: http2
@@ -32,7 +32,9 @@ export function vhostYaml(v: number, routes: number, services: number, variant =
   const lines = [`kind: VirtualHost\nname: vh-${v}\ndomains: [vh-${v}.example.com]\nroutes:`];
   for (let r = 0; r < routes; r++) {
     const svc = (v * routes + r) % services;
-    lines.push(`  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: [5xx, reset], count: 2 } }`);
+    lines.push(
+      `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: [5xx, reset], count: 2 } }`,
+    );
   }
   return lines.join('\n') + '\n';
 }
@@ -49,13 +51,16 @@ export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
     writeFileSync(join(dir, 'services', `svc-${f}.yaml`), docs.join('---\n'));
   }
   const vhosts = Math.max(1, Math.ceil(spec.services / routesPer));
-  for (let v = 0; v < vhosts; v++) writeFileSync(join(dir, 'routes', `vh-${v}.yaml`), vhostYaml(v, routesPer, spec.services));
+  for (let v = 0; v < vhosts; v++)
+    writeFileSync(join(dir, 'routes', `vh-${v}.yaml`), vhostYaml(v, routesPer, spec.services));
   const names = Array.from({ length: vhosts }, (_, v) => `vh-${v}`);
   const ldocs: string[] = [];
   for (let g = 0; g < groups; g++) {
     const group = groups === 1 ? 'default' : `g-${g}`;
     if (groups > 1) ldocs.push(`kind: NodeGroup\nname: ${group}\nmatch: { cluster: ${group} }\n`);
-    ldocs.push(`kind: Listener\nname: edge-${g}\nport: 10000\ngroups: [${group}]\nvirtualHosts: [${names.join(', ')}]\n`);
+    ldocs.push(
+      `kind: Listener\nname: edge-${g}\nport: 10000\ngroups: [${group}]\nvirtualHosts: [${names.join(', ')}]\n`,
+    );
   }
   writeFileSync(join(dir, 'listeners.yaml'), ldocs.join('---\n'));
   return { vhosts };

@@ -33,12 +33,25 @@ async function measure(label: string, dir: string, change?: () => void): Promise
     await checker.check(again.model!, again.config!, () => undefined);
     changedMs = performance.now() - t;
   }
-  const bytes = [...r.config.groups.values()].reduce((a, g) => a + Object.values(g.types).reduce((b, ty) => b + [...ty.resources.values()].reduce((c, x) => c + x.any.length, 0), 0), 0);
+  const bytes = [...r.config.groups.values()].reduce(
+    (a, g) =>
+      a +
+      Object.values(g.types).reduce((b, ty) => b + [...ty.resources.values()].reduce((c, x) => c + x.any.length, 0), 0),
+    0,
+  );
   const round = (x: number | undefined) => (x === undefined ? '-' : Math.round(x));
-  console.log(JSON.stringify({
-    tree: label, groups: r.config.groups.size, resourceKB: Math.round(bytes / 1024), envoyReleases: binaries.length,
-    checkTreeMs: round(checkMs), envoyCheckMs: round(coldMs), envoyRuns: checker.stats.runs, envoyAfterOneRouteChangeMs: round(changedMs),
-  }));
+  console.log(
+    JSON.stringify({
+      tree: label,
+      groups: r.config.groups.size,
+      resourceKB: Math.round(bytes / 1024),
+      envoyReleases: binaries.length,
+      checkTreeMs: round(checkMs),
+      envoyCheckMs: round(coldMs),
+      envoyRuns: checker.stats.runs,
+      envoyAfterOneRouteChangeMs: round(changedMs),
+    }),
+  );
 }
 
 const example = join(root, 'example');
@@ -47,5 +60,7 @@ await measure('example config', join(example, 'services'));
 for (const n of [1000]) {
   const dir = join(root, `gen-${n}`);
   generateTree(dir, { services: n, routesPerVhost: 100 });
-  await measure(`${n} services`, dir, () => writeFileSync(join(dir, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, n, 'changed')));
+  await measure(`${n} services`, dir, () =>
+    writeFileSync(join(dir, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, n, 'changed')),
+  );
 }

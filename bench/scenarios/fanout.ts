@@ -51,13 +51,22 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
   const cfg = join(dir, 'cfg');
   generateTree(cfg, { services: 100, routesPerVhost: 100 });
   const settings = join(dir, 'fleetxds.yaml');
-  writeFileSync(settings, `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`);
+  writeFileSync(
+    settings,
+    `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
+  );
   const server = await spawnServer(settings);
   const children: ChildProcess[] = [];
   try {
     for (let p = 0; p < clientProcs; p++) {
       const count = Math.floor(n / clientProcs) + (p < n % clientProcs ? 1 : 0);
-      children.push(fork(projectPath('bench', 'lib', 'ads-load-client.ts'), [String(server.grpcPort), String(count), mode, `c${p}`, 'edge-0'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+      children.push(
+        fork(
+          projectPath('bench', 'lib', 'ads-load-client.ts'),
+          [String(server.grpcPort), String(count), mode, `c${p}`, 'edge-0'],
+          { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+        ),
+      );
     }
     await waitMsg(children, 'ready', 300_000);
     const measure = async (typeUrl: string, change: () => void) => {
@@ -72,13 +81,24 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
       const bytes = acked.flatMap((m) => m.bytes as number[]);
       return { lat, bytes, cpu: after.cpuSeconds - before.cpuSeconds, rss: after.rssMB };
     };
-    const route = await measure(RDS, () => writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, 100).replace('/api/r7/', '/api/r7-moved/')));
-    const eds = await measure(EDS, () => writeFileSync(join(cfg, 'services', 'svc-0.yaml'), [serviceYaml(0, 7), ...Array.from({ length: 99 }, (_, i) => serviceYaml(i + 1))].join('---\n')));
+    const route = await measure(RDS, () =>
+      writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, 100).replace('/api/r7/', '/api/r7-moved/')),
+    );
+    const eds = await measure(EDS, () =>
+      writeFileSync(
+        join(cfg, 'services', 'svc-0.yaml'),
+        [serviceYaml(0, 7), ...Array.from({ length: 99 }, (_, i) => serviceYaml(i + 1))].join('---\n'),
+      ),
+    );
     const avg = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
     return {
-      n, mode,
-      p50: percentile(route.lat, 50), p99: percentile(route.lat, 99), max: Math.max(...route.lat),
-      serverCpuSeconds: route.cpu, serverRssMB: route.rss,
+      n,
+      mode,
+      p50: percentile(route.lat, 50),
+      p99: percentile(route.lat, 99),
+      max: Math.max(...route.lat),
+      serverCpuSeconds: route.cpu,
+      serverRssMB: route.rss,
       bytesPerClientRouteChange: avg(route.bytes),
       bytesPerClientEndpointChange: avg(eds.bytes),
     };
@@ -91,5 +111,11 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
 if (import.meta.url === `file://${process.argv[1]}`) {
   const n = Number(process.argv[2] ?? 1000);
   const mode = (process.argv[3] ?? 'sotw') as 'sotw' | 'delta';
-  fanout(n, mode).then((r) => console.log(JSON.stringify(r)), (e) => { console.error(e); process.exit(1); });
+  fanout(n, mode).then(
+    (r) => console.log(JSON.stringify(r)),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
 }

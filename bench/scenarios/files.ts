@@ -14,7 +14,14 @@ import { generateTree, vhostYaml } from '../lib/generate.ts';
 async function publishedOf(cfg: string, encoder: ResourceEncoder): Promise<PublishedConfig> {
   const r = await checkTree(cfg, encoder);
   if (!r.config) throw new Error('invalid generated tree');
-  return { versionId: 0, modelHash: '', treeHash: r.treeHash, appliedAt: '', groups: r.config.groups, resolver: r.config.resolver };
+  return {
+    versionId: 0,
+    modelHash: '',
+    treeHash: r.treeHash,
+    appliedAt: '',
+    groups: r.config.groups,
+    resolver: r.config.resolver,
+  };
 }
 
 export async function filesScenario(groups = 100, services = 100): Promise<Record<string, number>> {
@@ -33,8 +40,13 @@ export async function filesScenario(groups = 100, services = 100): Promise<Recor
   const change = await renderer.render(p2);
   const t3 = performance.now();
   return {
-    groups, servicesPerGroup: services,
-    fullFiles: full.written, fullMB: Math.round(full.bytesWritten / 1e5) / 10, fullMs: Math.round(t1 - t0),
-    changeFilesWritten: change.written, changeKB: Math.round(change.bytesWritten / 1024), changeMs: Math.round(t3 - t2),
+    groups,
+    servicesPerGroup: services,
+    fullFiles: full.written,
+    fullMB: Math.round(full.bytesWritten / 1e5) / 10,
+    fullMs: Math.round(t1 - t0),
+    changeFilesWritten: change.written,
+    changeKB: Math.round(change.bytesWritten / 1024),
+    changeMs: Math.round(t3 - t2),
   };
 }

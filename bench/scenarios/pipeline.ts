@@ -28,11 +28,21 @@ if (!validated.model) throw new Error('generated tree invalid: ' + JSON.stringif
 const built = buildConfig(validated.model, new ResourceEncoder());
 const t3 = performance.now();
 if (!built.config) throw new Error('build failed');
-const resources = [...built.config.groups.values()].reduce((a, g) => a + Object.values(g.types).reduce((b, t) => b + t.resources.size, 0), 0);
+const resources = [...built.config.groups.values()].reduce(
+  (a, g) => a + Object.values(g.types).reduce((b, t) => b + t.resources.size, 0),
+  0,
+);
 
 const database = join(root, 'state.db');
 const app = await startApp(
-  { configDir: cfg, database, grpc: { listen: '127.0.0.1:0' }, admin: { listen: '127.0.0.1:0' }, watch: { enabled: true, debounceMs: 50, maxWaitMs: 500 }, log: { level: 'silent' } },
+  {
+    configDir: cfg,
+    database,
+    grpc: { listen: '127.0.0.1:0' },
+    admin: { listen: '127.0.0.1:0' },
+    watch: { enabled: true, debounceMs: 50, maxWaitMs: 500 },
+    log: { level: 'silent' },
+  },
   pino({ level: 'silent' }),
 );
 const changes: number[] = [];
@@ -46,17 +56,31 @@ for (let k = 0; k < 5; k++) {
   });
   const before = app.pipeline.encoder.stats.encoded;
   const w = performance.now();
-  writeFileSync(join(cfg, 'services', 'svc-0.yaml'), Array.from({ length: Math.min(100, n) }, (_, i) => serviceYaml(i, i === 0 ? k + 1 : 0)).join('---\n'));
+  writeFileSync(
+    join(cfg, 'services', 'svc-0.yaml'),
+    Array.from({ length: Math.min(100, n) }, (_, i) => serviceYaml(i, i === 0 ? k + 1 : 0)).join('---\n'),
+  );
   const p = await published;
   changes.push(p - w);
   applies.push(app.pipeline.encoder.stats.encoded - before);
 }
 await app.close();
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-console.log(JSON.stringify({
-  services: n, files: source.files.length, resources,
-  parseMs: Math.round(t1 - t0), validateMs: Math.round(t2 - t1), translateEncodeMs: Math.round(t3 - t2), coldTotalMs: Math.round(t3 - t0),
-  oneFileChangeMs: Math.round(med(changes)), debounceMs: 50, encodedPerChange: med(applies),
-  peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024), database, configDir: cfg,
-}));
+console.log(
+  JSON.stringify({
+    services: n,
+    files: source.files.length,
+    resources,
+    parseMs: Math.round(t1 - t0),
+    validateMs: Math.round(t2 - t1),
+    translateEncodeMs: Math.round(t3 - t2),
+    coldTotalMs: Math.round(t3 - t0),
+    oneFileChangeMs: Math.round(med(changes)),
+    debounceMs: 50,
+    encodedPerChange: med(applies),
+    peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
+    database,
+    configDir: cfg,
+  }),
+);
 process.exit(0);

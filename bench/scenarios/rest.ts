@@ -13,31 +13,56 @@ import { pollClusters as post, type PollResult } from '../../test/helpers/rest-p
 /** Held polls are for proxies that opted into long polling (node metadata, as `fleetxds bootstrap` writes it). */
 const LONG_POLL = { fleetxds: { long_poll_ms: 600_000 } };
 
-
-export async function restScenario(n = 10_000): Promise<{ held: number; rssIdleMB: number; rssHeldMB: number; perPollKB: number; releaseAllMs: number; answered200: number }> {
+export async function restScenario(
+  n = 10_000,
+): Promise<{
+  held: number;
+  rssIdleMB: number;
+  rssHeldMB: number;
+  perPollKB: number;
+  releaseAllMs: number;
+  answered200: number;
+}> {
   const dir = tempDir('fleetxds-bench-');
   const cfg = join(dir, 'cfg');
   generateTree(cfg, { services: 100, routesPerVhost: 100 });
   const settings = join(dir, 'fleetxds.yaml');
-  writeFileSync(settings, `configDir: ${cfg}\ndatabase: ${join(dir, 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 120000, requestTimeoutMs: 150000 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`);
+  writeFileSync(
+    settings,
+    `configDir: ${cfg}\ndatabase: ${join(dir, 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 120000, requestTimeoutMs: 150000 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
+  );
   const server = await spawnServer(settings);
   try {
     const first = await post(server.restPort, { node: { id: 'n', cluster: 'c' } });
     const idle = procStats(server.child.pid!).rssMB;
     const polls: Promise<PollResult>[] = [];
     for (let i = 0; i < n; i++) {
-      polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c', user_agent_name: 'envoy', metadata: LONG_POLL }, version_info: first.version }));
+      polls.push(
+        post(server.restPort, {
+          node: { id: `node-${i}`, cluster: 'c', user_agent_name: 'envoy', metadata: LONG_POLL },
+          version_info: first.version,
+        }),
+      );
       if (i % 500 === 499) await new Promise((r) => setTimeout(r, 50));
     }
     await waitFor('held', async () => (await server.admin('/api/v1/transports')).rest.heldPolls === n, 120_000, 200);
     const held = procStats(server.child.pid!).rssMB;
     const t0 = Date.now();
     // A cluster change (the polls are CDS polls): one service's connect timeout.
-    writeFileSync(join(cfg, 'services', 'svc-0.yaml'), Array.from({ length: 100 }, (_, i) => serviceYaml(i).replace(i === 0 ? 'connectTimeout: 2s' : '\u0000', 'connectTimeout: 3s')).join('---\n'));
+    writeFileSync(
+      join(cfg, 'services', 'svc-0.yaml'),
+      Array.from({ length: 100 }, (_, i) =>
+        serviceYaml(i).replace(i === 0 ? 'connectTimeout: 2s' : '\u0000', 'connectTimeout: 3s'),
+      ).join('---\n'),
+    );
     const results = await Promise.all(polls);
     return {
-      held: n, rssIdleMB: Math.round(idle), rssHeldMB: Math.round(held), perPollKB: Math.round(((held - idle) * 1024) / n * 10) / 10,
-      releaseAllMs: Math.max(...results.map((r) => r.at)) - t0, answered200: results.filter((r) => r.status === 200).length,
+      held: n,
+      rssIdleMB: Math.round(idle),
+      rssHeldMB: Math.round(held),
+      perPollKB: Math.round((((held - idle) * 1024) / n) * 10) / 10,
+      releaseAllMs: Math.max(...results.map((r) => r.at)) - t0,
+      answered200: results.filter((r) => r.status === 200).length,
     };
   } finally {
     await server.stop('SIGKILL');

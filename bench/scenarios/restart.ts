@@ -10,12 +10,20 @@ import { connect, T } from '../../test/helpers/ads-client.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
 import { sleep } from '../lib/proc.ts';
 
-export async function restartScenario(configDir: string, database: string): Promise<{ msToFirstResponse: number; clusters: number }> {
+export async function restartScenario(
+  configDir: string,
+  database: string,
+): Promise<{ msToFirstResponse: number; clusters: number }> {
   const port = 20000 + Math.floor(Math.random() * 20000);
   const settings = join(tempDir('fleetxds-bench-'), 'fleetxds.yaml');
-  writeFileSync(settings, `configDir: ${configDir}\ndatabase: ${database}\ngrpc: { listen: 127.0.0.1:${port} }\nadmin: { listen: 127.0.0.1:0 }\nlog: { level: warn }\n`);
+  writeFileSync(
+    settings,
+    `configDir: ${configDir}\ndatabase: ${database}\ngrpc: { listen: 127.0.0.1:${port} }\nadmin: { listen: 127.0.0.1:0 }\nlog: { level: warn }\n`,
+  );
   const t0 = Date.now();
-  const child = spawn(process.execPath, [projectPath('dist', 'src', 'cli', 'main.js'), 'serve', '--config', settings], { stdio: 'ignore' });
+  const child = spawn(process.execPath, [projectPath('dist', 'src', 'cli', 'main.js'), 'serve', '--config', settings], {
+    stdio: 'ignore',
+  });
   try {
     for (;;) {
       const c = connect(port);

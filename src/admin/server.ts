@@ -31,19 +31,29 @@ export interface AdminDeps {
 }
 
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
-  const app = Fastify({ loggerInstance: deps.log.child({ component: 'admin' }, { level: 'warn' }) as FastifyBaseLogger, bodyLimit: 64 * 1024, requestTimeout: 30_000 });
+  const app = Fastify({
+    loggerInstance: deps.log.child({ component: 'admin' }, { level: 'warn' }) as FastifyBaseLogger,
+    bodyLimit: 64 * 1024,
+    requestTimeout: 30_000,
+  });
 
   app.addHook('onRequest', async (req, reply) => {
     // The page itself holds no data; everything it shows comes from the API, which needs a token.
     if (!deps.tokens?.enabled || req.url === '/healthz' || req.url === '/readyz' || req.url === '/') return;
     const who = deps.tokens.check(req.headers.authorization);
     if (!who) return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
-    if (req.method !== 'GET' && req.method !== 'HEAD' && who.role !== 'admin') return reply.code(403).send({ error: `token "${who.name}" is read-only` });
+    if (req.method !== 'GET' && req.method !== 'HEAD' && who.role !== 'admin')
+      return reply.code(403).send({ error: `token "${who.name}" is read-only` });
     (req as unknown as { actor: string }).actor = who.name;
   });
   const actorOf = (req: unknown, fallback: string) => (req as { actor?: string }).actor ?? fallback;
   app.get('/healthz', async () => ({ ok: true }));
-  app.get('/', async (_req, reply) => reply.type('text/html; charset=utf-8').header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'").send(STATUS_PAGE));
+  app.get('/', async (_req, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+      .send(STATUS_PAGE),
+  );
   app.get('/api/v1/status', async () => fleetStatus(deps));
   app.get('/metrics', async (_req, reply) => {
     if (!deps.metrics) return reply.code(404).send({ error: 'metrics disabled' });
@@ -61,21 +71,44 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     const groups = Object.fromEntries(
       [...cur.groups].map(([name, g]) => [
         name,
-        Object.fromEntries(RESOURCE_KINDS.map((k) => [k, { typeUrl: TypeUrls[k], version: g.types[k].version, resources: [...g.types[k].resources.values()].map((r) => ({ name: r.name, version: r.version })) }])),
+        Object.fromEntries(
+          RESOURCE_KINDS.map((k) => [
+            k,
+            {
+              typeUrl: TypeUrls[k],
+              version: g.types[k].version,
+              resources: [...g.types[k].resources.values()].map((r) => ({ name: r.name, version: r.version })),
+            },
+          ]),
+        ),
       ]),
     );
-    return { versionId: cur.versionId, modelHash: cur.modelHash, treeHash: cur.treeHash, appliedAt: cur.appliedAt, groups };
+    return {
+      versionId: cur.versionId,
+      modelHash: cur.modelHash,
+      treeHash: cur.treeHash,
+      appliedAt: cur.appliedAt,
+      groups,
+    };
   });
 
   app.get<{ Params: { group: string; kind: string } }>('/api/v1/groups/:group/resources/:kind', async (req, reply) => {
     const cur = deps.cache.current;
     const g = cur?.groups.get(req.params.group);
     if (!g) return reply.code(404).send({ error: `no node group "${req.params.group}"` });
-    if (!(RESOURCE_KINDS as readonly string[]).includes(req.params.kind)) return reply.code(404).send({ error: `kind must be one of ${RESOURCE_KINDS.join(', ')}` });
+    if (!(RESOURCE_KINDS as readonly string[]).includes(req.params.kind))
+      return reply.code(404).send({ error: `kind must be one of ${RESOURCE_KINDS.join(', ')}` });
     const t = g.types[req.params.kind as ResourceKind];
     // Secrets carry private keys: status shows who has which secret, by fingerprint, never the bytes.
-    const shown = t.kind === 'secret' ? (r: { name: string; version: string }) => redactedSecret(r.name, r.version, deps.secrets?.()) : (r: { json: object }) => r.json;
-    return { typeUrl: TypeUrls[t.kind], version: t.version, resources: [...t.resources.values()].map((r) => shown(r as never)) };
+    const shown =
+      t.kind === 'secret'
+        ? (r: { name: string; version: string }) => redactedSecret(r.name, r.version, deps.secrets?.())
+        : (r: { json: object }) => r.json;
+    return {
+      typeUrl: TypeUrls[t.kind],
+      version: t.version,
+      resources: [...t.resources.values()].map((r) => shown(r as never)),
+    };
   });
 
   app.get<{ Querystring: { limit?: string } }>('/api/v1/versions', async (req) => {
@@ -108,24 +141,34 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     }
   });
   app.get('/api/v1/pins', async () => ({ pins: deps.store.listPins() }));
-  app.put<{ Params: { group: string }; Body: { versionId?: unknown; actor?: unknown } }>('/api/v1/pins/:group', async (req, reply) => {
-    const id = Number(req.body?.versionId);
-    const manifest = Number.isInteger(id) ? deps.store.manifestOf(id) : undefined;
-    if (!manifest) return reply.code(404).send({ error: 'unknown version' });
-    // Only a group that exists (now, or in the version to pin it to) can be pinned.
-    const known = new Set([...(deps.cache.current?.groups.keys() ?? []), ...Object.keys(manifest)]);
-    if (!known.has(req.params.group)) return reply.code(404).send({ error: `no node group "${req.params.group}" (known: ${[...known].sort().join(', ')})` });
-    deps.store.setPin(req.params.group, id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
-    await deps.pipeline!.republish();
-    return { pinned: req.params.group, versionId: id };
-  });
+  app.put<{ Params: { group: string }; Body: { versionId?: unknown; actor?: unknown } }>(
+    '/api/v1/pins/:group',
+    async (req, reply) => {
+      const id = Number(req.body?.versionId);
+      const manifest = Number.isInteger(id) ? deps.store.manifestOf(id) : undefined;
+      if (!manifest) return reply.code(404).send({ error: 'unknown version' });
+      // Only a group that exists (now, or in the version to pin it to) can be pinned.
+      const known = new Set([...(deps.cache.current?.groups.keys() ?? []), ...Object.keys(manifest)]);
+      if (!known.has(req.params.group))
+        return reply
+          .code(404)
+          .send({ error: `no node group "${req.params.group}" (known: ${[...known].sort().join(', ')})` });
+      deps.store.setPin(req.params.group, id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
+      await deps.pipeline!.republish();
+      return { pinned: req.params.group, versionId: id };
+    },
+  );
   app.delete<{ Params: { group: string } }>('/api/v1/pins/:group', async (req, reply) => {
-    if (!deps.store.deletePin(req.params.group, actorOf(req, `admin@${req.ip}`))) return reply.code(404).send({ error: 'not pinned' });
+    if (!deps.store.deletePin(req.params.group, actorOf(req, `admin@${req.ip}`)))
+      return reply.code(404).send({ error: 'not pinned' });
     await deps.pipeline!.republish();
     return { unpinned: req.params.group };
   });
   app.get('/api/v1/audit', async () => ({ audit: deps.store.listAudit() }));
-  app.get('/api/v1/rejections/latest', async (_req, reply) => deps.store.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }));
+  app.get(
+    '/api/v1/rejections/latest',
+    async (_req, reply) => deps.store.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }),
+  );
 
   app.get('/api/v1/secrets', async () => ({ secrets: deps.secrets?.() ?? [] }));
   app.get('/api/v1/transports', async () => ({
@@ -137,10 +180,18 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     const limit = clampLimit(req.query.limit ?? '1000', 5000);
     const offset = Math.max(0, Number.parseInt(req.query.offset ?? '0', 10) || 0);
     const page = <T>(all: T[]) => all.slice(offset, offset + limit);
-    const [connected, polling, gone] = [deps.registry.connected(), deps.registry.polling(), deps.registry.recentlyDisconnected()];
+    const [connected, polling, gone] = [
+      deps.registry.connected(),
+      deps.registry.polling(),
+      deps.registry.recentlyDisconnected(),
+    ];
     return {
-      connected: page(connected), polling: page(polling), recentlyDisconnected: page(gone),
-      total: { connected: connected.length, polling: polling.length, recentlyDisconnected: gone.length }, offset, limit,
+      connected: page(connected),
+      polling: page(polling),
+      recentlyDisconnected: page(gone),
+      total: { connected: connected.length, polling: polling.length, recentlyDisconnected: gone.length },
+      offset,
+      limit,
     };
   });
   app.get<{ Params: { id: string } }>('/api/v1/nodes/:id', async (req, reply) => {
@@ -149,7 +200,9 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     if (!streams.length && !nacks.length) return reply.code(404).send({ error: `node "${req.params.id}" is unknown` });
     return { id: req.params.id, streams, nacks };
   });
-  app.get<{ Querystring: { limit?: string } }>('/api/v1/nacks', async (req) => ({ nacks: deps.store.listNacks(undefined, clampLimit(req.query.limit)) }));
+  app.get<{ Querystring: { limit?: string } }>('/api/v1/nacks', async (req) => ({
+    nacks: deps.store.listNacks(undefined, clampLimit(req.query.limit)),
+  }));
   return app;
 }
 
@@ -167,22 +220,62 @@ export function fleetStatus(deps: AdminDeps): object {
         if (!nodes.length) continue;
         const acked = nodes.filter((s) => s.types[typeUrl].ackedVersion === t.version).length;
         const nacked = nodes.filter((s) => s.types[typeUrl].lastNack?.version === t.version).length;
-        rollout.push({ group, typeUrl, version: t.version, nodes: nodes.length, acked, nacked, behind: nodes.length - acked });
+        rollout.push({
+          group,
+          typeUrl,
+          version: t.version,
+          nodes: nodes.length,
+          acked,
+          nacked,
+          behind: nodes.length - acked,
+        });
       }
     }
   }
   const nodes = streams.map((s) => {
-    const nacks = Object.entries(s.types).filter(([, t]) => t.lastNack).map(([typeUrl, t]) => ({ typeUrl, ...t.lastNack! }));
+    const nacks = Object.entries(s.types)
+      .filter(([, t]) => t.lastNack)
+      .map(([typeUrl, t]) => ({ typeUrl, ...t.lastNack! }));
     nacks.sort((a, b) => (a.at < b.at ? 1 : -1));
-    return { nodeId: s.nodeId, group: s.group, transport: s.transport, peer: s.peer, userAgent: s.userAgent, connectedAt: s.connectedAt, lastSeenAt: s.lastSeenAt, types: s.types, lastNack: nacks[0] };
+    return {
+      nodeId: s.nodeId,
+      group: s.group,
+      transport: s.transport,
+      peer: s.peer,
+      userAgent: s.userAgent,
+      connectedAt: s.connectedAt,
+      lastSeenAt: s.lastSeenAt,
+      types: s.types,
+      lastNack: nacks[0],
+    };
   });
   const history = deps.store.listVersions(20);
-  return { version: cur ? history.find((h) => h.id === cur.versionId) ?? { id: cur.versionId, appliedAt: cur.appliedAt } : null, rollout, nodes, rejection: deps.store.latestRejection() ?? null, fileFailures: deps.fileFailures?.() ?? [], history };
+  return {
+    version: cur
+      ? (history.find((h) => h.id === cur.versionId) ?? { id: cur.versionId, appliedAt: cur.appliedAt })
+      : null,
+    rollout,
+    nodes,
+    rejection: deps.store.latestRejection() ?? null,
+    fileFailures: deps.fileFailures?.() ?? [],
+    history,
+  };
 }
 
-export function redactedSecret(name: string, version: string, served: { name: string; fingerprint: string; notAfter?: string; subject?: string }[] = []): object {
+export function redactedSecret(
+  name: string,
+  version: string,
+  served: { name: string; fingerprint: string; notAfter?: string; subject?: string }[] = [],
+): object {
   const m = served.find((x) => x.name === name);
-  return { name, version, fingerprint: m?.fingerprint, notAfter: m?.notAfter, subject: m?.subject, material: '(redacted)' };
+  return {
+    name,
+    version,
+    fingerprint: m?.fingerprint,
+    notAfter: m?.notAfter,
+    subject: m?.subject,
+    material: '(redacted)',
+  };
 }
 
 function clampLimit(v: string | undefined, max = 1000): number {

@@ -39,12 +39,29 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
-export async function startApp(config: ServerConfig, log: Logger = pino({ level: config.log.level })): Promise<RunningApp> {
+export async function startApp(
+  config: ServerConfig,
+  log: Logger = pino({ level: config.log.level }),
+): Promise<RunningApp> {
   const store = new Store(config.database);
   const cache = new SnapshotCache();
   const registry = new NodeRegistry((n) => {
-    log.warn({ node: n.stream.nodeId, group: n.stream.group, typeUrl: n.typeUrl, version: n.version, error: n.message }, 'NACK');
-    store.recordNack({ at: n.at, nodeId: n.stream.nodeId, nodeCluster: n.stream.nodeCluster, nodeGroup: n.stream.group, transport: n.stream.transport, typeUrl: n.typeUrl, version: n.version, nonce: n.nonce, errorCode: n.code, message: n.message });
+    log.warn(
+      { node: n.stream.nodeId, group: n.stream.group, typeUrl: n.typeUrl, version: n.version, error: n.message },
+      'NACK',
+    );
+    store.recordNack({
+      at: n.at,
+      nodeId: n.stream.nodeId,
+      nodeCluster: n.stream.nodeCluster,
+      nodeGroup: n.stream.group,
+      transport: n.stream.transport,
+      typeUrl: n.typeUrl,
+      version: n.version,
+      nonce: n.nonce,
+      errorCode: n.code,
+      message: n.message,
+    });
   });
   const envoyCheck = config.envoyCheck ? new EnvoyChecker(config.envoyCheck) : undefined;
   const pipeline = new ConfigPipeline(store, cache, log.child({ component: 'pipeline' }), config.configDir, envoyCheck);
@@ -57,15 +74,42 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
 
   const acks = new GroupAckTracker(config.grpc.serveLastAckedOnNack ?? false);
   const sds = secretsAllowed(config);
-  if (config.sds?.insecureLoopbackOnly) log.warn('sds.insecureLoopbackOnly: TLS private keys are served to unauthenticated clients on loopback; never use this in production');
+  if (config.sds?.insecureLoopbackOnly)
+    log.warn(
+      'sds.insecureLoopbackOnly: TLS private keys are served to unauthenticated clients on loopback; never use this in production',
+    );
   for (const [transport, allowed] of Object.entries(sds)) {
-    if (!allowed && (transport === 'grpc' || config.rest)) log.info({ transport }, 'TLS secrets (SDS) are refused on this transport: it does not authenticate nodes (configure mTLS with identityPrefix, or REST tokens)');
+    if (!allowed && (transport === 'grpc' || config.rest))
+      log.info(
+        { transport },
+        'TLS secrets (SDS) are refused on this transport: it does not authenticate nodes (configure mTLS with identityPrefix, or REST tokens)',
+      );
   }
-  const grpc = createGrpcServer({ cache, registry, acks, log: log.child({ component: 'grpc' }), maxReceiveBytes: config.grpc.maxReceiveBytes, maxUnreadBytes: config.grpc.maxUnreadBytes, identityPrefix: config.grpc.tls?.identityPrefix, secretsAllowed: sds.grpc });
+  const grpc = createGrpcServer({
+    cache,
+    registry,
+    acks,
+    log: log.child({ component: 'grpc' }),
+    maxReceiveBytes: config.grpc.maxReceiveBytes,
+    maxUnreadBytes: config.grpc.maxUnreadBytes,
+    identityPrefix: config.grpc.tls?.identityPrefix,
+    secretsAllowed: sds.grpc,
+  });
   const grpcServer: Server = grpc.server;
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen, grpcCredentials(config.grpc.tls));
   let restServer: RestServer | undefined;
-  const admin: FastifyInstance = createAdminServer({ store, cache, registry, log, pipeline, metrics, tokens: new TokenAuth(config.admin.tokens ?? []), secrets: () => pipeline.servedSecrets, restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined, fileFailures: () => [...(files?.failures ?? new Map())].map(([group, f]) => ({ group, ...f })) });
+  const admin: FastifyInstance = createAdminServer({
+    store,
+    cache,
+    registry,
+    log,
+    pipeline,
+    metrics,
+    tokens: new TokenAuth(config.admin.tokens ?? []),
+    secrets: () => pipeline.servedSecrets,
+    restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined,
+    fileFailures: () => [...(files?.failures ?? new Map())].map(([group, f]) => ({ group, ...f })),
+  });
   const { host, port } = splitListen(config.admin.listen);
   await admin.listen({ host, port });
   const adminPort = (admin.server.address() as { port: number }).port;
@@ -73,7 +117,9 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   let restPort = 0;
   if (config.rest) {
     restServer = createRestServer({
-      cache, registry, log,
+      cache,
+      registry,
+      log,
       holdMs: config.rest.holdMs,
       bodyLimit: config.rest.bodyLimit,
       maxHeld: config.rest.maxHeld,
@@ -93,12 +139,20 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   let files: FileRenderer | undefined;
   let rendering: Promise<RenderStats | undefined> = Promise.resolve(undefined);
   if (config.files?.enabled) {
-    const renderer = (files = new FileRenderer({ dir: config.files.dir, envoyDir: config.files.envoyDir, format: config.files.format, layout: config.files.layout, log: log.child({ component: 'files' }) }));
+    const renderer = (files = new FileRenderer({
+      dir: config.files.dir,
+      envoyDir: config.files.envoyDir,
+      format: config.files.format,
+      layout: config.files.layout,
+      log: log.child({ component: 'files' }),
+    }));
     const render = () => {
-      rendering = rendering.then(() => (cache.current ? renderer.render(cache.current) : undefined)).catch((err) => {
-        log.error({ err }, 'rendering files failed');
-        return undefined;
-      });
+      rendering = rendering
+        .then(() => (cache.current ? renderer.render(cache.current) : undefined))
+        .catch((err) => {
+          log.error({ err }, 'rendering files failed');
+          return undefined;
+        });
     };
     cache.onPublish(render);
     if (cache.current) render();
@@ -122,14 +176,39 @@ export async function startApp(config: ServerConfig, log: Logger = pino({ level:
   // Certificate rotation: watch the folders of the served secrets' files.
   let secretWatcher: SecretWatcher | undefined;
   if (config.watch.enabled) {
-    secretWatcher = new SecretWatcher(() => pipeline.secretFiles, () => void pipeline.reloadSecrets(), config.watch.debounceMs, (err) => log.error({ err }, 'secret watcher error'));
+    secretWatcher = new SecretWatcher(
+      () => pipeline.secretFiles,
+      () => void pipeline.reloadSecrets(),
+      config.watch.debounceMs,
+      (err) => log.error({ err }, 'secret watcher error'),
+    );
     await secretWatcher.sync();
     cache.onPublish(() => void secretWatcher!.sync());
   }
-  log.info({ grpc: `${splitListen(config.grpc.listen).host}:${grpcPort}`, admin: `${host}:${adminPort}`, rest: config.rest ? `${splitListen(config.rest.listen).host}:${restPort}` : null, files: config.files?.enabled ? config.files.dir : null, configDir: config.configDir, versionId: cache.current?.versionId ?? null }, 'fleetxds serving');
+  log.info(
+    {
+      grpc: `${splitListen(config.grpc.listen).host}:${grpcPort}`,
+      admin: `${host}:${adminPort}`,
+      rest: config.rest ? `${splitListen(config.rest.listen).host}:${restPort}` : null,
+      files: config.files?.enabled ? config.files.dir : null,
+      configDir: config.configDir,
+      versionId: cache.current?.versionId ?? null,
+    },
+    'fleetxds serving',
+  );
 
   return {
-    grpcPort, adminPort, restPort, rest: restServer, files, store, cache, registry, pipeline, log, reload,
+    grpcPort,
+    adminPort,
+    restPort,
+    rest: restServer,
+    files,
+    store,
+    cache,
+    registry,
+    pipeline,
+    log,
+    reload,
     filesIdle: () => rendering,
     async close() {
       await watcher?.close();

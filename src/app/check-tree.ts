@@ -31,7 +31,11 @@ function capped(ds: Diagnostic[]): Diagnostic[] {
   const errors = ds.filter((d) => d.severity === 'error').length;
   return [
     ...ds.slice(0, MAX_DIAGNOSTICS),
-    { code: ds[MAX_DIAGNOSTICS]!.code, severity: errors > 0 ? 'error' : 'warning', message: `and ${ds.length - MAX_DIAGNOSTICS} more problems not shown (${errors} errors in all); fix these first` },
+    {
+      code: ds[MAX_DIAGNOSTICS]!.code,
+      severity: errors > 0 ? 'error' : 'warning',
+      message: `and ${ds.length - MAX_DIAGNOSTICS} more problems not shown (${errors} errors in all); fix these first`,
+    },
   ];
 }
 
@@ -76,4 +80,3 @@ async function checkTreeUncapped(
   if (judged.length) return { model, treeHash: source.treeHash, diagnostics: [...all, ...judged] };
   return { model, secrets: secrets.materials, config: built.config, treeHash: source.treeHash, diagnostics: all };
 }
-

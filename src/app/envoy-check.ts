@@ -46,7 +46,11 @@ interface Piece {
 /** Replaces ADS references by the referenced resource inline (endpoints, routes) or a static secret name. */
 function inline(json: Obj, endpoints: ReadonlyMap<string, Obj>, routes: ReadonlyMap<string, Obj>, vhost?: number): Obj {
   return rewriteAdsReferences(json, {
-    eds: ({ eds_cluster_config: _, ...cluster }, name) => ({ ...cluster, type: 'STATIC', load_assignment: endpoints.get(name) ?? { cluster_name: name } }),
+    eds: ({ eds_cluster_config: _, ...cluster }, name) => ({
+      ...cluster,
+      type: 'STATIC',
+      load_assignment: endpoints.get(name) ?? { cluster_name: name },
+    }),
     rds: ({ rds: _, ...hcm }, name) => {
       const rc = routes.get(name) ?? { name };
       return { ...hcm, route_config: vhost === undefined ? rc : { ...rc, virtual_hosts: [rc.virtual_hosts[vhost]] } };
@@ -68,7 +72,10 @@ function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>
   const endpoints = new Map([...g.types.endpoint.resources.values()].map((r) => [r.name, r.json as Obj]));
   const routes = new Map([...g.types.route.resources.values()].map((r) => [r.name, r.json as Obj]));
   const secrets = [...g.types.secret.resources.values()].map((r) => r.json);
-  const clusters = [...g.types.cluster.resources.values()].map((r) => ({ name: r.name, json: inline(r.json, endpoints, routes) }));
+  const clusters = [...g.types.cluster.resources.values()].map((r) => ({
+    name: r.name,
+    json: inline(r.json, endpoints, routes),
+  }));
   const listeners = g.types.listener.wildcard; // API listeners are for gRPC clients, not Envoy
   const boot = (c: Obj[], l: Obj[]): Obj => ({ static_resources: { clusters: c, listeners: l, secrets } });
   const allClusters = clusters.map((c) => c.json);
@@ -78,18 +85,36 @@ function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>
     return o && { origin: o, vhost };
   };
   return {
-    whole: boot(allClusters, listeners.map((r) => inline(r.json, endpoints, routes))),
+    whole: boot(
+      allClusters,
+      listeners.map((r) => inline(r.json, endpoints, routes)),
+    ),
     clustersOnly: boot(allClusters, []),
-    clusters: () => clusters.map((c) => ({ parent: `cluster/${c.name}`, blame: blame('cluster', c.name), bootstrap: boot([c.json], []) })),
+    clusters: () =>
+      clusters.map((c) => ({
+        parent: `cluster/${c.name}`,
+        blame: blame('cluster', c.name),
+        bootstrap: boot([c.json], []),
+      })),
     listeners: (bad) => {
-      const usable = clusters.map((c) => (bad.has(c.name) ? { name: c.name, type: 'STATIC', load_assignment: { cluster_name: c.name } } : c.json));
+      const usable = clusters.map((c) =>
+        bad.has(c.name) ? { name: c.name, type: 'STATIC', load_assignment: { cluster_name: c.name } } : c.json,
+      );
       return listeners.flatMap((r) => {
         const parent = `listener/${r.name}`;
-        const rds = (r.json as Obj).filter_chains?.[0]?.filters?.[0]?.typed_config?.rds?.route_config_name as string | undefined;
+        const rds = (r.json as Obj).filter_chains?.[0]?.filters?.[0]?.typed_config?.rds?.route_config_name as
+          | string
+          | undefined;
         const vhosts: Piece[] = ((rds && routes.get(rds)?.virtual_hosts) ?? []).map((_: unknown, i: number) => ({
-          parent, part: true, blame: blame('route', rds!, i), bootstrap: boot(usable, [inline(r.json, endpoints, routes, i)]),
+          parent,
+          part: true,
+          blame: blame('route', rds!, i),
+          bootstrap: boot(usable, [inline(r.json, endpoints, routes, i)]),
         }));
-        return [{ parent, blame: blame('listener', r.name), bootstrap: boot(usable, [inline(r.json, endpoints, new Map())]) }, ...vhosts];
+        return [
+          { parent, blame: blame('listener', r.name), bootstrap: boot(usable, [inline(r.json, endpoints, new Map())]) },
+          ...vhosts,
+        ];
       });
     },
   };
@@ -102,13 +127,21 @@ async function validate(binary: string, bootstrap: Obj, timeoutMs: number): Prom
     const file = join(dir, 'bootstrap.json');
     await writeFile(file, JSON.stringify(bootstrap), { mode: 0o600 });
     return await new Promise((resolve, reject) => {
-      execFile(binary, ['--mode', 'validate', '-c', file, '-l', 'critical', '--disable-hot-restart'], { timeout: timeoutMs, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
-        if (!err) return resolve(undefined);
-        const text = `${stdout}\n${stderr}`;
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return reject(new Error(`Envoy binary not found: ${binary}`));
-        const m = /error initializing configuration '[^']*': (.*)/.exec(text);
-        resolve((m?.[1] ?? text.trim().split('\n').pop() ?? `exit ${String((err as { code?: unknown }).code)}`).trim());
-      });
+      execFile(
+        binary,
+        ['--mode', 'validate', '-c', file, '-l', 'critical', '--disable-hot-restart'],
+        { timeout: timeoutMs, maxBuffer: 4 << 20 },
+        (err, stdout, stderr) => {
+          if (!err) return resolve(undefined);
+          const text = `${stdout}\n${stderr}`;
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+            return reject(new Error(`Envoy binary not found: ${binary}`));
+          const m = /error initializing configuration '[^']*': (.*)/.exec(text);
+          resolve(
+            (m?.[1] ?? text.trim().split('\n').pop() ?? `exit ${String((err as { code?: unknown }).code)}`).trim(),
+          );
+        },
+      );
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -117,7 +150,9 @@ async function validate(binary: string, bootstrap: Obj, timeoutMs: number): Prom
 
 async function versionOf(binary: string): Promise<string> {
   return new Promise((resolve) => {
-    execFile(binary, ['--version'], (err, stdout) => resolve(err ? binary : (/\/(\d+\.\d+\.\d+)\//.exec(stdout)?.[1] ?? binary)));
+    execFile(binary, ['--version'], (err, stdout) =>
+      resolve(err ? binary : (/\/(\d+\.\d+\.\d+)\//.exec(stdout)?.[1] ?? binary)),
+    );
   });
 }
 
@@ -125,12 +160,14 @@ async function versionOf(binary: string): Promise<string> {
 async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!);
+      }
+    }),
+  );
   return out;
 }
 
@@ -171,14 +208,25 @@ export class EnvoyChecker {
       const envoy = `Envoy ${await this.version(binary)}`;
       // Find what Envoy rejects: each cluster alone (when the clusters fail), then each listener
       // and virtual host. A virtual host is blamed only when its listener alone passes.
-      const run = (pieces: Piece[]) => mapLimit(pieces, availableParallelism(), async (p) => ({ p, error: await validate(binary, p.bootstrap, timeoutMs) }));
-      const clusterResults = (await validate(binary, pieces.clustersOnly, timeoutMs)) ? await run(pieces.clusters()) : [];
+      const run = (pieces: Piece[]) =>
+        mapLimit(pieces, availableParallelism(), async (p) => ({
+          p,
+          error: await validate(binary, p.bootstrap, timeoutMs),
+        }));
+      const clusterResults = (await validate(binary, pieces.clustersOnly, timeoutMs))
+        ? await run(pieces.clusters())
+        : [];
       const bad = new Set(clusterResults.filter((r) => r.error).map((r) => r.p.parent.slice('cluster/'.length)));
       const results = [...clusterResults, ...(await run(pieces.listeners(bad)))];
       const failedAlone = new Set(results.filter((r) => r.error && !r.p.part).map((r) => r.p.parent));
       const blamed = results.filter((r) => r.error && r.p.blame && (!r.p.part || !failedAlone.has(r.p.parent)));
       if (!blamed.length) {
-        sink.error(Codes.ENVOY_REJECTED, undefined, [], `${envoy} rejects the configuration of node group "${g.group}": ${error}`);
+        sink.error(
+          Codes.ENVOY_REJECTED,
+          undefined,
+          [],
+          `${envoy} rejects the configuration of node group "${g.group}": ${error}`,
+        );
         return;
       }
       for (const { p, error: e } of blamed) {
@@ -189,7 +237,12 @@ export class EnvoyChecker {
         reported.add(dedupe);
         const [kind, name] = originKey.split('/') as [string, string];
         const at = model.origins[originKey];
-        sink.error(Codes.ENVOY_REJECTED, at ? { origin: at, kind, name } : undefined, [], `${envoy} rejects it (node group "${g.group}"): ${e}`);
+        sink.error(
+          Codes.ENVOY_REJECTED,
+          at ? { origin: at, kind, name } : undefined,
+          [],
+          `${envoy} rejects it (node group "${g.group}"): ${e}`,
+        );
       }
     });
     return sortDiagnostics(sink.diagnostics); // jobs finish in any order

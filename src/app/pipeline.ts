@@ -37,7 +37,16 @@ export function modelHash(model: Model): string {
     return v;
   };
   const parts: string[] = [];
-  for (const list of [model.services, model.listeners, model.virtualHosts, model.grpcServices, model.secrets, model.nodeGroups, model.guards ?? []]) for (const d of list) parts.push(h(d));
+  for (const list of [
+    model.services,
+    model.listeners,
+    model.virtualHosts,
+    model.grpcServices,
+    model.secrets,
+    model.nodeGroups,
+    model.guards ?? [],
+  ])
+    for (const d of list) parts.push(h(d));
   parts.push(sha256Hex(canonicalJson(model.origins)));
   return sha256Hex(parts.join('\n'));
 }
@@ -72,7 +81,12 @@ export class ConfigPipeline {
   }
 
   get servedSecrets(): { name: string; fingerprint: string; notAfter?: string; subject?: string }[] {
-    return [...this.secrets.values()].map(({ name, fingerprint, notAfter, subject }) => ({ name, fingerprint, notAfter, subject }));
+    return [...this.secrets.values()].map(({ name, fingerprint, notAfter, subject }) => ({
+      name,
+      fingerprint,
+      notAfter,
+      subject,
+    }));
   }
 
   /** Keys already in the store's encoded_resources (loaded lazily). */
@@ -87,24 +101,44 @@ export class ConfigPipeline {
     if (!latest) return false;
     // TLS material is never in the store: read it again from its files.
     const model = latest.model;
-    const loaded = await loadSecrets(model.secrets, resolve(this.configDir), (name) => model.origins[originKey('Secret', name)]);
-    if (hasErrors(loaded.diagnostics)) this.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, 'secrets of the stored version cannot be loaded; they are not served');
+    const loaded = await loadSecrets(
+      model.secrets,
+      resolve(this.configDir),
+      (name) => model.origins[originKey('Secret', name)],
+    );
+    if (hasErrors(loaded.diagnostics))
+      this.log.error(
+        { problems: loaded.diagnostics.map(formatDiagnostic) },
+        'secrets of the stored version cannot be loaded; they are not served',
+      );
     this.model = model;
     this.secrets = loaded.materials;
     const groups = this.groupsOfVersion(latest.id);
     if (groups) {
-      this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, { groups, resolver: NodeGroupResolver.forModel(latest.model) });
-      this.log.info({ versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) }, 'serving last good version from the store');
+      this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, {
+        groups,
+        resolver: NodeGroupResolver.forModel(latest.model),
+      });
+      this.log.info(
+        { versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) },
+        'serving last good version from the store',
+      );
       return true;
     }
     const built = buildConfig(latest.model, this.encoder, undefined, this.secrets);
     if (!built.config) {
       // Only possible if this build of fleetxds rejects what an older one accepted.
-      this.log.error({ versionId: latest.id, problems: built.diagnostics.map(formatDiagnostic) }, 'stored version no longer builds; waiting for the directory');
+      this.log.error(
+        { versionId: latest.id, problems: built.diagnostics.map(formatDiagnostic) },
+        'stored version no longer builds; waiting for the directory',
+      );
       return false;
     }
     this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, built.config);
-    this.log.info({ versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) }, 'serving last good version from the store');
+    this.log.info(
+      { versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) },
+      'serving last good version from the store',
+    );
     return true;
   }
 
@@ -114,33 +148,50 @@ export class ConfigPipeline {
     if (!stored) return undefined;
     const groups = new Map<string, GroupSnapshot>();
     for (const [group, keys] of Object.entries(stored.manifest)) {
-      groups.set(group, makeGroupSnapshot(group, keys.flatMap((k) => {
-        if (k.startsWith(SECRET_PREFIX)) {
-          const m = this.secrets.get(k.slice(SECRET_PREFIX.length));
-          return m ? [this.encoder.encode('secret', m.name, secretResource(m))] : [];
-        }
-        const r = stored.resources.get(k)!;
-        return [this.encoder.restore(r.kind, r.name, r.key, r.json, r.any)];
-      })));
+      groups.set(
+        group,
+        makeGroupSnapshot(
+          group,
+          keys.flatMap((k) => {
+            if (k.startsWith(SECRET_PREFIX)) {
+              const m = this.secrets.get(k.slice(SECRET_PREFIX.length));
+              return m ? [this.encoder.encode('secret', m.name, secretResource(m))] : [];
+            }
+            const r = stored.resources.get(k)!;
+            return [this.encoder.restore(r.kind, r.name, r.key, r.json, r.any)];
+          }),
+        ),
+      );
     }
     return groups;
   }
 
   /** What changed between two versions, per node group: resources added, changed, removed. */
-  diff(fromId: number, toId: number): Record<string, { added: string[]; changed: string[]; removed: string[] }> | undefined {
+  diff(
+    fromId: number,
+    toId: number,
+  ): Record<string, { added: string[]; changed: string[]; removed: string[] }> | undefined {
     const a = this.store.manifestOf(fromId);
     const b = this.store.manifestOf(toId);
     if (!a || !b) return undefined;
-    const names = this.store.resourceNames(new Set([...Object.values(a).flat(), ...Object.values(b).flat()].filter((k) => !k.startsWith(SECRET_PREFIX))));
-    const label = (k: string) => (k.startsWith(SECRET_PREFIX) ? `secret/${k.slice(SECRET_PREFIX.length)}` : `${names.get(k)?.kind}/${names.get(k)?.name}`);
+    const names = this.store.resourceNames(
+      new Set([...Object.values(a).flat(), ...Object.values(b).flat()].filter((k) => !k.startsWith(SECRET_PREFIX))),
+    );
+    const label = (k: string) =>
+      k.startsWith(SECRET_PREFIX)
+        ? `secret/${k.slice(SECRET_PREFIX.length)}`
+        : `${names.get(k)?.kind}/${names.get(k)?.name}`;
     const out: Record<string, { added: string[]; changed: string[]; removed: string[] }> = {};
     for (const group of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
       const before = new Map((a[group] ?? []).map((k) => [label(k), k]));
       const after = new Map((b[group] ?? []).map((k) => [label(k), k]));
       const d = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
-      for (const [n, k] of after) if (!before.has(n)) d.added.push(n); else if (before.get(n) !== k) d.changed.push(n);
+      for (const [n, k] of after)
+        if (!before.has(n)) d.added.push(n);
+        else if (before.get(n) !== k) d.changed.push(n);
       for (const n of before.keys()) if (!after.has(n)) d.removed.push(n);
-      if (d.added.length || d.changed.length || d.removed.length) out[group] = { added: d.added.sort(), changed: d.changed.sort(), removed: d.removed.sort() };
+      if (d.added.length || d.changed.length || d.removed.length)
+        out[group] = { added: d.added.sort(), changed: d.changed.sort(), removed: d.removed.sort() };
     }
     return out;
   }
@@ -154,12 +205,23 @@ export class ConfigPipeline {
       const target = this.store.getVersion(toId);
       const manifest = this.store.manifestOf(toId);
       const groups = target && manifest ? this.groupsOfVersion(toId) : undefined;
-      if (!target || !manifest || !groups) throw new RollbackError(`version ${toId} does not exist or has no stored resources`);
+      if (!target || !manifest || !groups)
+        throw new RollbackError(`version ${toId} does not exist or has no stored resources`);
       const cur = this.cache.current;
       if (cur) this.suppressedTree = cur.treeHash;
       const versionId = this.store.db.transaction(() => {
         const id = this.store.insertVersionWithResources(
-          { treeHash: target.treeHash, modelHash: target.modelHash, sourceKind: 'rollback', source: `rollback to #${toId}`, commitSha: target.commitSha ?? undefined, author: actor, subject: `rollback to #${toId}${target.subject ? `: ${target.subject}` : ''}`, model: target.model, warnings: [] },
+          {
+            treeHash: target.treeHash,
+            modelHash: target.modelHash,
+            sourceKind: 'rollback',
+            source: `rollback to #${toId}`,
+            commitSha: target.commitSha ?? undefined,
+            author: actor,
+            subject: `rollback to #${toId}${target.subject ? `: ${target.subject}` : ''}`,
+            model: target.model,
+            warnings: [],
+          },
           [],
           manifest,
         );
@@ -167,7 +229,10 @@ export class ConfigPipeline {
         return id;
       })();
       this.model = target.model;
-      this.publish(versionId, target.modelHash, target.treeHash, new Date().toISOString(), { groups, resolver: NodeGroupResolver.forModel(target.model) });
+      this.publish(versionId, target.modelHash, target.treeHash, new Date().toISOString(), {
+        groups,
+        resolver: NodeGroupResolver.forModel(target.model),
+      });
       this.log.warn({ versionId, to: toId, actor }, 'rolled back');
       return { status: 'applied', versionId, diagnostics: [] };
     });
@@ -195,7 +260,12 @@ export class ConfigPipeline {
     const started = performance.now();
     const current0 = this.cache.current;
     // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
-    const check = await checkTree(dir, this.encoder, { unlessTreeHash: [current0?.treeHash, this.suppressedTree], previous: this.unpinned?.groups, against: this.cache.current?.groups, envoy: this.envoy });
+    const check = await checkTree(dir, this.encoder, {
+      unlessTreeHash: [current0?.treeHash, this.suppressedTree],
+      previous: this.unpinned?.groups,
+      against: this.cache.current?.groups,
+      envoy: this.envoy,
+    });
     if (check.unchanged && current0) return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
     this.suppressedTree = undefined; // the directory moved on since a rollback: it is the source again
     if (!check.model || !check.config) {
@@ -203,7 +273,10 @@ export class ConfigPipeline {
         this.store.recordRejection(check.treeHash, dir, check.diagnostics);
         this.lastRejectedTree = check.treeHash;
       }
-      this.log.warn({ dir, problems: check.diagnostics.map(formatDiagnostic) }, 'config tree rejected; still serving the last good version');
+      this.log.warn(
+        { dir, problems: check.diagnostics.map(formatDiagnostic) },
+        'config tree rejected; still serving the last good version',
+      );
       this.events.emit('rejected', check.diagnostics);
       return { status: 'rejected', diagnostics: check.diagnostics };
     }
@@ -234,8 +307,15 @@ export class ConfigPipeline {
     const rev = await revisionOf(dir);
     const versionId = this.store.insertVersionWithResources(
       {
-        treeHash: check.treeHash, modelHash: hash, sourceKind: rev ? 'git' : 'directory', source: dir, model: check.model, warnings: check.diagnostics,
-        commitSha: rev?.commit, author: rev ? `${rev.author} <${rev.email}>` : undefined, subject: rev?.subject,
+        treeHash: check.treeHash,
+        modelHash: hash,
+        sourceKind: rev ? 'git' : 'directory',
+        source: dir,
+        model: check.model,
+        warnings: check.diagnostics,
+        commitSha: rev?.commit,
+        author: rev ? `${rev.author} <${rev.email}>` : undefined,
+        subject: rev?.subject,
       },
       [...fresh.values()],
       manifest,
@@ -245,7 +325,15 @@ export class ConfigPipeline {
     this.model = check.model;
     this.secrets = check.secrets ?? new Map();
     this.publish(versionId, hash, check.treeHash, appliedAt.toISOString(), check.config);
-    this.log.info({ versionId, modelHash: hash.slice(0, 12), ms: Math.round(performance.now() - started), warnings: check.diagnostics.length }, 'applied config version');
+    this.log.info(
+      {
+        versionId,
+        modelHash: hash.slice(0, 12),
+        ms: Math.round(performance.now() - started),
+        warnings: check.diagnostics.length,
+      },
+      'applied config version',
+    );
     this.events.emit('applied', performance.now() - started);
     return { status: 'applied', versionId, diagnostics: check.diagnostics };
   }
@@ -265,14 +353,23 @@ export class ConfigPipeline {
     const cur = this.cache.current;
     const model = this.model;
     if (!cur || !model) return 'unchanged';
-    const loaded = await loadSecrets(model.secrets, resolve(this.configDir), (name) => model.origins[originKey('Secret', name)]);
+    const loaded = await loadSecrets(
+      model.secrets,
+      resolve(this.configDir),
+      (name) => model.origins[originKey('Secret', name)],
+    );
     if (hasErrors(loaded.diagnostics)) {
-      this.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, 'renewed secret files rejected; still serving the last good secrets');
+      this.log.error(
+        { problems: loaded.diagnostics.map(formatDiagnostic) },
+        'renewed secret files rejected; still serving the last good secrets',
+      );
       this.store.recordRejection(cur.treeHash, 'secret files', loaded.diagnostics);
       this.events.emit('rejected', loaded.diagnostics);
       return 'rejected';
     }
-    const changed = [...loaded.materials.values()].filter((m) => this.secrets.get(m.name)?.fingerprint !== m.fingerprint);
+    const changed = [...loaded.materials.values()].filter(
+      (m) => this.secrets.get(m.name)?.fingerprint !== m.fingerprint,
+    );
     if (!changed.length) return 'unchanged';
     this.secrets = loaded.materials;
     const groups = new Map<string, GroupSnapshot>();
@@ -284,7 +381,12 @@ export class ConfigPipeline {
       groups.set(name, { group: name, types: { ...g.types, secret: makeTypeSnapshot('secret', secrets) } });
     }
     this.publish(cur.versionId, cur.modelHash, cur.treeHash, cur.appliedAt, { groups, resolver: cur.resolver });
-    this.log.info({ secrets: changed.map((m) => ({ name: m.name, fingerprint: m.fingerprint.slice(0, 16), notAfter: m.notAfter })) }, 'rotated secrets');
+    this.log.info(
+      {
+        secrets: changed.map((m) => ({ name: m.name, fingerprint: m.fingerprint.slice(0, 16), notAfter: m.notAfter })),
+      },
+      'rotated secrets',
+    );
     return 'rotated';
   }
 
@@ -303,6 +405,14 @@ export class ConfigPipeline {
     }
     const commit = this.store.commitOf(versionId);
     const controlPlane = `fleetxds version ${versionId}${commit ? ` commit ${commit}` : ''}`;
-    this.cache.publish({ versionId, modelHash: hash, treeHash, appliedAt, controlPlane, groups, resolver: config.resolver });
+    this.cache.publish({
+      versionId,
+      modelHash: hash,
+      treeHash,
+      appliedAt,
+      controlPlane,
+      groups,
+      resolver: config.resolver,
+    });
   }
 }

@@ -19,7 +19,11 @@ const MIN_REMOVED = 2;
 
 function guarded(g: GroupSnapshot | undefined): Set<string> {
   if (!g) return new Set();
-  return new Set([...g.types.listener.resources.keys()].map((n) => `listener ${n}`).concat([...g.types.cluster.resources.keys()].map((n) => `cluster ${n}`)));
+  return new Set(
+    [...g.types.listener.resources.keys()]
+      .map((n) => `listener ${n}`)
+      .concat([...g.types.cluster.resources.keys()].map((n) => `cluster ${n}`)),
+  );
 }
 
 export function removalDiagnostics(
@@ -34,7 +38,12 @@ export function removalDiagnostics(
   const how = 'if that is what you mean, add a document `kind: Guard` to the tree for this change';
   const listeners = [...next.values()].reduce((a, g) => a + g.types.listener.resources.size, 0);
   if (listeners === 0 && !guard?.allowEmpty) {
-    sink.error(Codes.EMPTY_TREE, at, [], `the tree defines nothing to serve (no Listener or GrpcService in any node group): applying it would remove every listener from every proxy; ${how} with \`allowEmpty: true\``);
+    sink.error(
+      Codes.EMPTY_TREE,
+      at,
+      [],
+      `the tree defines nothing to serve (no Listener or GrpcService in any node group): applying it would remove every listener from every proxy; ${how} with \`allowEmpty: true\``,
+    );
   }
   if (!previous || listeners === 0) return sink.diagnostics; // emptiness is the rule above
   const maxPercent = guard?.maxRemovalPercent ?? DEFAULT_MAX_REMOVAL_PERCENT;
@@ -45,7 +54,12 @@ export function removalDiagnostics(
     if (removed.length < MIN_REMOVED || removed.length * 100 <= maxPercent * had.size) continue;
     const pct = Math.round((removed.length * 100) / had.size);
     const list = removed.slice(0, 8).join(', ') + (removed.length > 8 ? `, and ${removed.length - 8} more` : '');
-    sink.error(Codes.MASS_REMOVAL, at, [], `node group "${group}" would lose ${removed.length} of its ${had.size} listeners and clusters at once (${pct}%, over the ${maxPercent}% one change may remove): ${list}; ${how} with \`maxRemovalPercent: ${Math.min(100, pct)}\`, and remove it afterwards`);
+    sink.error(
+      Codes.MASS_REMOVAL,
+      at,
+      [],
+      `node group "${group}" would lose ${removed.length} of its ${had.size} listeners and clusters at once (${pct}%, over the ${maxPercent}% one change may remove): ${list}; ${how} with \`maxRemovalPercent: ${Math.min(100, pct)}\`, and remove it afterwards`,
+    );
   }
   return sink.diagnostics;
 }

@@ -13,7 +13,14 @@ import { GRPC_XDS_CLUSTER, LONG_POLL_METADATA, REST_XDS_CLUSTER } from './config
  * subscription (no ADS); rest: REST-JSON polling; files: rendered files.
  */
 export type BootstrapMode = 'ads' | 'delta' | 'per-type' | 'per-type-delta' | 'rest' | 'files';
-export const BOOTSTRAP_MODES: readonly BootstrapMode[] = ['ads', 'delta', 'per-type', 'per-type-delta', 'rest', 'files'];
+export const BOOTSTRAP_MODES: readonly BootstrapMode[] = [
+  'ads',
+  'delta',
+  'per-type',
+  'per-type-delta',
+  'rest',
+  'files',
+];
 
 export interface BootstrapInput {
   mode: BootstrapMode;
@@ -37,7 +44,12 @@ function staticCluster(name: string, host: string, port: number, http2: boolean)
     name,
     type: isIP(host) ? 'STATIC' : 'STRICT_DNS',
     connect_timeout: '5s',
-    load_assignment: { cluster_name: name, endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: host, port_value: port } } } }] }] },
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [
+        { lb_endpoints: [{ endpoint: { address: { socket_address: { address: host, port_value: port } } } }] },
+      ],
+    },
   };
   if (http2) {
     // gRPC needs HTTP/2; keepalives detect half-open connections (Envoy docs, ads.yaml).
@@ -100,14 +112,26 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
     }
     case 'files': {
       const f = input.files!;
-      const src = (path: string) => ({ path_config_source: { path, ...(f.watchedDirectory ? { watched_directory: { path: f.watchedDirectory } } : {}) }, resource_api_version: 'V3' });
+      const src = (path: string) => ({
+        path_config_source: {
+          path,
+          ...(f.watchedDirectory ? { watched_directory: { path: f.watchedDirectory } } : {}),
+        },
+        resource_api_version: 'V3',
+      });
       dynamic = { cds_config: src(f.cds), lds_config: src(f.lds) };
       break;
     }
   }
-  const bootstrap: Obj = { node, admin, dynamic_resources: dynamic, ...(clusters.length ? { static_resources: { clusters } } : {}) };
+  const bootstrap: Obj = {
+    node,
+    admin,
+    dynamic_resources: dynamic,
+    ...(clusters.length ? { static_resources: { clusters } } : {}),
+  };
   const { issues } = encodeJson('envoy.config.bootstrap.v3.Bootstrap', bootstrap);
-  if (issues.length) throw new Error('generated bootstrap is invalid: ' + issues.map((i) => `${i.path}: ${i.message}`).join('; '));
+  if (issues.length)
+    throw new Error('generated bootstrap is invalid: ' + issues.map((i) => `${i.path}: ${i.message}`).join('; '));
   return bootstrap;
 }
 
@@ -115,7 +139,9 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
 export function grpcBootstrap(nodeId: string, nodeCluster: string, server: { host: string; port: number }): Obj {
   const host = server.host.includes(':') ? `[${server.host}]` : server.host;
   return {
-    xds_servers: [{ server_uri: `${host}:${server.port}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    xds_servers: [
+      { server_uri: `${host}:${server.port}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] },
+    ],
     node: { id: nodeId, cluster: nodeCluster, locality: {} },
   };
 }

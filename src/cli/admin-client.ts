@@ -23,26 +23,43 @@ export async function adminCommand(command: string, args: string[], configFile: 
       case 'history': {
         const h = (await call('GET', '/api/v1/versions')) as { current: number; versions: Record<string, any>[] };
         for (const v of h.versions) {
-          const changes = v.changes ? Object.entries(v.changes as Record<string, { added: string[]; changed: string[]; removed: string[] }>).map(([g, c]) => `${g}: +${c.added.length} ~${c.changed.length} -${c.removed.length}`).join('; ') : '';
-          process.stdout.write(`${v.id === h.current ? '*' : ' '} #${v.id}  ${v.appliedAt}  ${v.sourceKind.padEnd(9)} ${(v.commitSha ?? '').slice(0, 12).padEnd(12)} ${v.author ?? ''}  ${v.subject ?? ''}  ${changes}\n`);
+          const changes = v.changes
+            ? Object.entries(v.changes as Record<string, { added: string[]; changed: string[]; removed: string[] }>)
+                .map(([g, c]) => `${g}: +${c.added.length} ~${c.changed.length} -${c.removed.length}`)
+                .join('; ')
+            : '';
+          process.stdout.write(
+            `${v.id === h.current ? '*' : ' '} #${v.id}  ${v.appliedAt}  ${v.sourceKind.padEnd(9)} ${(v.commitSha ?? '').slice(0, 12).padEnd(12)} ${v.author ?? ''}  ${v.subject ?? ''}  ${changes}\n`,
+          );
         }
         return 0;
       }
       case 'diff':
         if (args.length !== 2) return 2;
-        process.stdout.write(JSON.stringify(await call('GET', `/api/v1/versions/${Number(args[0])}/diff/${Number(args[1])}`), null, 2) + '\n');
+        process.stdout.write(
+          JSON.stringify(await call('GET', `/api/v1/versions/${Number(args[0])}/diff/${Number(args[1])}`), null, 2) +
+            '\n',
+        );
         return 0;
       case 'rollback':
         if (args.length !== 1) return 2;
-        process.stdout.write(JSON.stringify(await call('POST', '/api/v1/rollback', { versionId: Number(args[0]), actor })) + '\n');
+        process.stdout.write(
+          JSON.stringify(await call('POST', '/api/v1/rollback', { versionId: Number(args[0]), actor })) + '\n',
+        );
         return 0;
       case 'pin':
         if (args.length !== 2) return 2;
-        process.stdout.write(JSON.stringify(await call('PUT', `/api/v1/pins/${encodeURIComponent(args[0])}`, { versionId: Number(args[1]), actor })) + '\n');
+        process.stdout.write(
+          JSON.stringify(
+            await call('PUT', `/api/v1/pins/${encodeURIComponent(args[0])}`, { versionId: Number(args[1]), actor }),
+          ) + '\n',
+        );
         return 0;
       case 'unpin':
         if (args.length !== 1) return 2;
-        process.stdout.write(JSON.stringify(await call('DELETE', `/api/v1/pins/${encodeURIComponent(args[0])}`)) + '\n');
+        process.stdout.write(
+          JSON.stringify(await call('DELETE', `/api/v1/pins/${encodeURIComponent(args[0])}`)) + '\n',
+        );
         return 0;
     }
   } catch (err) {

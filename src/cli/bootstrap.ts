@@ -37,14 +37,22 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
   const group = a.group ?? DEFAULT_GROUP;
   const doc = tree.model.nodeGroups.find((g) => g.name === group);
   if (!doc && group !== DEFAULT_GROUP) {
-    process.stderr.write(`no node group "${group}" (have: ${[DEFAULT_GROUP, ...tree.model.nodeGroups.map((g) => g.name)].join(', ')})\n`);
+    process.stderr.write(
+      `no node group "${group}" (have: ${[DEFAULT_GROUP, ...tree.model.nodeGroups.map((g) => g.name)].join(', ')})\n`,
+    );
     return 2;
   }
   const nodeCluster = a.nodeCluster ?? doc?.match?.cluster ?? group;
   const nodeId = a.nodeId ?? `${group}-${process.env.HOSTNAME ?? 'node'}`;
-  const resolved = new NodeGroupResolver(tree.model.nodeGroups).resolve({ id: nodeId, cluster: nodeCluster, metadata: doc?.match?.metadata ?? {} });
+  const resolved = new NodeGroupResolver(tree.model.nodeGroups).resolve({
+    id: nodeId,
+    cluster: nodeCluster,
+    metadata: doc?.match?.metadata ?? {},
+  });
   if (resolved !== group) {
-    process.stderr.write(`a node with id "${nodeId}" and cluster "${nodeCluster}" would join group "${resolved}", not "${group}"; pass --node-id/--node-cluster that match it\n`);
+    process.stderr.write(
+      `a node with id "${nodeId}" and cluster "${nodeCluster}" would join group "${resolved}", not "${group}"; pass --node-id/--node-cluster that match it\n`,
+    );
     return 2;
   }
   const listen = (mode === 'rest' ? settings.rest?.listen : settings.grpc.listen) ?? '';
@@ -67,12 +75,26 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
     }
     const r = new FileRenderer(settings.files);
     out = envoyBootstrap({
-      mode, nodeId, nodeCluster,
-      files: { cds: r.envoyPath(group, 'cluster'), lds: r.envoyPath(group, 'listener'), watchedDirectory: settings.files.layout === 'watched_directory' ? r.envoyGroupDir(group) : undefined },
+      mode,
+      nodeId,
+      nodeCluster,
+      files: {
+        cds: r.envoyPath(group, 'cluster'),
+        lds: r.envoyPath(group, 'listener'),
+        watchedDirectory: settings.files.layout === 'watched_directory' ? r.envoyGroupDir(group) : undefined,
+      },
     });
   } else {
     const r = settings.rest;
-    out = envoyBootstrap({ mode: mode as BootstrapMode, nodeId, nodeCluster, server, refreshDelayMs: r?.refreshDelayMs, requestTimeoutMs: r?.requestTimeoutMs, longPollMs: r?.holdMs });
+    out = envoyBootstrap({
+      mode: mode as BootstrapMode,
+      nodeId,
+      nodeCluster,
+      server,
+      refreshDelayMs: r?.refreshDelayMs,
+      requestTimeoutMs: r?.requestTimeoutMs,
+      longPollMs: r?.holdMs,
+    });
   }
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
   return 0;

@@ -35,9 +35,17 @@ function selfCommand(): string {
   return [process.execPath, ...args, resolve(process.argv[1])].map(shellQuote).join(' ');
 }
 
-export function gitSetupCommand(opts: { base?: string; branch?: string; subdir?: string; keep?: string; envoy?: string[] }): number {
+export function gitSetupCommand(opts: {
+  base?: string;
+  branch?: string;
+  subdir?: string;
+  keep?: string;
+  envoy?: string[];
+}): number {
   if (!opts.base) {
-    process.stderr.write('usage: fleetxds git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20] [--envoy BINARY ...]\n');
+    process.stderr.write(
+      'usage: fleetxds git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20] [--envoy BINARY ...]\n',
+    );
     return 2;
   }
   const base = resolve(opts.base);
@@ -51,7 +59,11 @@ export function gitSetupCommand(opts: { base?: string; branch?: string; subdir?:
   const repo = join(base, 'config.git');
   mkdirSync(join(base, 'releases'), { recursive: true });
   if (!existsSync(repo)) execFileSync('git', ['init', '--quiet', '--bare', `--initial-branch=${branch}`, repo]);
-  for (const [k, v] of [['receive.denyDeletes', 'true'], ['receive.denyNonFastForwards', 'true'], ['receive.fsckObjects', 'true']]) {
+  for (const [k, v] of [
+    ['receive.denyDeletes', 'true'],
+    ['receive.denyNonFastForwards', 'true'],
+    ['receive.fsckObjects', 'true'],
+  ]) {
     execFileSync('git', ['--git-dir', repo, 'config', k, v]);
   }
   const self = selfCommand();
@@ -108,7 +120,9 @@ done
   writeFileSync(join(repo, 'hooks', 'post-receive'), post);
   chmodSync(join(repo, 'hooks', 'pre-receive'), 0o755);
   chmodSync(join(repo, 'hooks', 'post-receive'), 0o755);
-  process.stdout.write(`bare repository: ${repo}\nserve from:      ${join(base, 'current', subdir === '.' ? '' : subdir)}\npush with:       git remote add fleet ssh://<vm>${repo} && git push fleet ${branch}\n`);
+  process.stdout.write(
+    `bare repository: ${repo}\nserve from:      ${join(base, 'current', subdir === '.' ? '' : subdir)}\npush with:       git remote add fleet ssh://<vm>${repo} && git push fleet ${branch}\n`,
+  );
   return 0;
 }
 

@@ -64,14 +64,25 @@ async function main(argv: string[]): Promise<number | undefined> {
       return serveCommand(values.config!);
     case 'validate':
       if (positionals.length !== 1) break;
-      return validateCommand(positionals[0], { json: values.json, envoy: values.envoy, config: rest.includes('--config') ? values.config : undefined, previous: values.previous });
+      return validateCommand(positionals[0], {
+        json: values.json,
+        envoy: values.envoy,
+        config: rest.includes('--config') ? values.config : undefined,
+        previous: values.previous,
+      });
     case 'render':
       if (positionals.length !== 1) break;
       return renderCommand(positionals[0], { group: values.group, kind: values.kind });
     case 'schema':
       return schemaCommand(values.out);
     case 'git-setup':
-      return gitSetupCommand({ base: values.base, branch: values.branch, subdir: values.subdir, keep: values.keep, envoy: values.envoy });
+      return gitSetupCommand({
+        base: values.base,
+        branch: values.branch,
+        subdir: values.subdir,
+        keep: values.keep,
+        envoy: values.envoy,
+      });
     case 'release-meta':
       return releaseMetaCommand(values['git-dir'], positionals[0]);
     case 'history':
@@ -82,11 +93,20 @@ async function main(argv: string[]): Promise<number | undefined> {
       return adminCommand(command, positionals, values.config!);
     case 'token': {
       const t = newToken();
-      process.stdout.write(`token:  ${t.token}\nsha256: ${t.sha256}\n(put the sha256 in admin.tokens or rest.tokens; give the token to the client)\n`);
+      process.stdout.write(
+        `token:  ${t.token}\nsha256: ${t.sha256}\n(put the sha256 in admin.tokens or rest.tokens; give the token to the client)\n`,
+      );
       return 0;
     }
     case 'bootstrap':
-      return bootstrapCommand({ config: values.config!, group: values.group, mode: values.mode, nodeId: values['node-id'], nodeCluster: values['node-cluster'], server: values.server });
+      return bootstrapCommand({
+        config: values.config!,
+        group: values.group,
+        mode: values.mode,
+        nodeId: values['node-id'],
+        nodeCluster: values['node-cluster'],
+        server: values.server,
+      });
   }
   process.stderr.write(USAGE + '\n');
   return 2;

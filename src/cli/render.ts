@@ -21,8 +21,13 @@ export async function renderCommand(dir: string, opts: { group?: string; kind?: 
       if (opts.kind && k !== opts.kind) continue;
       const t = g.types[k as ResourceKind];
       // Never print key material: secrets are shown by name and version only.
-      const show = (r: { name: string; version: string; json: object }) => (k === 'secret' ? { name: r.name, version: r.version, material: '(redacted)' } : r.json);
-      out[name][k] = { version_info: t.version, type_url: TypeUrls[k], resources: [...t.resources.values()].map((r) => ({ '@type': TypeUrls[k], ...show(r) })) };
+      const show = (r: { name: string; version: string; json: object }) =>
+        k === 'secret' ? { name: r.name, version: r.version, material: '(redacted)' } : r.json;
+      out[name][k] = {
+        version_info: t.version,
+        type_url: TypeUrls[k],
+        resources: [...t.resources.values()].map((r) => ({ '@type': TypeUrls[k], ...show(r) })),
+      };
     }
   }
   if (opts.group && !out[opts.group]) {

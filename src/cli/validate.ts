@@ -9,11 +9,20 @@ import { loadServerConfig } from '../config/server-config.ts';
  * the real Envoy judges the produced resources too. With `--previous DIR`, a change that removes
  * most of a node group's listeners and clusters is refused (see removal-guard.ts).
  */
-export async function validateCommand(dir: string, opts: { json?: boolean; envoy?: string[]; config?: string; previous?: string }): Promise<number> {
-  const binaries = [...(opts.envoy ?? []), ...(opts.config ? (loadServerConfig(opts.config).envoyCheck?.binaries ?? []) : [])];
+export async function validateCommand(
+  dir: string,
+  opts: { json?: boolean; envoy?: string[]; config?: string; previous?: string },
+): Promise<number> {
+  const binaries = [
+    ...(opts.envoy ?? []),
+    ...(opts.config ? (loadServerConfig(opts.config).envoyCheck?.binaries ?? []) : []),
+  ];
   // --previous DIR: the tree this one replaces (the hook passes the branch's old commit), for the mass-removal rule.
   const against = opts.previous ? (await checkTree(opts.previous)).config?.groups : undefined;
-  const result = await checkTree(dir, undefined, { against, envoy: binaries.length ? new EnvoyChecker({ binaries }) : undefined });
+  const result = await checkTree(dir, undefined, {
+    against,
+    envoy: binaries.length ? new EnvoyChecker({ binaries }) : undefined,
+  });
   const failed = hasErrors(result.diagnostics) || !result.config;
   if (opts.json) {
     process.stdout.write(JSON.stringify({ ok: !failed, diagnostics: result.diagnostics }, null, 2) + '\n');
@@ -24,7 +33,9 @@ export async function validateCommand(dir: string, opts: { json?: boolean; envoy
     if (failed) process.stderr.write(`${dir}: invalid (${errors} error(s), ${warnings} warning(s))\n`);
     else {
       const groups = [...result.config!.groups.values()];
-      const counts = groups.map((g) => `${g.group}: ${Object.values(g.types).reduce((a, t) => a + t.resources.size, 0)} resources`).join(', ');
+      const counts = groups
+        .map((g) => `${g.group}: ${Object.values(g.types).reduce((a, t) => a + t.resources.size, 0)} resources`)
+        .join(', ');
       process.stdout.write(`${dir}: valid${warnings ? ` (${warnings} warning(s))` : ''}; ${counts}\n`);
     }
   }

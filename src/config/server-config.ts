@@ -10,19 +10,37 @@ import { Value } from '@sinclair/typebox/value';
 import { parse } from 'yaml';
 
 const TokenList = Type.Array(
-  Type.Object({ name: Type.String({ minLength: 1 }), sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }), role: Type.Union([Type.Literal('read'), Type.Literal('admin')]) }, { additionalProperties: false }),
+  Type.Object(
+    {
+      name: Type.String({ minLength: 1 }),
+      sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+      role: Type.Union([Type.Literal('read'), Type.Literal('admin')]),
+    },
+    { additionalProperties: false },
+  ),
   { description: 'Bearer tokens, by sha256 digest (fleetxds token prints a token and its digest).' },
 );
 const TlsFiles = Type.Object(
   {
     certFile: Type.String({ minLength: 1 }),
     keyFile: Type.String({ minLength: 1 }),
-    clientCaFile: Type.Optional(Type.String({ minLength: 1, description: 'Require client certificates signed by this CA (mTLS).' })),
-    identityPrefix: Type.Optional(Type.String({ minLength: 1, description: 'URI SAN prefix binding node ids to client certificates, e.g. spiffe://fleet.example/ (needs clientCaFile).' })),
+    clientCaFile: Type.Optional(
+      Type.String({ minLength: 1, description: 'Require client certificates signed by this CA (mTLS).' }),
+    ),
+    identityPrefix: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'URI SAN prefix binding node ids to client certificates, e.g. spiffe://fleet.example/ (needs clientCaFile).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
-const Listen = Type.String({ pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$', description: 'host:port; port 0 picks a free port' });
+const Listen = Type.String({
+  pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$',
+  description: 'host:port; port 0 picks a free port',
+});
 
 export const ServerConfigSchema = Type.Object(
   {
@@ -32,9 +50,21 @@ export const ServerConfigSchema = Type.Object(
       {
         listen: Listen,
         maxReceiveBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 268435456 })),
-        maxUnreadBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 1073741824, description: 'Responses a stream may leave unread before it is ended with RESOURCE_EXHAUSTED (default 32 MiB).' })),
+        maxUnreadBytes: Type.Optional(
+          Type.Integer({
+            minimum: 65536,
+            maximum: 1073741824,
+            description:
+              'Responses a stream may leave unread before it is ended with RESOURCE_EXHAUSTED (default 32 MiB).',
+          }),
+        ),
         tls: Type.Optional(TlsFiles),
-        serveLastAckedOnNack: Type.Optional(Type.Boolean({ description: 'NACK containment: a node connecting while its group\'s newest version of a type stands NACKed first gets the last version the group ACKed.' })),
+        serveLastAckedOnNack: Type.Optional(
+          Type.Boolean({
+            description:
+              "NACK containment: a node connecting while its group's newest version of a type stands NACKed first gets the last version the group ACKed.",
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -43,12 +73,25 @@ export const ServerConfigSchema = Type.Object(
       Type.Object(
         {
           listen: Listen,
-          holdMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600000, description: 'How long an unchanged poll is held; keep it below Envoy\'s request_timeout.' })),
+          holdMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 600000,
+              description: "How long an unchanged poll is held; keep it below Envoy's request_timeout.",
+            }),
+          ),
           refreshDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
           requestTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
           bodyLimit: Type.Optional(Type.Integer({ minimum: 1024, maximum: 67108864 })),
           maxHeld: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000000 })),
-          pollerExpiryMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 86400000, description: 'A REST node silent this long leaves the status (and its subscriptions are forgotten); default max(60 s, twice the hold plus two refresh delays).' })),
+          pollerExpiryMs: Type.Optional(
+            Type.Integer({
+              minimum: 100,
+              maximum: 86400000,
+              description:
+                'A REST node silent this long leaves the status (and its subscriptions are forgotten); default max(60 s, twice the hold plus two refresh delays).',
+            }),
+          ),
           tokens: Type.Optional(TokenList),
           tls: Type.Optional(TlsFiles),
         },
@@ -60,7 +103,9 @@ export const ServerConfigSchema = Type.Object(
         {
           enabled: Type.Optional(Type.Boolean()),
           dir: Type.String({ minLength: 1 }),
-          envoyDir: Type.Optional(Type.String({ minLength: 1, description: 'The directory as the proxies see it, if different.' })),
+          envoyDir: Type.Optional(
+            Type.String({ minLength: 1, description: 'The directory as the proxies see it, if different.' }),
+          ),
           format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('yaml')])),
           layout: Type.Optional(Type.Union([Type.Literal('files'), Type.Literal('watched_directory')])),
         },
@@ -73,7 +118,13 @@ export const ServerConfigSchema = Type.Object(
           enabled: Type.Optional(Type.Boolean()),
           debounceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60000 })),
           maxWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600000 })),
-          reconcileMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400000, description: 'Full re-read this often, in case inotify dropped events (0 = never).' })),
+          reconcileMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 86400000,
+              description: 'Full re-read this often, in case inotify dropped events (0 = never).',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -81,7 +132,12 @@ export const ServerConfigSchema = Type.Object(
     sds: Type.Optional(
       Type.Object(
         {
-          insecureLoopbackOnly: Type.Optional(Type.Boolean({ description: 'Serve TLS secrets to clients the transport does not authenticate. Accepted only while every xDS port listens on loopback (a lab, the bundled example); never in production.' })),
+          insecureLoopbackOnly: Type.Optional(
+            Type.Boolean({
+              description:
+                'Serve TLS secrets to clients the transport does not authenticate. Accepted only while every xDS port listens on loopback (a lab, the bundled example); never in production.',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -89,13 +145,26 @@ export const ServerConfigSchema = Type.Object(
     envoyCheck: Type.Optional(
       Type.Object(
         {
-          binaries: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Envoy binaries (the releases the fleet runs) that must accept every group\'s resources before a tree is applied.' }),
+          binaries: Type.Array(Type.String({ minLength: 1 }), {
+            minItems: 1,
+            description:
+              "Envoy binaries (the releases the fleet runs) that must accept every group's resources before a tree is applied.",
+          }),
           timeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 600000 })),
         },
         { additionalProperties: false },
       ),
     ),
-    log: Type.Optional(Type.Object({ level: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))) }, { additionalProperties: false })),
+    log: Type.Optional(
+      Type.Object(
+        {
+          level: Type.Optional(
+            Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -180,22 +249,46 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
   }
   const errors = [...Value.Errors(ServerConfigSchema, cfg)];
   if (errors.length) {
-    throw new ConfigError(`${file}: invalid settings:\n` + errors.map((e) => `  ${e.path.slice(1).replace(/\//g, '.') || '(root)'}: ${e.message}`).join('\n'));
+    throw new ConfigError(
+      `${file}: invalid settings:\n` +
+        errors.map((e) => `  ${e.path.slice(1).replace(/\//g, '.') || '(root)'}: ${e.message}`).join('\n'),
+    );
   }
   const base = dirname(resolve(file));
   const tlsPaths = (t: TlsSettings | undefined): TlsSettings | undefined =>
-    t && { ...t, certFile: resolve(base, t.certFile), keyFile: resolve(base, t.keyFile), clientCaFile: t.clientCaFile && resolve(base, t.clientCaFile) };
+    t && {
+      ...t,
+      certFile: resolve(base, t.certFile),
+      keyFile: resolve(base, t.keyFile),
+      clientCaFile: t.clientCaFile && resolve(base, t.clientCaFile),
+    };
   if (cfg.grpc?.tls) cfg.grpc.tls = tlsPaths(cfg.grpc.tls);
   if (cfg.rest?.tls) cfg.rest.tls = tlsPaths(cfg.rest.tls);
-  for (const t of [cfg.grpc?.tls, cfg.rest?.tls]) if (t?.identityPrefix && !t.clientCaFile) throw new ConfigError(`${file}: tls.identityPrefix needs tls.clientCaFile (client certificates)`);
+  for (const t of [cfg.grpc?.tls, cfg.rest?.tls])
+    if (t?.identityPrefix && !t.clientCaFile)
+      throw new ConfigError(`${file}: tls.identityPrefix needs tls.clientCaFile (client certificates)`);
   const rest = cfg.rest ? restSettings(cfg.rest) : undefined;
-  if (rest && rest.holdMs >= rest.requestTimeoutMs) throw new ConfigError(`${file}: rest.holdMs (${rest.holdMs}) must be below rest.requestTimeoutMs (${rest.requestTimeoutMs}), Envoy's request_timeout`);
+  if (rest && rest.holdMs >= rest.requestTimeoutMs)
+    throw new ConfigError(
+      `${file}: rest.holdMs (${rest.holdMs}) must be below rest.requestTimeoutMs (${rest.requestTimeoutMs}), Envoy's request_timeout`,
+    );
   const files: FilesSettings | undefined = cfg.files
-    ? { enabled: cfg.files.enabled ?? true, dir: resolve(base, cfg.files.dir), envoyDir: cfg.files.envoyDir ?? resolve(base, cfg.files.dir), format: cfg.files.format ?? 'json', layout: cfg.files.layout ?? 'files' }
+    ? {
+        enabled: cfg.files.enabled ?? true,
+        dir: resolve(base, cfg.files.dir),
+        envoyDir: cfg.files.envoyDir ?? resolve(base, cfg.files.dir),
+        format: cfg.files.format ?? 'json',
+        layout: cfg.files.layout ?? 'files',
+      }
     : undefined;
   if (cfg.sds?.insecureLoopbackOnly) {
-    const open = [cfg.grpc.listen, cfg.rest?.listen].filter((l): l is string => typeof l === 'string' && !isLoopback(splitListen(l).host));
-    if (open.length) throw new ConfigError(`${file}: sds.insecureLoopbackOnly serves private keys without authentication and is refused while xDS listens beyond loopback (${open.join(', ')}); use grpc.tls / rest.tls with identityPrefix, or rest.tokens`);
+    const open = [cfg.grpc.listen, cfg.rest?.listen].filter(
+      (l): l is string => typeof l === 'string' && !isLoopback(splitListen(l).host),
+    );
+    if (open.length)
+      throw new ConfigError(
+        `${file}: sds.insecureLoopbackOnly serves private keys without authentication and is refused while xDS listens beyond loopback (${open.join(', ')}); use grpc.tls / rest.tls with identityPrefix, or rest.tokens`,
+      );
   }
   if (cfg.envoyCheck) cfg.envoyCheck.binaries = cfg.envoyCheck.binaries.map((b: string) => resolve(base, b));
   return {
@@ -204,7 +297,12 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
     files,
     configDir: resolve(base, cfg.configDir),
     database: cfg.database === ':memory:' ? ':memory:' : resolve(base, cfg.database),
-    watch: { enabled: cfg.watch?.enabled ?? true, debounceMs: cfg.watch?.debounceMs ?? 200, maxWaitMs: cfg.watch?.maxWaitMs ?? 2000, reconcileMs: cfg.watch?.reconcileMs ?? 60_000 },
+    watch: {
+      enabled: cfg.watch?.enabled ?? true,
+      debounceMs: cfg.watch?.debounceMs ?? 200,
+      maxWaitMs: cfg.watch?.maxWaitMs ?? 2000,
+      reconcileMs: cfg.watch?.reconcileMs ?? 60_000,
+    },
     log: { level: cfg.log?.level ?? 'info' },
   };
 }

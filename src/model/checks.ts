@@ -7,7 +7,17 @@ import { RE2JS } from 're2js';
 import { Codes } from '../shared/diagnostics.ts';
 import type { PathSegment } from '../source/parse-yaml.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
-import type { GrpcRouteDoc, GrpcServiceDoc, HeaderMatchDoc, ListenerDoc, QueryMatchDoc, RetriesDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from './schema.ts';
+import type {
+  GrpcRouteDoc,
+  GrpcServiceDoc,
+  HeaderMatchDoc,
+  ListenerDoc,
+  QueryMatchDoc,
+  RetriesDoc,
+  RouteDoc,
+  ServiceDoc,
+  VirtualHostDoc,
+} from './schema.ts';
 import { DEFAULT_GROUP, groupNames, listenerGroups, type Model } from './types.ts';
 import { editDistance } from './validate.ts';
 import { parseHostPort } from './addresses.ts';
@@ -16,12 +26,31 @@ type RefOf = (kind: string, name: string) => DocRef | undefined;
 
 /** Envoy's router retry conditions (x-envoy-retry-on and x-envoy-retry-grpc-on). */
 export const ENVOY_RETRY_ON = new Set([
-  '5xx', 'gateway-error', 'reset', 'reset-before-request', 'connect-failure', 'envoy-ratelimited', 'retriable-4xx',
-  'refused-stream', 'retriable-status-codes', 'retriable-headers', 'http3-post-connect-failure',
-  'cancelled', 'deadline-exceeded', 'internal', 'resource-exhausted', 'unavailable',
+  '5xx',
+  'gateway-error',
+  'reset',
+  'reset-before-request',
+  'connect-failure',
+  'envoy-ratelimited',
+  'retriable-4xx',
+  'refused-stream',
+  'retriable-status-codes',
+  'retriable-headers',
+  'http3-post-connect-failure',
+  'cancelled',
+  'deadline-exceeded',
+  'internal',
+  'resource-exhausted',
+  'unavailable',
 ]);
 /** The gRPC status conditions proxyless clients implement (gRFC A44). */
-export const GRPC_RETRY_ON = new Set(['cancelled', 'deadline-exceeded', 'internal', 'resource-exhausted', 'unavailable']);
+export const GRPC_RETRY_ON = new Set([
+  'cancelled',
+  'deadline-exceeded',
+  'internal',
+  'resource-exhausted',
+  'unavailable',
+]);
 
 export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): void {
   const services = new Map(model.services.map((s) => [s.name, s]));
@@ -41,62 +70,124 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
   };
   const needService = (r: DocRef, path: PathSegment[], name: string): ServiceDoc | undefined => {
     const s = services.get(name);
-    if (!s) sink.error(Codes.UNKNOWN_REFERENCE, r, path, `service "${name}" does not exist${suggest(name, services.keys())}`);
+    if (!s)
+      sink.error(Codes.UNKNOWN_REFERENCE, r, path, `service "${name}" does not exist${suggest(name, services.keys())}`);
     return s;
   };
   const needGroups = (r: DocRef, gs: string[] | undefined): void => {
     (gs ?? []).forEach((g, i) => {
-      if (!groups.has(g)) sink.error(Codes.UNKNOWN_REFERENCE, r, ['groups', i], `node group "${g}" does not exist${suggest(g, groups)}; define it with kind: NodeGroup`);
+      if (!groups.has(g))
+        sink.error(
+          Codes.UNKNOWN_REFERENCE,
+          r,
+          ['groups', i],
+          `node group "${g}" does not exist${suggest(g, groups)}; define it with kind: NodeGroup`,
+        );
     });
   };
 
   const needSecret = (r: DocRef, path: PathSegment[], name: string, want: 'ca' | 'certificate'): void => {
     const sec = secrets.get(name);
-    if (!sec) sink.error(Codes.UNKNOWN_REFERENCE, r, path, `secret "${name}" does not exist${suggest(name, secrets.keys())}`);
-    else if (want === 'ca' && !sec.caFile) sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" is not a CA bundle (it needs caFile)`);
-    else if (want === 'certificate' && !sec.certificateFile) sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" holds no certificate`);
+    if (!sec)
+      sink.error(Codes.UNKNOWN_REFERENCE, r, path, `secret "${name}" does not exist${suggest(name, secrets.keys())}`);
+    else if (want === 'ca' && !sec.caFile)
+      sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" is not a CA bundle (it needs caFile)`);
+    else if (want === 'certificate' && !sec.certificateFile)
+      sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" holds no certificate`);
   };
   for (const s of model.services) {
     checkService(s, ref('Service', s.name), sink);
     if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
-    if (s.tls?.clientSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
-    if (s.tls?.caSecret && s.tls.caFile) sink.error(Codes.INVALID_VALUE, ref('Service', s.name), ['tls'], 'use caFile or caSecret, not both');
+    if (s.tls?.clientSecret !== undefined)
+      needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
+    if (s.tls?.caSecret && s.tls.caFile)
+      sink.error(Codes.INVALID_VALUE, ref('Service', s.name), ['tls'], 'use caFile or caSecret, not both');
   }
 
   for (const g of model.nodeGroups) {
     const r = ref('NodeGroup', g.name);
     const criteria = g.match ? Object.keys(g.match).length : 0;
-    if (g.name === DEFAULT_GROUP && criteria) sink.error(Codes.INVALID_VALUE, r, ['match'], 'the default group catches every node no other group matches; it takes no `match`');
-    if (g.name !== DEFAULT_GROUP && !criteria) sink.error(Codes.INVALID_VALUE, r, ['match'], 'a node group needs `match` with at least one of cluster, idPattern, metadata');
+    if (g.name === DEFAULT_GROUP && criteria)
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        ['match'],
+        'the default group catches every node no other group matches; it takes no `match`',
+      );
+    if (g.name !== DEFAULT_GROUP && !criteria)
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        ['match'],
+        'a node group needs `match` with at least one of cluster, idPattern, metadata',
+      );
   }
 
   for (const s of model.secrets) {
     const r = ref('Secret', s.name);
-    if (!s.caFile && !(s.certificateFile && s.privateKeyFile)) sink.error(Codes.INVALID_VALUE, r, [], 'a secret needs certificateFile and privateKeyFile, or caFile');
-    if (s.caFile && (s.certificateFile || s.privateKeyFile)) sink.error(Codes.INVALID_VALUE, r, ['caFile'], 'an Envoy secret is either a certificate or a CA bundle: put caFile in a Secret of its own');
-    if (Boolean(s.certificateFile) !== Boolean(s.privateKeyFile)) sink.error(Codes.INVALID_VALUE, r, [s.certificateFile ? 'privateKeyFile' : 'certificateFile'], 'certificateFile and privateKeyFile go together');
+    if (!s.caFile && !(s.certificateFile && s.privateKeyFile))
+      sink.error(Codes.INVALID_VALUE, r, [], 'a secret needs certificateFile and privateKeyFile, or caFile');
+    if (s.caFile && (s.certificateFile || s.privateKeyFile))
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        ['caFile'],
+        'an Envoy secret is either a certificate or a CA bundle: put caFile in a Secret of its own',
+      );
+    if (Boolean(s.certificateFile) !== Boolean(s.privateKeyFile))
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        [s.certificateFile ? 'privateKeyFile' : 'certificateFile'],
+        'certificateFile and privateKeyFile go together',
+      );
   }
 
   const usedVhosts = new Set<string>();
   for (const l of model.listeners) {
     const r = ref('Listener', l.name);
     needGroups(r, l.groups);
-    if (l.address !== undefined && !isIP(l.address)) sink.error(Codes.INVALID_VALUE, r, ['address'], `"${l.address}" is not an IP address`);
+    if (l.address !== undefined && !isIP(l.address))
+      sink.error(Codes.INVALID_VALUE, r, ['address'], `"${l.address}" is not an IP address`);
     l.virtualHosts.forEach((v, i) => {
       usedVhosts.add(v);
-      if (!vhosts.has(v)) sink.error(Codes.UNKNOWN_REFERENCE, r, ['virtualHosts', i], `virtual host "${v}" does not exist${suggest(v, vhosts.keys())}`);
+      if (!vhosts.has(v))
+        sink.error(
+          Codes.UNKNOWN_REFERENCE,
+          r,
+          ['virtualHosts', i],
+          `virtual host "${v}" does not exist${suggest(v, vhosts.keys())}`,
+        );
     });
     if (l.tls) {
       const sec = secrets.get(l.tls.secret);
-      if (!sec) sink.error(Codes.UNKNOWN_REFERENCE, r, ['tls', 'secret'], `secret "${l.tls.secret}" does not exist${suggest(l.tls.secret, secrets.keys())}`);
-      else if (!sec.certificateFile) sink.error(Codes.INVALID_VALUE, r, ['tls', 'secret'], `secret "${sec.name}" has no certificate; a TLS listener needs certificateFile and privateKeyFile`);
+      if (!sec)
+        sink.error(
+          Codes.UNKNOWN_REFERENCE,
+          r,
+          ['tls', 'secret'],
+          `secret "${l.tls.secret}" does not exist${suggest(l.tls.secret, secrets.keys())}`,
+        );
+      else if (!sec.certificateFile)
+        sink.error(
+          Codes.INVALID_VALUE,
+          r,
+          ['tls', 'secret'],
+          `secret "${sec.name}" has no certificate; a TLS listener needs certificateFile and privateKeyFile`,
+        );
       if (l.tls.clientCa !== undefined) needSecret(r, ['tls', 'clientCa'], l.tls.clientCa, 'ca');
       const seenNames = new Map<string, number>();
       l.tls.sni?.forEach((e, i) => {
         needSecret(r, ['tls', 'sni', i, 'secret'], e.secret, 'certificate');
         e.serverNames.forEach((n, j) => {
           const prev = seenNames.get(n.toLowerCase());
-          if (prev !== undefined) sink.error(Codes.CONFLICT, r, ['tls', 'sni', i, 'serverNames', j], `server name "${n}" is also in tls.sni[${prev}]`);
+          if (prev !== undefined)
+            sink.error(
+              Codes.CONFLICT,
+              r,
+              ['tls', 'sni', i, 'serverNames', j],
+              `server name "${n}" is also in tls.sni[${prev}]`,
+            );
           seenNames.set(n.toLowerCase(), i);
         });
       });
@@ -106,7 +197,8 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
 
   for (const v of model.virtualHosts) {
     const r = ref('VirtualHost', v.name);
-    if (!usedVhosts.has(v.name)) sink.warn(Codes.UNKNOWN_REFERENCE, r, [], 'no Listener carries this virtual host; it is not served');
+    if (!usedVhosts.has(v.name))
+      sink.warn(Codes.UNKNOWN_REFERENCE, r, [], 'no Listener carries this virtual host; it is not served');
     v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, needService));
     checkShadowedRoutes(v.routes, r, sink);
   }
@@ -122,41 +214,76 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
 
 function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
   if ((s.endpoints === undefined) === (s.dns === undefined)) {
-    sink.error(Codes.INVALID_VALUE, r, [], s.dns ? 'use either `endpoints` or `dns`, not both' : 'a service needs `endpoints` (static IPs) or `dns` (a host name)');
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      [],
+      s.dns
+        ? 'use either `endpoints` or `dns`, not both'
+        : 'a service needs `endpoints` (static IPs) or `dns` (a host name)',
+    );
   }
   const seen = new Map<string, number>();
   const priorities = new Set<number>();
   (s.endpoints ?? []).forEach((e, i) => {
     const hp = parseHostPort(e.address);
     if (!hp) {
-      sink.error(Codes.INVALID_VALUE, r, ['endpoints', i, 'address'], `"${e.address}" is not IP:port (IPv6 as [addr]:port)`);
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        ['endpoints', i, 'address'],
+        `"${e.address}" is not IP:port (IPv6 as [addr]:port)`,
+      );
     } else if (!isIP(hp.host)) {
-      sink.error(Codes.INVALID_VALUE, r, ['endpoints', i, 'address'], `"${hp.host}" is a host name; static endpoints must be IP addresses (use \`dns: {host: ${hp.host}, port: ${hp.port}}\` for DNS resolution)`);
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        ['endpoints', i, 'address'],
+        `"${hp.host}" is a host name; static endpoints must be IP addresses (use \`dns: {host: ${hp.host}, port: ${hp.port}}\` for DNS resolution)`,
+      );
     }
     const prev = seen.get(e.address);
-    if (prev !== undefined) sink.error(Codes.CONFLICT, r, ['endpoints', i, 'address'], `duplicate endpoint (also endpoints[${prev}])`);
+    if (prev !== undefined)
+      sink.error(Codes.CONFLICT, r, ['endpoints', i, 'address'], `duplicate endpoint (also endpoints[${prev}])`);
     seen.set(e.address, i);
     priorities.add(e.priority ?? 0);
   });
   const maxP = Math.max(-1, ...priorities);
   for (let p = 0; p <= maxP; p++) {
     if (!priorities.has(p)) {
-      sink.error(Codes.INVALID_VALUE, r, ['endpoints'], `priorities must be contiguous from 0: priority ${maxP} is used but ${p} is not`);
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        ['endpoints'],
+        `priorities must be contiguous from 0: priority ${maxP} is used but ${p} is not`,
+      );
       break;
     }
   }
   const hc = s.healthCheck;
   if (hc) {
-    if (hc.type === 'http' && !hc.path) sink.error(Codes.INVALID_VALUE, r, ['healthCheck'], 'an http health check needs `path`');
-    if (hc.type !== 'http' && hc.path) sink.error(Codes.INVALID_VALUE, r, ['healthCheck', 'path'], `\`path\` applies to http checks, not ${hc.type}`);
-    if (hc.type !== 'grpc' && hc.serviceName !== undefined) sink.error(Codes.INVALID_VALUE, r, ['healthCheck', 'serviceName'], '`serviceName` applies to grpc checks only');
+    if (hc.type === 'http' && !hc.path)
+      sink.error(Codes.INVALID_VALUE, r, ['healthCheck'], 'an http health check needs `path`');
+    if (hc.type !== 'http' && hc.path)
+      sink.error(Codes.INVALID_VALUE, r, ['healthCheck', 'path'], `\`path\` applies to http checks, not ${hc.type}`);
+    if (hc.type !== 'grpc' && hc.serviceName !== undefined)
+      sink.error(Codes.INVALID_VALUE, r, ['healthCheck', 'serviceName'], '`serviceName` applies to grpc checks only');
   }
-  if (s.tls?.caFile && !s.tls.caFile.startsWith('/')) sink.error(Codes.INVALID_VALUE, r, ['tls', 'caFile'], 'caFile is a path on the proxy host and must be absolute');
+  if (s.tls?.caFile && !s.tls.caFile.startsWith('/'))
+    sink.error(Codes.INVALID_VALUE, r, ['tls', 'caFile'], 'caFile is a path on the proxy host and must be absolute');
 }
 
-function checkStringMatch(m: HeaderMatchDoc | QueryMatchDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
-  const set = (['exact', 'prefix', 'regex', 'present'] as const).filter((k) => (m as Record<string, unknown>)[k] !== undefined);
-  if (set.length > 1) sink.error(Codes.INVALID_VALUE, r, path, `use only one of exact, prefix, regex, present (got ${set.join(', ')})`);
+function checkStringMatch(
+  m: HeaderMatchDoc | QueryMatchDoc,
+  path: PathSegment[],
+  r: DocRef,
+  sink: DiagnosticSink,
+): void {
+  const set = (['exact', 'prefix', 'regex', 'present'] as const).filter(
+    (k) => (m as Record<string, unknown>)[k] !== undefined,
+  );
+  if (set.length > 1)
+    sink.error(Codes.INVALID_VALUE, r, path, `use only one of exact, prefix, regex, present (got ${set.join(', ')})`);
   if (m.regex !== undefined) checkRegex(m.regex, [...path, 'regex'], r, sink);
 }
 
@@ -179,17 +306,33 @@ function checkRegex(re: string, path: PathSegment[], r: DocRef, sink: Diagnostic
   try {
     size = RE2JS.compile(re).programSize() + RE2JS_PROGRAM_SIZE_OFFSET;
   } catch (err) {
-    sink.error(Codes.INVALID_VALUE, r, path, `invalid RE2 regular expression (the syntax Envoy and gRPC use): ${(err as Error).message}`);
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      path,
+      `invalid RE2 regular expression (the syntax Envoy and gRPC use): ${(err as Error).message}`,
+    );
     return;
   }
   if (size > ENVOY_RE2_MAX_PROGRAM_SIZE) {
-    sink.error(Codes.INVALID_VALUE, r, path, `RE2 program size of about ${size} is over Envoy's limit of ${ENVOY_RE2_MAX_PROGRAM_SIZE}, so Envoy would reject it; simplify the pattern (a bounded repeat like {1,60} costs an instruction per repetition: prefer + or *)`);
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      path,
+      `RE2 program size of about ${size} is over Envoy's limit of ${ENVOY_RE2_MAX_PROGRAM_SIZE}, so Envoy would reject it; simplify the pattern (a bounded repeat like {1,60} costs an instruction per repetition: prefer + or *)`,
+    );
   }
 }
 
 type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;
 
-function checkTargets(route: { to?: string; split?: { service: string; weight: number }[] }, path: PathSegment[], r: DocRef, sink: DiagnosticSink, needService: NeedService): ServiceDoc[] {
+function checkTargets(
+  route: { to?: string; split?: { service: string; weight: number }[] },
+  path: PathSegment[],
+  r: DocRef,
+  sink: DiagnosticSink,
+  needService: NeedService,
+): ServiceDoc[] {
   const out: ServiceDoc[] = [];
   if (route.to !== undefined) {
     const s = needService(r, [...path, 'to'], route.to);
@@ -198,39 +341,85 @@ function checkTargets(route: { to?: string; split?: { service: string; weight: n
   if (route.split) {
     const seen = new Set<string>();
     route.split.forEach((t, j) => {
-      if (seen.has(t.service)) sink.error(Codes.CONFLICT, r, [...path, 'split', j, 'service'], `service "${t.service}" appears twice in this split`);
+      if (seen.has(t.service))
+        sink.error(
+          Codes.CONFLICT,
+          r,
+          [...path, 'split', j, 'service'],
+          `service "${t.service}" appears twice in this split`,
+        );
       seen.add(t.service);
       const s = needService(r, [...path, 'split', j, 'service'], t.service);
       if (s) out.push(s);
     });
-    if (route.split.reduce((a, t) => a + t.weight, 0) === 0) sink.error(Codes.INVALID_VALUE, r, [...path, 'split'], 'the weights of a split must not all be 0');
+    if (route.split.reduce((a, t) => a + t.weight, 0) === 0)
+      sink.error(Codes.INVALID_VALUE, r, [...path, 'split'], 'the weights of a split must not all be 0');
   }
   return out;
 }
 
-function checkRetries(retries: RetriesDoc | undefined, allowed: Set<string>, what: string, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
+function checkRetries(
+  retries: RetriesDoc | undefined,
+  allowed: Set<string>,
+  what: string,
+  path: PathSegment[],
+  r: DocRef,
+  sink: DiagnosticSink,
+): void {
   retries?.on.forEach((c, i) => {
-    if (!allowed.has(c)) sink.error(Codes.INVALID_VALUE, r, [...path, 'retries', 'on', i], `"${c}" is not a ${what} retry condition (one of ${[...allowed].join(', ')})`);
+    if (!allowed.has(c))
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        [...path, 'retries', 'on', i],
+        `"${c}" is not a ${what} retry condition (one of ${[...allowed].join(', ')})`,
+      );
   });
 }
 
-function checkHttpRoute(route: RouteDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink, needService: NeedService): void {
+function checkHttpRoute(
+  route: RouteDoc,
+  path: PathSegment[],
+  r: DocRef,
+  sink: DiagnosticSink,
+  needService: NeedService,
+): void {
   const actions = (['to', 'split', 'redirect', 'directResponse'] as const).filter((k) => route[k] !== undefined);
   if (actions.length !== 1) {
-    sink.error(Codes.INVALID_VALUE, r, path, actions.length ? `use only one of to, split, redirect, directResponse (got ${actions.join(', ')})` : 'a route needs one of to, split, redirect, directResponse');
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      path,
+      actions.length
+        ? `use only one of to, split, redirect, directResponse (got ${actions.join(', ')})`
+        : 'a route needs one of to, split, redirect, directResponse',
+    );
   }
   const forwards = route.to !== undefined || route.split !== undefined;
   for (const k of ['timeout', 'retries', 'rewrite'] as const) {
-    if (route[k] !== undefined && !forwards) sink.error(Codes.INVALID_VALUE, r, [...path, k], `\`${k}\` applies only to routes that forward (to or split)`);
+    if (route[k] !== undefined && !forwards)
+      sink.error(Codes.INVALID_VALUE, r, [...path, k], `\`${k}\` applies only to routes that forward (to or split)`);
   }
   const m = route.match;
   if (m) {
     const specs = (['prefix', 'path', 'regex'] as const).filter((k) => m[k] !== undefined);
-    if (specs.length > 1) sink.error(Codes.INVALID_VALUE, r, [...path, 'match'], `use only one of prefix, path, regex (got ${specs.join(', ')})`);
+    if (specs.length > 1)
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        [...path, 'match'],
+        `use only one of prefix, path, regex (got ${specs.join(', ')})`,
+      );
     if (m.regex !== undefined) checkRegex(m.regex, [...path, 'match', 'regex'], r, sink);
     m.headers?.forEach((h, j) => checkStringMatch(h, [...path, 'match', 'headers', j], r, sink));
     m.query?.forEach((q, j) => checkStringMatch(q, [...path, 'match', 'query', j], r, sink));
-    if (route.rewrite?.prefix !== undefined && (m.regex !== undefined)) sink.error(Codes.INVALID_VALUE, r, [...path, 'rewrite', 'prefix'], 'a prefix rewrite needs a prefix or path match');
+    if (route.rewrite?.prefix !== undefined && m.regex !== undefined)
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        [...path, 'rewrite', 'prefix'],
+        'a prefix rewrite needs a prefix or path match',
+      );
   }
   checkRetries(route.retries, ENVOY_RETRY_ON, 'Envoy', path, r, sink);
   checkTargets(route, path, r, sink, needService);
@@ -248,9 +437,18 @@ interface MatchShape {
 }
 
 function matchShape(m: RouteMatchDoc): MatchShape {
-  const conditions = new Set([...(m.headers ?? []).map((h) => `h${JSON.stringify(h)}`), ...(m.query ?? []).map((q) => `q${JSON.stringify(q)}`)]);
+  const conditions = new Set([
+    ...(m.headers ?? []).map((h) => `h${JSON.stringify(h)}`),
+    ...(m.query ?? []).map((q) => `q${JSON.stringify(q)}`),
+  ]);
   const regex = m.regex !== undefined;
-  return { conditions, sensitive: m.caseSensitive ?? true, regex, path: m.path, prefix: m.path === undefined && !regex ? (m.prefix ?? '/') : undefined };
+  return {
+    conditions,
+    sensitive: m.caseSensitive ?? true,
+    regex,
+    path: m.path,
+    prefix: m.path === undefined && !regex ? (m.prefix ?? '/') : undefined,
+  };
 }
 
 /**
@@ -262,10 +460,15 @@ function matchShape(m: RouteMatchDoc): MatchShape {
 function checkShadowedRoutes(routes: RouteDoc[], r: DocRef, sink: DiagnosticSink): void {
   const shapes = routes.map((route) => matchShape(route.match ?? {}));
   const index = { prefix: new Map<string, number[]>(), path: new Map<string, number[]>() };
-  const add = (map: Map<string, number[]>, key: string, i: number) => (map.get(key) ?? map.set(key, []).get(key)!).push(i);
+  const add = (map: Map<string, number[]>, key: string, i: number) =>
+    (map.get(key) ?? map.set(key, []).get(key)!).push(i);
   const keyOf = (x: string, sensitive: boolean) => (sensitive ? `s${x}` : `i${x.toLowerCase()}`);
   shapes.forEach((b, i) => {
-    const candidates: number[] = [...(index.prefix.get('s/') ?? []), ...(index.prefix.get('i/') ?? []), ...(index.prefix.get('s') ?? [])];
+    const candidates: number[] = [
+      ...(index.prefix.get('s/') ?? []),
+      ...(index.prefix.get('i/') ?? []),
+      ...(index.prefix.get('s') ?? []),
+    ];
     const value = b.path ?? b.prefix;
     if (value !== undefined) {
       for (let len = 1; len <= value.length; len++) {
@@ -282,7 +485,12 @@ function checkShadowedRoutes(routes: RouteDoc[], r: DocRef, sink: DiagnosticSink
     const j = candidates.filter((k) => matchCovers(shapes[k]!, b)).sort((x, y) => x - y)[0];
     if (j !== undefined) {
       const name = (k: number) => (routes[k]!.name ? ` ("${routes[k]!.name}")` : '');
-      sink.warn(Codes.SHADOWED_ROUTE, r, ['routes', i, 'match'], `this route${name(i)} is never used: routes[${j}]${name(j)} comes first and matches every request it matches; put the more specific route first`);
+      sink.warn(
+        Codes.SHADOWED_ROUTE,
+        r,
+        ['routes', i, 'match'],
+        `this route${name(i)} is never used: routes[${j}]${name(j)} comes first and matches every request it matches; put the more specific route first`,
+      );
     }
     if (b.prefix !== undefined) add(index.prefix, b.prefix === '' ? 's' : keyOf(b.prefix, b.sensitive), i);
     if (b.path !== undefined) add(index.path, keyOf(b.path, b.sensitive), i);
@@ -303,27 +511,67 @@ function matchCovers(a: MatchShape, b: MatchShape): boolean {
   return b.path !== undefined && fold(b.path) === fold(a.path!);
 }
 
-function checkGrpcRoute(route: GrpcRouteDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink, needService: NeedService): void {
-  if ((route.to === undefined) === (route.split === undefined)) sink.error(Codes.INVALID_VALUE, r, path, 'a gRPC route needs exactly one of to, split');
+function checkGrpcRoute(
+  route: GrpcRouteDoc,
+  path: PathSegment[],
+  r: DocRef,
+  sink: DiagnosticSink,
+  needService: NeedService,
+): void {
+  if ((route.to === undefined) === (route.split === undefined))
+    sink.error(Codes.INVALID_VALUE, r, path, 'a gRPC route needs exactly one of to, split');
   const m = route.match;
   if (m) {
-    if (m.method !== undefined && m.service === undefined) sink.error(Codes.INVALID_VALUE, r, [...path, 'match', 'method'], '`method` needs `service`');
-    const specs = [m.service !== undefined ? 'service' : undefined, m.prefix !== undefined ? 'prefix' : undefined, m.path !== undefined ? 'path' : undefined].filter(Boolean);
-    if (specs.length > 1) sink.error(Codes.INVALID_VALUE, r, [...path, 'match'], `use only one of service/method, prefix, path (got ${specs.join(', ')})`);
+    if (m.method !== undefined && m.service === undefined)
+      sink.error(Codes.INVALID_VALUE, r, [...path, 'match', 'method'], '`method` needs `service`');
+    const specs = [
+      m.service !== undefined ? 'service' : undefined,
+      m.prefix !== undefined ? 'prefix' : undefined,
+      m.path !== undefined ? 'path' : undefined,
+    ].filter(Boolean);
+    if (specs.length > 1)
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        [...path, 'match'],
+        `use only one of service/method, prefix, path (got ${specs.join(', ')})`,
+      );
     m.headers?.forEach((h, j) => checkStringMatch(h, [...path, 'match', 'headers', j], r, sink));
   }
   checkRetries(route.retries, GRPC_RETRY_ON, 'gRPC', path, r, sink);
   const targets = checkTargets(route, path, r, sink, needService);
   for (const s of targets) {
-    if (s.dns) sink.error(Codes.CLIENT_COMPAT, r, path, `service "${s.name}" uses DNS; proxyless gRPC clients need static endpoints (EDS)`);
+    if (s.dns)
+      sink.error(
+        Codes.CLIENT_COMPAT,
+        r,
+        path,
+        `service "${s.name}" uses DNS; proxyless gRPC clients need static endpoints (EDS)`,
+      );
     if (s.lb === 'least_request' || s.lb === 'random') {
-      sink.warn(Codes.CLIENT_COMPAT, r, path, `service "${s.name}" uses lb ${s.lb}; gRPC clients without support for it (grpc-js 1.14 supports round_robin and ring_hash) will NACK the cluster`);
+      sink.warn(
+        Codes.CLIENT_COMPAT,
+        r,
+        path,
+        `service "${s.name}" uses lb ${s.lb}; gRPC clients without support for it (grpc-js 1.14 supports round_robin and ring_hash) will NACK the cluster`,
+      );
     }
-    if (s.tls) sink.warn(Codes.CLIENT_COMPAT, r, path, `service "${s.name}" has upstream TLS; proxyless gRPC clients need xDS credentials to use it`);
+    if (s.tls)
+      sink.warn(
+        Codes.CLIENT_COMPAT,
+        r,
+        path,
+        `service "${s.name}" has upstream TLS; proxyless gRPC clients need xDS credentials to use it`,
+      );
   }
 }
 
-function checkDomainClashes(l: ListenerDoc, vhosts: Map<string, VirtualHostDoc>, r: DocRef, sink: DiagnosticSink): void {
+function checkDomainClashes(
+  l: ListenerDoc,
+  vhosts: Map<string, VirtualHostDoc>,
+  r: DocRef,
+  sink: DiagnosticSink,
+): void {
   const owner = new Map<string, string>();
   l.virtualHosts.forEach((name, i) => {
     const v = vhosts.get(name);
@@ -332,7 +580,12 @@ function checkDomainClashes(l: ListenerDoc, vhosts: Map<string, VirtualHostDoc>,
       const key = d.toLowerCase();
       const prev = owner.get(key);
       if (prev !== undefined && prev !== name) {
-        sink.error(Codes.CONFLICT, r, ['virtualHosts', i], `domain "${d}" is served by both virtual hosts "${prev}" and "${name}" on this listener`);
+        sink.error(
+          Codes.CONFLICT,
+          r,
+          ['virtualHosts', i],
+          `domain "${d}" is served by both virtual hosts "${prev}" and "${name}" on this listener`,
+        );
       }
       owner.set(key, name);
     }
@@ -341,20 +594,32 @@ function checkDomainClashes(l: ListenerDoc, vhosts: Map<string, VirtualHostDoc>,
 
 const WILDCARD_ADDRESSES = new Set(['0.0.0.0', '::']);
 
-function checkGroupConflicts(model: Model, groups: string[], ref: (kind: string, name: string) => DocRef, sink: DiagnosticSink): void {
+function checkGroupConflicts(
+  model: Model,
+  groups: string[],
+  ref: (kind: string, name: string) => DocRef,
+  sink: DiagnosticSink,
+): void {
   const reported = new Set<string>();
   for (const g of groups) {
     const listeners = model.listeners.filter((l) => listenerGroups(l).includes(g));
     for (let i = 0; i < listeners.length; i++) {
       for (let j = 0; j < i; j++) {
-        const a = listeners[j], b = listeners[i];
+        const a = listeners[j],
+          b = listeners[i];
         if (a.port !== b.port) continue;
-        const aa = a.address ?? '0.0.0.0', ba = b.address ?? '0.0.0.0';
+        const aa = a.address ?? '0.0.0.0',
+          ba = b.address ?? '0.0.0.0';
         if (aa !== ba && !WILDCARD_ADDRESSES.has(aa) && !WILDCARD_ADDRESSES.has(ba)) continue;
         const key = `${a.name}|${b.name}`;
         if (reported.has(key)) continue;
         reported.add(key);
-        sink.error(Codes.CONFLICT, ref('Listener', b.name), ['port'], `port ${b.port} is also bound by listener "${a.name}" (${aa}:${a.port}) in node group "${g}"`);
+        sink.error(
+          Codes.CONFLICT,
+          ref('Listener', b.name),
+          ['port'],
+          `port ${b.port} is also bound by listener "${a.name}" (${aa}:${a.port}) in node group "${g}"`,
+        );
       }
     }
     const targets = new Map<string, string>();
@@ -364,11 +629,21 @@ function checkGroupConflicts(model: Model, groups: string[], ref: (kind: string,
       const key = `${g}|${s.target}`;
       if (prev !== undefined && !reported.has(key)) {
         reported.add(key);
-        sink.error(Codes.CONFLICT, ref('GrpcService', s.name), ['target'], `target "${s.target}" is also served by GrpcService "${prev}" in node group "${g}"`);
+        sink.error(
+          Codes.CONFLICT,
+          ref('GrpcService', s.name),
+          ['target'],
+          `target "${s.target}" is also served by GrpcService "${prev}" in node group "${g}"`,
+        );
       }
       if (listenerNames.has(s.target) && !reported.has(key + '|l')) {
         reported.add(key + '|l');
-        sink.error(Codes.CONFLICT, ref('GrpcService', s.name), ['target'], `target "${s.target}" has the same name as a Listener in node group "${g}"`);
+        sink.error(
+          Codes.CONFLICT,
+          ref('GrpcService', s.name),
+          ['target'],
+          `target "${s.target}" has the same name as a Listener in node group "${g}"`,
+        );
       }
       targets.set(s.target, s.name);
     }

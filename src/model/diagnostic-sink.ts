@@ -25,7 +25,14 @@ export class DiagnosticSink {
 
   constructor(private readonly textOf: (file: string) => string | undefined) {}
 
-  add(severity: Severity, code: DiagnosticCode, ref: DocRef | undefined, path: readonly PathSegment[], message: string, at: 'key' | 'value' = 'value'): void {
+  add(
+    severity: Severity,
+    code: DiagnosticCode,
+    ref: DocRef | undefined,
+    path: readonly PathSegment[],
+    message: string,
+    at: 'key' | 'value' = 'value',
+  ): void {
     const d: Diagnostic = { code, severity, message };
     if (ref) {
       d.subject = `${ref.kind}/${ref.name}`;
@@ -37,7 +44,13 @@ export class DiagnosticSink {
     this.diagnostics.push(d);
   }
 
-  error(code: DiagnosticCode, ref: DocRef | undefined, path: readonly PathSegment[], message: string, at: 'key' | 'value' = 'value'): void {
+  error(
+    code: DiagnosticCode,
+    ref: DocRef | undefined,
+    path: readonly PathSegment[],
+    message: string,
+    at: 'key' | 'value' = 'value',
+  ): void {
     this.add('error', code, ref, path, message, at);
   }
 

@@ -9,7 +9,10 @@ export interface NodeIdentity {
 }
 
 function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`);
 }
 
@@ -47,7 +50,8 @@ export class NodeGroupResolver {
     for (const g of this.groups) {
       if (g.cluster !== undefined && node.cluster !== g.cluster) continue;
       if (g.id && !g.id.test(node.id)) continue;
-      if (g.metadata && !g.metadata.every(([k, v]) => String(node.metadata[k] ?? '') === v && k in node.metadata)) continue;
+      if (g.metadata && !g.metadata.every(([k, v]) => String(node.metadata[k] ?? '') === v && k in node.metadata))
+        continue;
       return g.name;
     }
     return DEFAULT_GROUP;

@@ -9,32 +9,54 @@ import { DURATION_PATTERN } from '../shared/duration.ts';
 const strict = { additionalProperties: false } as const;
 
 function Enum<T extends string>(values: readonly T[], description?: string) {
-  return Type.Union(values.map((v) => Type.Literal(v)), { description });
+  return Type.Union(
+    values.map((v) => Type.Literal(v)),
+    { description },
+  );
 }
 
 /** The one rule for names; they also become file and folder names (rendered files), so never "..". */
 export const NAME_PATTERN = '^(?!.*\\.\\.)[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$';
 export const Name = Type.String({
   pattern: NAME_PATTERN,
-  description: 'Lower-case letters, digits, ".", "_" and "-"; 1 to 63 characters; starts and ends with a letter or digit; no "..".',
+  description:
+    'Lower-case letters, digits, ".", "_" and "-"; 1 to 63 characters; starts and ends with a letter or digit; no "..".',
 });
-export const Duration = Type.String({ pattern: DURATION_PATTERN, description: 'A duration such as 250ms, 5s, 1.5s, 2m or 1h.' });
+export const Duration = Type.String({
+  pattern: DURATION_PATTERN,
+  description: 'A duration such as 250ms, 5s, 1.5s, 2m or 1h.',
+});
 const Port = Type.Integer({ minimum: 1, maximum: 65535 });
 const PositiveInt = Type.Integer({ minimum: 1, maximum: 4294967295 });
 const NonEmpty = Type.String({ minLength: 1, maxLength: 4096 });
-const Groups = Type.Array(Name, { minItems: 1, uniqueItems: true, description: 'Node groups that receive this resource. Default: [default].' });
+const Groups = Type.Array(Name, {
+  minItems: 1,
+  uniqueItems: true,
+  description: 'Node groups that receive this resource. Default: [default].',
+});
 
 // ---------------------------------------------------------------------------------------------
 // Service (an upstream cluster)
 
 export const Endpoint = Type.Object(
   {
-    address: Type.String({ minLength: 3, description: 'IP:port, e.g. 10.0.0.7:8080 or [2001:db8::7]:8080. Use `dns` for host names.' }),
-    weight: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000, description: 'Relative load-balancing weight (default 1).' })),
+    address: Type.String({
+      minLength: 3,
+      description: 'IP:port, e.g. 10.0.0.7:8080 or [2001:db8::7]:8080. Use `dns` for host names.',
+    }),
+    weight: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1000000, description: 'Relative load-balancing weight (default 1).' }),
+    ),
     region: Type.Optional(NonEmpty),
     zone: Type.Optional(NonEmpty),
     subZone: Type.Optional(NonEmpty),
-    priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 127, description: 'Failover priority; 0 is used first. Priorities must be contiguous.' })),
+    priority: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 127,
+        description: 'Failover priority; 0 is used first. Priorities must be contiguous.',
+      }),
+    ),
   },
   strict,
 );
@@ -77,9 +99,21 @@ export const OutlierDetection = Type.Object(
 export const UpstreamTls = Type.Object(
   {
     sni: Type.Optional(NonEmpty),
-    caFile: Type.Optional(Type.String({ minLength: 1, description: 'CA bundle path on the proxy host used to verify the upstream.' })),
-    caSecret: Type.Optional(Type.String({ pattern: '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$', description: 'A CA-only Secret, delivered over SDS, to verify the upstream.' })),
-    clientSecret: Type.Optional(Type.String({ pattern: '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$', description: 'A certificate Secret presented to the upstream (mTLS).' })),
+    caFile: Type.Optional(
+      Type.String({ minLength: 1, description: 'CA bundle path on the proxy host used to verify the upstream.' }),
+    ),
+    caSecret: Type.Optional(
+      Type.String({
+        pattern: '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$',
+        description: 'A CA-only Secret, delivered over SDS, to verify the upstream.',
+      }),
+    ),
+    clientSecret: Type.Optional(
+      Type.String({
+        pattern: '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$',
+        description: 'A certificate Secret presented to the upstream (mTLS).',
+      }),
+    ),
   },
   strict,
 );
@@ -89,20 +123,32 @@ export const Service = Type.Object(
     kind: Type.Literal('Service'),
     name: Name,
     description: Type.Optional(Type.String()),
-    protocol: Type.Optional(Enum(['http1', 'http2', 'grpc'] as const, 'Upstream protocol (default http1). grpc implies HTTP/2.')),
+    protocol: Type.Optional(
+      Enum(['http1', 'http2', 'grpc'] as const, 'Upstream protocol (default http1). grpc implies HTTP/2.'),
+    ),
     endpoints: Type.Optional(Type.Array(Endpoint, { description: 'Static endpoints, served to proxies through EDS.' })),
     dns: Type.Optional(
       Type.Object(
         {
           host: Type.String({ pattern: '^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$' }),
           port: Port,
-          mode: Type.Optional(Enum(['strict', 'logical'] as const, 'STRICT_DNS (every address) or LOGICAL_DNS (first address); default strict.')),
+          mode: Type.Optional(
+            Enum(
+              ['strict', 'logical'] as const,
+              'STRICT_DNS (every address) or LOGICAL_DNS (first address); default strict.',
+            ),
+          ),
           refreshRate: Type.Optional(Duration),
         },
         strict,
       ),
     ),
-    lb: Type.Optional(Enum(['round_robin', 'least_request', 'ring_hash', 'random'] as const, 'Load-balancing policy (default round_robin).')),
+    lb: Type.Optional(
+      Enum(
+        ['round_robin', 'least_request', 'ring_hash', 'random'] as const,
+        'Load-balancing policy (default round_robin).',
+      ),
+    ),
     connectTimeout: Type.Optional(Duration),
     healthCheck: Type.Optional(HealthCheck),
     circuitBreaker: Type.Optional(CircuitBreaker),
@@ -131,7 +177,10 @@ export const HeaderMatch = Type.Object(
   strict,
 );
 
-export const QueryMatch = Type.Object({ name: Type.String({ minLength: 1 }), ...StringMatchFields, present: Type.Optional(Type.Boolean()) }, strict);
+export const QueryMatch = Type.Object(
+  { name: Type.String({ minLength: 1 }), ...StringMatchFields, present: Type.Optional(Type.Boolean()) },
+  strict,
+);
 
 export const RouteMatch = Type.Object(
   {
@@ -145,11 +194,18 @@ export const RouteMatch = Type.Object(
   strict,
 );
 
-export const WeightedTarget = Type.Object({ service: Name, weight: Type.Integer({ minimum: 0, maximum: 1000000 }) }, strict);
+export const WeightedTarget = Type.Object(
+  { service: Name, weight: Type.Integer({ minimum: 0, maximum: 1000000 }) },
+  strict,
+);
 
 export const Retries = Type.Object(
   {
-    on: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Envoy retry_on conditions (5xx, reset, connect-failure, ...) or, for gRPC, status names (unavailable, ...).' }),
+    on: Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      description:
+        'Envoy retry_on conditions (5xx, reset, connect-failure, ...) or, for gRPC, status names (unavailable, ...).',
+    }),
     count: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
     perTryTimeout: Type.Optional(Duration),
   },
@@ -168,23 +224,42 @@ export const Route = Type.Object(
           host: Type.Optional(Type.String({ minLength: 1 })),
           path: Type.Optional(Type.String({ pattern: '^/' })),
           https: Type.Optional(Type.Boolean()),
-          code: Type.Optional(Type.Union([Type.Literal(301), Type.Literal(302), Type.Literal(303), Type.Literal(307), Type.Literal(308)])),
+          code: Type.Optional(
+            Type.Union([Type.Literal(301), Type.Literal(302), Type.Literal(303), Type.Literal(307), Type.Literal(308)]),
+          ),
         },
         strict,
       ),
     ),
-    directResponse: Type.Optional(Type.Object({ status: Type.Integer({ minimum: 200, maximum: 599 }), body: Type.Optional(Type.String({ maxLength: 4096 })) }, strict)),
+    directResponse: Type.Optional(
+      Type.Object(
+        { status: Type.Integer({ minimum: 200, maximum: 599 }), body: Type.Optional(Type.String({ maxLength: 4096 })) },
+        strict,
+      ),
+    ),
     timeout: Type.Optional(Duration),
     retries: Type.Optional(Retries),
-    rewrite: Type.Optional(Type.Object({ prefix: Type.Optional(Type.String({ pattern: '^/' })), host: Type.Optional(Type.String({ minLength: 1 })) }, strict)),
+    rewrite: Type.Optional(
+      Type.Object(
+        { prefix: Type.Optional(Type.String({ pattern: '^/' })), host: Type.Optional(Type.String({ minLength: 1 })) },
+        strict,
+      ),
+    ),
   },
   strict,
 );
 
 export const GrpcRouteMatch = Type.Object(
   {
-    service: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.]*$', description: 'Fully-qualified gRPC service, e.g. helloworld.Greeter.' })),
-    method: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'Method name; needs `service`.' })),
+    service: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z_][A-Za-z0-9_.]*$',
+        description: 'Fully-qualified gRPC service, e.g. helloworld.Greeter.',
+      }),
+    ),
+    method: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'Method name; needs `service`.' }),
+    ),
     prefix: Type.Optional(Type.String({ pattern: '^/' })),
     path: Type.Optional(Type.String({ pattern: '^/' })),
     headers: Type.Optional(Type.Array(HeaderMatch)),
@@ -220,10 +295,19 @@ export const Listener = Type.Object(
           secret: Name,
           clientCa: Type.Optional(Name),
           sni: Type.Optional(
-            Type.Array(Type.Object({ serverNames: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }), secret: Name }, strict), {
-              minItems: 1,
-              description: 'More certificates on this port, chosen by SNI; `secret` is the default for other names.',
-            }),
+            Type.Array(
+              Type.Object(
+                {
+                  serverNames: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }),
+                  secret: Name,
+                },
+                strict,
+              ),
+              {
+                minItems: 1,
+                description: 'More certificates on this port, chosen by SNI; `secret` is the default for other names.',
+              },
+            ),
           ),
         },
         strict,
@@ -248,7 +332,10 @@ export const GrpcService = Type.Object(
   {
     kind: Type.Literal('GrpcService'),
     name: Name,
-    target: Type.String({ pattern: '^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$', description: 'What clients dial as xds:///<target>, host[:port].' }),
+    target: Type.String({
+      pattern: '^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$',
+      description: 'What clients dial as xds:///<target>, host[:port].',
+    }),
     groups: Type.Optional(Groups),
     routes: Type.Array(GrpcRoute, { minItems: 1 }),
   },
@@ -259,9 +346,19 @@ export const Secret = Type.Object(
   {
     kind: Type.Literal('Secret'),
     name: Name,
-    certificateFile: Type.Optional(Type.String({ minLength: 1, description: 'PEM certificate chain (leaf first), on the fleetxds host; relative to the config directory unless absolute.' })),
-    privateKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'PEM private key matching the certificate; keep it mode 0600.' })),
-    caFile: Type.Optional(Type.String({ minLength: 1, description: 'PEM CA bundle (a CA-only Secret, for validating peers).' })),
+    certificateFile: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'PEM certificate chain (leaf first), on the fleetxds host; relative to the config directory unless absolute.',
+      }),
+    ),
+    privateKeyFile: Type.Optional(
+      Type.String({ minLength: 1, description: 'PEM private key matching the certificate; keep it mode 0600.' }),
+    ),
+    caFile: Type.Optional(
+      Type.String({ minLength: 1, description: 'PEM CA bundle (a CA-only Secret, for validating peers).' }),
+    ),
   },
   strict,
 );
@@ -270,13 +367,19 @@ export const NodeGroup = Type.Object(
   {
     kind: Type.Literal('NodeGroup'),
     name: Name,
-    priority: Type.Optional(Type.Integer({ minimum: -1000, maximum: 1000, description: 'Higher is tried first (default 0); ties by name.' })),
+    priority: Type.Optional(
+      Type.Integer({ minimum: -1000, maximum: 1000, description: 'Higher is tried first (default 0); ties by name.' }),
+    ),
     match: Type.Optional(
       Type.Object(
         {
           cluster: Type.Optional(Type.String({ minLength: 1, description: 'Exact node.cluster.' })),
           idPattern: Type.Optional(Type.String({ minLength: 1, description: 'Glob on node.id: * and ? wildcards.' })),
-          metadata: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String(), { description: 'String equality on node.metadata fields.' })),
+          metadata: Type.Optional(
+            Type.Record(Type.String({ minLength: 1 }), Type.String(), {
+              description: 'String equality on node.metadata fields.',
+            }),
+          ),
         },
         strict,
       ),
@@ -289,8 +392,20 @@ export const Guard = Type.Object(
   {
     kind: Type.Literal('Guard'),
     name: Name,
-    allowEmpty: Type.Optional(Type.Boolean({ description: 'This tree may define nothing to serve (no Listener, no GrpcService): every proxy loses every listener.' })),
-    maxRemovalPercent: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: 'The largest share of a node group\'s listeners and clusters one change may remove (default 50). Raise it for the one change that means it, then remove it.' })),
+    allowEmpty: Type.Optional(
+      Type.Boolean({
+        description:
+          'This tree may define nothing to serve (no Listener, no GrpcService): every proxy loses every listener.',
+      }),
+    ),
+    maxRemovalPercent: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        description:
+          "The largest share of a node group's listeners and clusters one change may remove (default 50). Raise it for the one change that means it, then remove it.",
+      }),
+    ),
   },
   { ...strict, description: 'Safety limits for applying this tree. At most one per tree.' },
 );
@@ -329,7 +444,8 @@ export function publishedJsonSchema(): object {
     $schema: 'http://json-schema.org/draft-07/schema#',
     $id: 'https://fleetxds.dev/schema/v1/fleetxds.schema.json',
     title: 'fleetxds service definitions (v1)',
-    description: 'One YAML document per resource; every document has `kind` and `name`. Generated from src/model/schema.ts: do not edit.',
+    description:
+      'One YAML document per resource; every document has `kind` and `name`. Generated from src/model/schema.ts: do not edit.',
     oneOf: Object.entries(KINDS).map(([kind, schema]) => ({ title: kind, ...(clean(schema) as object) })),
   };
 }

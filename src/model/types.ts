@@ -43,7 +43,17 @@ export function originKey(kind: string, name: string): string {
 }
 
 export function emptyModel(): Model {
-  return { schemaVersion: MODEL_SCHEMA_VERSION, services: [], listeners: [], virtualHosts: [], grpcServices: [], secrets: [], nodeGroups: [], guards: [], origins: {} };
+  return {
+    schemaVersion: MODEL_SCHEMA_VERSION,
+    services: [],
+    listeners: [],
+    virtualHosts: [],
+    grpcServices: [],
+    secrets: [],
+    nodeGroups: [],
+    guards: [],
+    origins: {},
+  };
 }
 
 /** Every node group the model defines, plus the implicit `default`. Sorted by name. */

@@ -63,9 +63,16 @@ export function validateSourceSet(source: SourceSet): ValidationResult {
       }
       const kind = (value as Record<string, unknown>).kind;
       const name = (value as Record<string, unknown>).name;
-      const ref: DocRef = { origin, kind: typeof kind === 'string' ? kind : 'document', name: typeof name === 'string' ? name : `#${doc.index + 1}` };
+      const ref: DocRef = {
+        origin,
+        kind: typeof kind === 'string' ? kind : 'document',
+        name: typeof name === 'string' ? name : `#${doc.index + 1}`,
+      };
       if (typeof kind !== 'string' || !(kind in KINDS)) {
-        const msg = typeof kind === 'string' ? `unknown kind "${kind}" (expected one of ${Object.keys(KINDS).join(', ')})` : 'missing `kind` (one of ' + Object.keys(KINDS).join(', ') + ')';
+        const msg =
+          typeof kind === 'string'
+            ? `unknown kind "${kind}" (expected one of ${Object.keys(KINDS).join(', ')})`
+            : 'missing `kind` (one of ' + Object.keys(KINDS).join(', ') + ')';
         sink.error(Codes.UNKNOWN_KIND, ref, typeof kind === 'string' ? ['kind'] : [], msg);
         continue;
       }
@@ -79,7 +86,12 @@ export function validateSourceSet(source: SourceSet): ValidationResult {
       const key = originKey(kind, name as string);
       const first = refs.get(key);
       if (first) {
-        sink.error(Codes.DUPLICATE_NAME, ref, ['name'], `${kind} "${name}" is already defined at ${first.origin.file}:${first.origin.line}`);
+        sink.error(
+          Codes.DUPLICATE_NAME,
+          ref,
+          ['name'],
+          `${kind} "${name}" is already defined at ${first.origin.file}:${first.origin.line}`,
+        );
         continue;
       }
       refs.set(key, ref);
@@ -87,7 +99,8 @@ export function validateSourceSet(source: SourceSet): ValidationResult {
       (model[LIST_OF[kind as KindName]] as unknown[]).push(value);
     }
   }
-  for (const list of Object.values(LIST_OF)) (model[list] as { name: string }[]).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const list of Object.values(LIST_OF))
+    (model[list] as { name: string }[]).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
   checkModel(model, sink, (kind, name) => refs.get(originKey(kind, name)));
   const diagnostics = sortDiagnostics(sink.diagnostics);
@@ -114,7 +127,13 @@ function reportSchemaErrors(sink: DiagnosticSink, ref: DocRef, errors: Iterable<
     seen.add(key);
     if (e.type === ValueErrorType.ObjectAdditionalProperties) {
       const field = path[path.length - 1];
-      sink.error(Codes.UNKNOWN_FIELD, ref, path, `unknown field "${String(field)}"${suggestField(e, String(field))}`, 'key');
+      sink.error(
+        Codes.UNKNOWN_FIELD,
+        ref,
+        path,
+        `unknown field "${String(field)}"${suggestField(e, String(field))}`,
+        'key',
+      );
     } else if (e.type === ValueErrorType.ObjectRequiredProperty) {
       sink.error(Codes.SCHEMA, ref, path, `missing required field "${String(path[path.length - 1])}"`);
     } else {
@@ -139,7 +158,8 @@ function friendlyMessage(e: ValueError): string {
   if (e.type === ValueErrorType.StringPattern) {
     return `${JSON.stringify(e.value)} is not valid${schema.description ? `: ${schema.description}` : ` (must match ${schema.pattern})`}`;
   }
-  if (e.type === ValueErrorType.Literal) return `must be ${JSON.stringify((e.schema as unknown as { const: unknown }).const)}`;
+  if (e.type === ValueErrorType.Literal)
+    return `must be ${JSON.stringify((e.schema as unknown as { const: unknown }).const)}`;
   return e.message.charAt(0).toLowerCase() + e.message.slice(1);
 }
 

@@ -10,19 +10,36 @@
 import type { NodeIdentity } from '../model/node-groups.ts';
 
 function globToRegExp(glob: string): RegExp {
-  return new RegExp('^' + glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$');
+  return new RegExp(
+    '^' +
+      glob
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.') +
+      '$',
+  );
 }
 
 export interface PeerCertificateLike {
   subjectaltname?: string;
 }
 
-export function checkNodeIdentity(node: Pick<NodeIdentity, 'id' | 'cluster'>, cert: PeerCertificateLike | undefined, prefix: string): string | undefined {
+export function checkNodeIdentity(
+  node: Pick<NodeIdentity, 'id' | 'cluster'>,
+  cert: PeerCertificateLike | undefined,
+  prefix: string,
+): string | undefined {
   if (!cert) return 'a client certificate is required';
-  const uris = (cert.subjectaltname ?? '').split(',').map((s) => s.trim()).filter((s) => s.startsWith('URI:')).map((s) => s.slice(4));
+  const uris = (cert.subjectaltname ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.startsWith('URI:'))
+    .map((s) => s.slice(4));
   const ids = uris.filter((u) => u.startsWith(prefix + 'node/')).map((u) => u.slice(prefix.length + 5));
   const clusters = uris.filter((u) => u.startsWith(prefix + 'cluster/')).map((u) => u.slice(prefix.length + 8));
-  if (!ids.some((p) => globToRegExp(p).test(node.id))) return `node id "${node.id}" is not allowed by the client certificate`;
-  if (clusters.length && !clusters.some((p) => globToRegExp(p).test(node.cluster))) return `node cluster "${node.cluster}" is not allowed by the client certificate`;
+  if (!ids.some((p) => globToRegExp(p).test(node.id)))
+    return `node id "${node.id}" is not allowed by the client certificate`;
+  if (clusters.length && !clusters.some((p) => globToRegExp(p).test(node.cluster)))
+    return `node cluster "${node.cluster}" is not allowed by the client certificate`;
   return undefined;
 }

@@ -10,11 +10,18 @@ export const MAX_NODE_METADATA_BYTES = 16 * 1024;
 /** Kept for display only: longer user agents are cut, not refused. */
 export const MAX_USER_AGENT = 200;
 
-export function nodeLimitViolation(node: { id: string; cluster?: string; metadata?: Record<string, unknown> }): string | undefined {
-  if (node.id.length > MAX_NODE_ID) return `node.id is ${node.id.length} characters; at most ${MAX_NODE_ID} are accepted`;
-  if ((node.cluster ?? '').length > MAX_NODE_CLUSTER) return `node.cluster is longer than ${MAX_NODE_CLUSTER} characters`;
+export function nodeLimitViolation(node: {
+  id: string;
+  cluster?: string;
+  metadata?: Record<string, unknown>;
+}): string | undefined {
+  if (node.id.length > MAX_NODE_ID)
+    return `node.id is ${node.id.length} characters; at most ${MAX_NODE_ID} are accepted`;
+  if ((node.cluster ?? '').length > MAX_NODE_CLUSTER)
+    return `node.cluster is longer than ${MAX_NODE_CLUSTER} characters`;
   const meta = node.metadata ? JSON.stringify(node.metadata).length : 0;
-  if (meta > MAX_NODE_METADATA_BYTES) return `node.metadata is ${meta} bytes as JSON; at most ${MAX_NODE_METADATA_BYTES} are accepted`;
+  if (meta > MAX_NODE_METADATA_BYTES)
+    return `node.metadata is ${meta} bytes as JSON; at most ${MAX_NODE_METADATA_BYTES} are accepted`;
   return undefined;
 }
 

@@ -30,7 +30,8 @@ export class TokenAuth {
     if (!m) return undefined;
     const digest = createHash('sha256').update(m[1]).digest();
     let found: { name: string; role: Role } | undefined;
-    for (const e of this.entries) if (e.digest.length === 32 && timingSafeEqual(e.digest, digest)) found = { name: e.name, role: e.role };
+    for (const e of this.entries)
+      if (e.digest.length === 32 && timingSafeEqual(e.digest, digest)) found = { name: e.name, role: e.role };
     return found;
   }
 }

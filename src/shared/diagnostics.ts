@@ -58,11 +58,14 @@ export function hasErrors(ds: readonly Diagnostic[]): boolean {
 /** Deterministic order: by file, line, column, then message. */
 export function sortDiagnostics(ds: Diagnostic[]): Diagnostic[] {
   return ds.sort((a, b) => {
-    const fa = a.location?.file ?? '', fb = b.location?.file ?? '';
+    const fa = a.location?.file ?? '',
+      fb = b.location?.file ?? '';
     if (fa !== fb) return fa < fb ? -1 : 1;
-    const la = a.location?.line ?? 0, lb = b.location?.line ?? 0;
+    const la = a.location?.line ?? 0,
+      lb = b.location?.line ?? 0;
     if (la !== lb) return la - lb;
-    const ca = a.location?.column ?? 0, cb = b.location?.column ?? 0;
+    const ca = a.location?.column ?? 0,
+      cb = b.location?.column ?? 0;
     if (ca !== cb) return ca - cb;
     return a.message < b.message ? -1 : a.message > b.message ? 1 : 0;
   });

@@ -13,7 +13,13 @@ import type { SecretMaterial } from '../source/secrets.ts';
 import type { EncodedResource, ResourceEncoder } from './encoder.ts';
 import { makeGroupSnapshot, type GroupSnapshot } from './group-snapshot.ts';
 
-const ENVOY_NAMES = { cluster: 'Cluster', endpoint: 'ClusterLoadAssignment', listener: 'Listener', route: 'RouteConfiguration', secret: 'Secret' } as const;
+const ENVOY_NAMES = {
+  cluster: 'Cluster',
+  endpoint: 'ClusterLoadAssignment',
+  listener: 'Listener',
+  route: 'RouteConfiguration',
+  secret: 'Secret',
+} as const;
 
 /** Which operator document a resource comes from (`Kind/name`), to report problems found later. */
 export interface ResourceOrigin {
@@ -56,7 +62,12 @@ export function buildConfig(
           const originKey = (vh && t.virtualHostOrigins?.[Number(vh[1])]) || t.origin;
           const [kind, name] = originKey.split('/');
           const origin = model.origins[originKey];
-          sink.error(Codes.ENVOY_RESOURCE, origin ? { origin, kind, name } : undefined, [], `produces an invalid Envoy ${ENVOY_NAMES[t.kind]} "${t.name}": ${issue.path || '(root)'}: ${issue.message}`);
+          sink.error(
+            Codes.ENVOY_RESOURCE,
+            origin ? { origin, kind, name } : undefined,
+            [],
+            `produces an invalid Envoy ${ENVOY_NAMES[t.kind]} "${t.name}": ${issue.path || '(root)'}: ${issue.message}`,
+          );
         }
       }
       encoded.push(r);

@@ -74,7 +74,10 @@ export function restVariant(clusterName: string, timing: RestTiming): ConfigSour
     },
     resource_api_version: 'V3',
   };
-  return { key: `rest|${clusterName}|${timing.refreshDelayMs}|${timing.requestTimeoutMs ?? 0}`, sourceFor: () => source };
+  return {
+    key: `rest|${clusterName}|${timing.refreshDelayMs}|${timing.requestTimeoutMs ?? 0}`,
+    sourceFor: () => source,
+  };
 }
 
 function isAds(v: unknown): boolean {
@@ -116,7 +119,10 @@ export function rewriteAdsReferences(json: Obj, rewrite: AdsReferenceRewrite): O
 /** Returns `json` with every ADS reference replaced by `sourceFor`'s answer. */
 export function retargetConfigSources(json: Obj, sourceFor: ConfigSourceFor): Obj {
   return rewriteAdsReferences(json, {
-    eds: (c, name) => ({ ...c, eds_cluster_config: { ...(c.eds_cluster_config as Obj), eds_config: sourceFor('endpoint', name) } }),
+    eds: (c, name) => ({
+      ...c,
+      eds_cluster_config: { ...(c.eds_cluster_config as Obj), eds_config: sourceFor('endpoint', name) },
+    }),
     rds: (h, name) => ({ ...h, rds: { ...(h.rds as Obj), config_source: sourceFor('route', name) } }),
     sds: (t, name) => ({ ...t, sds_config: sourceFor('secret', name) }),
   });

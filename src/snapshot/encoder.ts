@@ -87,7 +87,15 @@ export class ResourceEncoder {
     const { bytes, issues } = encodeJson(messageName(typeUrl), json);
     const any = encodeAny(typeUrl, bytes);
     const res: EncodedResource = {
-      kind, name, key, version: key.slice(0, 16), json, any, framed: lenField(DR.resources, any), issues, namedOnly: isNamedOnly(kind, json),
+      kind,
+      name,
+      key,
+      version: key.slice(0, 16),
+      json,
+      any,
+      framed: lenField(DR.resources, any),
+      issues,
+      namedOnly: isNamedOnly(kind, json),
     };
     this.cache.set(key, res);
     this.byObject.set(json, { key, res });
@@ -95,16 +103,34 @@ export class ResourceEncoder {
   }
 
   /** Rebuilds a resource stored earlier (restart path) and makes it known to the cache. */
-  restore(kind: ResourceKind, name: string, key: string, json: Record<string, unknown> | string, any: Buffer): EncodedResource {
+  restore(
+    kind: ResourceKind,
+    name: string,
+    key: string,
+    json: Record<string, unknown> | string,
+    any: Buffer,
+  ): EncodedResource {
     const hit = this.cache.get(key);
     if (hit) return hit;
     let parsed = typeof json === 'string' ? undefined : json;
     // Listeners are few: parse them now to know whether they are API listeners.
     if (kind === 'listener') parsed ??= JSON.parse(json as string) as Record<string, unknown>;
     const namedOnly = parsed ? isNamedOnly(kind, parsed) : false;
-    const base = { kind, name, key, version: key.slice(0, 16), any, framed: lenField(DR.resources, any), issues: [] as ProtoIssue[], namedOnly };
+    const base = {
+      kind,
+      name,
+      key,
+      version: key.slice(0, 16),
+      any,
+      framed: lenField(DR.resources, any),
+      issues: [] as ProtoIssue[],
+      namedOnly,
+    };
     // gRPC serves bytes only; the JSON (REST, files, status) is parsed on first use.
-    const res = Object.defineProperty(base, 'json', { enumerable: true, get: () => (parsed ??= JSON.parse(json as string) as Record<string, unknown>) }) as unknown as EncodedResource;
+    const res = Object.defineProperty(base, 'json', {
+      enumerable: true,
+      get: () => (parsed ??= JSON.parse(json as string) as Record<string, unknown>),
+    }) as unknown as EncodedResource;
     this.cache.set(key, res);
     this.used.add(key);
     return res;

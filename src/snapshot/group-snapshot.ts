@@ -20,17 +20,34 @@ export interface GroupSnapshot {
 export function makeTypeSnapshot(kind: ResourceKind, resources: EncodedResource[]): TypeSnapshot {
   const sorted = [...resources].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const version = shortHash(kind + '\n' + sorted.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
-  return { kind, version, resources: new Map(sorted.map((r) => [r.name, r])), wildcard: sorted.filter((r) => !r.namedOnly) };
+  return {
+    kind,
+    version,
+    resources: new Map(sorted.map((r) => [r.name, r])),
+    wildcard: sorted.filter((r) => !r.namedOnly),
+  };
 }
 
 /**
  * `previous`: the group's last snapshot. A type whose resources are the very same encoded objects
  * keeps its TypeSnapshot (no re-sort, no re-hash; response bodies cached on it stay valid).
  */
-export function makeGroupSnapshot(group: string, resources: EncodedResource[], previous?: GroupSnapshot): GroupSnapshot {
-  const byKind = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, [] as EncodedResource[]])) as Record<ResourceKind, EncodedResource[]>;
+export function makeGroupSnapshot(
+  group: string,
+  resources: EncodedResource[],
+  previous?: GroupSnapshot,
+): GroupSnapshot {
+  const byKind = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, [] as EncodedResource[]])) as Record<
+    ResourceKind,
+    EncodedResource[]
+  >;
   for (const r of resources) byKind[r.kind].push(r);
-  const types = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, sameResources(previous?.types[k], byKind[k]) ? previous!.types[k] : makeTypeSnapshot(k, byKind[k])])) as Record<ResourceKind, TypeSnapshot>;
+  const types = Object.fromEntries(
+    RESOURCE_KINDS.map((k) => [
+      k,
+      sameResources(previous?.types[k], byKind[k]) ? previous!.types[k] : makeTypeSnapshot(k, byKind[k]),
+    ]),
+  ) as Record<ResourceKind, TypeSnapshot>;
   return { group, types };
 }
 

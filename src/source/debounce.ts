@@ -7,7 +7,11 @@ export class Debouncer {
   private timer?: NodeJS.Timeout;
   private firstAt?: number;
 
-  constructor(private readonly fn: () => void, private readonly quietMs: number, private readonly maxWaitMs: number) {}
+  constructor(
+    private readonly fn: () => void,
+    private readonly quietMs: number,
+    private readonly maxWaitMs: number,
+  ) {}
 
   trigger(): void {
     const now = Date.now();

@@ -20,7 +20,11 @@ export interface SourceRevision {
  */
 export async function commitInfo(gitArgs: string[], rev = 'HEAD'): Promise<SourceRevision | undefined> {
   try {
-    const { stdout } = await run('git', [...gitArgs, 'log', '-1', '-z', '--format=%H%x00%an%x00%ae%x00%aI%x00%s', rev], { timeout: 10_000 });
+    const { stdout } = await run(
+      'git',
+      [...gitArgs, 'log', '-1', '-z', '--format=%H%x00%an%x00%ae%x00%aI%x00%s', rev],
+      { timeout: 10_000 },
+    );
     const [commit, author, email, authoredAt, subject] = stdout.split('\0');
     return commit ? { commit, author, email, authoredAt, subject } : undefined;
   } catch {

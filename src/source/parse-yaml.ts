@@ -1,4 +1,13 @@
-import { LineCounter, parseAllDocuments, isMap, isSeq, isPair, isScalar, type Document, type Node as YamlNode } from 'yaml';
+import {
+  LineCounter,
+  parseAllDocuments,
+  isMap,
+  isSeq,
+  isPair,
+  isScalar,
+  type Document,
+  type Node as YamlNode,
+} from 'yaml';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import type { ParsedFile, SourceDocument } from './types.ts';
@@ -57,21 +66,36 @@ function parseUncached(file: string, text: string, hash: string): ParsedFile {
   let docs: Document.Parsed[];
   const separators = text.match(/^---/gm)?.length ?? 0;
   if (separators + 1 > MAX_DOCUMENTS_PER_FILE) {
-    diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `about ${separators + 1} documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`, location: { file, line: 1, column: 1 } });
+    diagnostics.push({
+      code: Codes.YAML_LIMIT,
+      severity: 'error',
+      message: `about ${separators + 1} documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`,
+      location: { file, line: 1, column: 1 },
+    });
     return { file, hash, text, documents, diagnostics };
   }
   try {
     docs = parseAllDocuments(text, { ...PARSE_OPTIONS, lineCounter }) as Document.Parsed[];
   } catch (err) {
     // e.g. "Maximum call stack size exceeded" on absurd nesting: still a located, per-file error
-    diagnostics.push({ code: Codes.YAML_SYNTAX, severity: 'error', message: `cannot parse: ${(err as Error).message}`, location: { file, line: 1, column: 1 } });
+    diagnostics.push({
+      code: Codes.YAML_SYNTAX,
+      severity: 'error',
+      message: `cannot parse: ${(err as Error).message}`,
+      location: { file, line: 1, column: 1 },
+    });
     return { file, hash, text, documents, diagnostics };
   }
   if (!Array.isArray(docs)) docs = [docs as unknown as Document.Parsed];
   docs.forEach((doc, index) => {
     for (const e of [...doc.errors, ...doc.warnings]) {
       const pos = lineCounter.linePos(e.pos[0]);
-      diagnostics.push({ code: Codes.YAML_SYNTAX, severity: 'error', message: e.message.split('\n')[0], location: { file, line: pos.line, column: pos.col } });
+      diagnostics.push({
+        code: Codes.YAML_SYNTAX,
+        severity: 'error',
+        message: e.message.split('\n')[0],
+        location: { file, line: pos.line, column: pos.col },
+      });
     }
     if (doc.errors.length) return;
     if (doc.contents === null) return; // empty document (e.g. a trailing `---`)
@@ -80,7 +104,12 @@ function parseUncached(file: string, text: string, hash: string): ParsedFile {
       value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (err) {
       const pos = lineCounter.linePos(doc.range[0]);
-      diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: (err as Error).message, location: { file, line: pos.line, column: pos.col } });
+      diagnostics.push({
+        code: Codes.YAML_LIMIT,
+        severity: 'error',
+        message: (err as Error).message,
+        location: { file, line: pos.line, column: pos.col },
+      });
       return;
     }
     const start = lineCounter.linePos(doc.contents.range?.[0] ?? doc.range[0]);
@@ -89,7 +118,12 @@ function parseUncached(file: string, text: string, hash: string): ParsedFile {
       const own = doc.range[2] - doc.range[0];
       const expanded = JSON.stringify(value)?.length ?? 0;
       if (expanded > MAX_EXPANDED_BYTES && expanded > MAX_EXPANSION_FACTOR * own) {
-        diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `aliases expand this document to ${expanded} bytes (from ${own} bytes of YAML); the limit is ${MAX_EXPANDED_BYTES} bytes or ${MAX_EXPANSION_FACTOR} times the text`, location: { file, line: start.line, column: start.col } });
+        diagnostics.push({
+          code: Codes.YAML_LIMIT,
+          severity: 'error',
+          message: `aliases expand this document to ${expanded} bytes (from ${own} bytes of YAML); the limit is ${MAX_EXPANDED_BYTES} bytes or ${MAX_EXPANSION_FACTOR} times the text`,
+          location: { file, line: start.line, column: start.col },
+        });
         return;
       }
     }
@@ -126,7 +160,12 @@ function parsedForLocate(text: string): { docs: Document.Parsed[]; lineCounter: 
  * last segment (for "unknown field"), otherwise at its value. Falls back to the nearest existing
  * ancestor, so a missing field points at the object that should contain it.
  */
-export function locate(text: string, index: number, path: readonly PathSegment[], at: 'key' | 'value' = 'value'): { line: number; column: number } {
+export function locate(
+  text: string,
+  index: number,
+  path: readonly PathSegment[],
+  at: 'key' | 'value' = 'value',
+): { line: number; column: number } {
   const { docs, lineCounter } = parsedForLocate(text);
   const doc = docs[index];
   if (!doc) return { line: 1, column: 1 };

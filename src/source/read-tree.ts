@@ -14,11 +14,22 @@ export interface TreeLimits {
   maxFiles: number;
 }
 
-export const DEFAULT_LIMITS: TreeLimits = { maxFileBytes: 4 * 1024 * 1024, maxTreeBytes: 256 * 1024 * 1024, maxFiles: 50_000 };
+export const DEFAULT_LIMITS: TreeLimits = {
+  maxFileBytes: 4 * 1024 * 1024,
+  maxTreeBytes: 256 * 1024 * 1024,
+  maxFiles: 50_000,
+};
 
 /** Editors' and git's transient files; never part of the config. */
 export function isIgnoredName(name: string): boolean {
-  return name.startsWith('.') || name.endsWith('~') || name.endsWith('.swp') || name.endsWith('.swx') || name.endsWith('.tmp') || name.startsWith('#');
+  return (
+    name.startsWith('.') ||
+    name.endsWith('~') ||
+    name.endsWith('.swp') ||
+    name.endsWith('.swx') ||
+    name.endsWith('.tmp') ||
+    name.startsWith('#')
+  );
 }
 
 export function isConfigFile(name: string): boolean {
@@ -54,13 +65,21 @@ interface Entry {
  * trees. Symlinked files inside the tree are refused: they could point anywhere on the host.
  * With `unlessTreeHash`, nothing is parsed when the tree still has that hash (`unchanged` is set).
  */
-export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS, opts: { unlessTreeHash?: string | (string | undefined)[] } = {}): Promise<SourceSet & { unchanged?: true }> {
+export async function readTree(
+  dir: string,
+  limits: TreeLimits = DEFAULT_LIMITS,
+  opts: { unlessTreeHash?: string | (string | undefined)[] } = {},
+): Promise<SourceSet & { unchanged?: true }> {
   const diagnostics: Diagnostic[] = [];
   let root: string;
   try {
     root = await realpath(dir);
   } catch (err) {
-    diagnostics.push({ code: Codes.FILE_UNREADABLE, severity: 'error', message: `config directory ${dir} is not readable: ${(err as Error).message}` });
+    diagnostics.push({
+      code: Codes.FILE_UNREADABLE,
+      severity: 'error',
+      message: `config directory ${dir} is not readable: ${(err as Error).message}`,
+    });
     return { root: dir, treeHash: sha256Hex(''), files: [], diagnostics };
   }
   const paths: string[] = [];
@@ -73,16 +92,31 @@ export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS,
     try {
       const st = await lstat(abs, { bigint: true });
       if (st.size > BigInt(limits.maxFileBytes)) {
-        diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `file is ${st.size} bytes; the limit is ${limits.maxFileBytes}`, location: { file: rel, line: 1, column: 1 } });
+        diagnostics.push({
+          code: Codes.YAML_LIMIT,
+          severity: 'error',
+          message: `file is ${st.size} bytes; the limit is ${limits.maxFileBytes}`,
+          location: { file: rel, line: 1, column: 1 },
+        });
         continue;
       }
       total += Number(st.size);
       if (total > limits.maxTreeBytes) {
-        diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `tree is larger than ${limits.maxTreeBytes} bytes` });
+        diagnostics.push({
+          code: Codes.YAML_LIMIT,
+          severity: 'error',
+          message: `tree is larger than ${limits.maxTreeBytes} bytes`,
+        });
         break;
       }
       const known = stamps.get(abs);
-      if (known && known.dev === st.dev && known.ino === st.ino && known.size === st.size && known.mtimeNs === st.mtimeNs) {
+      if (
+        known &&
+        known.dev === st.dev &&
+        known.ino === st.ino &&
+        known.size === st.size &&
+        known.mtimeNs === st.mtimeNs
+      ) {
         entries.push({ rel, abs, hash: known.hash });
       } else {
         const bytes = await readFile(abs);
@@ -91,7 +125,12 @@ export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS,
         entries.push({ rel, abs, hash, bytes });
       }
     } catch (err) {
-      diagnostics.push({ code: Codes.FILE_UNREADABLE, severity: 'error', message: (err as Error).message, location: { file: rel, line: 1, column: 1 } });
+      diagnostics.push({
+        code: Codes.FILE_UNREADABLE,
+        severity: 'error',
+        message: (err as Error).message,
+        location: { file: rel, line: 1, column: 1 },
+      });
     }
   }
   if (stamps.size > entries.length * 2 + 1000) {
@@ -99,7 +138,11 @@ export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS,
     for (const k of [...stamps.keys()]) if (!live.has(k)) stamps.delete(k);
   }
   const treeHash = combineHashes(entries.map((e) => ({ file: e.rel, hash: e.hash })));
-  if ((Array.isArray(opts.unlessTreeHash) ? opts.unlessTreeHash.includes(treeHash) : opts.unlessTreeHash === treeHash) && diagnostics.length === 0) return { root, treeHash, files: [], diagnostics, unchanged: true };
+  if (
+    (Array.isArray(opts.unlessTreeHash) ? opts.unlessTreeHash.includes(treeHash) : opts.unlessTreeHash === treeHash) &&
+    diagnostics.length === 0
+  )
+    return { root, treeHash, files: [], diagnostics, unchanged: true };
   const files: ParsedFile[] = [];
   let sliceStart = performance.now();
   for (const e of entries) {
@@ -117,12 +160,22 @@ export async function readTree(dir: string, limits: TreeLimits = DEFAULT_LIMITS,
           // Decoding would silently turn it into U+FFFD and serve that: refuse, pointing at it.
           const before = bytes.subarray(0, bad).toString('utf8').split('\n');
           const location = { file: e.rel, line: before.length, column: before[before.length - 1]!.length + 1 };
-          diagnostics.push({ code: Codes.YAML_SYNTAX, severity: 'error', message: `not valid UTF-8: byte 0x${bytes[bad]!.toString(16).padStart(2, '0')} at offset ${bad}; YAML files must be UTF-8`, location });
+          diagnostics.push({
+            code: Codes.YAML_SYNTAX,
+            severity: 'error',
+            message: `not valid UTF-8: byte 0x${bytes[bad]!.toString(16).padStart(2, '0')} at offset ${bad}; YAML files must be UTF-8`,
+            location,
+          });
           continue;
         }
         parsed = parseYamlFile(e.rel, bytes.toString('utf8'));
       } catch (err) {
-        diagnostics.push({ code: Codes.FILE_UNREADABLE, severity: 'error', message: (err as Error).message, location: { file: e.rel, line: 1, column: 1 } });
+        diagnostics.push({
+          code: Codes.FILE_UNREADABLE,
+          severity: 'error',
+          message: (err as Error).message,
+          location: { file: e.rel, line: 1, column: 1 },
+        });
         continue;
       }
     }
@@ -136,12 +189,22 @@ function combineHashes(files: readonly { file: string; hash: string }[]): string
   return sha256Hex(files.map((f) => `${f.file}\u0000${f.hash}`).join('\n'));
 }
 
-async function walk(root: string, dir: string, out: string[], diagnostics: Diagnostic[], limits: TreeLimits): Promise<void> {
+async function walk(
+  root: string,
+  dir: string,
+  out: string[],
+  diagnostics: Diagnostic[],
+  limits: TreeLimits,
+): Promise<void> {
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (err) {
-    diagnostics.push({ code: Codes.FILE_UNREADABLE, severity: 'error', message: `cannot list ${relative(root, dir) || '.'}: ${(err as Error).message}` });
+    diagnostics.push({
+      code: Codes.FILE_UNREADABLE,
+      severity: 'error',
+      message: `cannot list ${relative(root, dir) || '.'}: ${(err as Error).message}`,
+    });
     return;
   }
   for (const e of entries) {
@@ -152,11 +215,20 @@ async function walk(root: string, dir: string, out: string[], diagnostics: Diagn
       await walk(root, abs, out, diagnostics, limits);
     } else if (e.isSymbolicLink()) {
       if (isConfigFile(e.name)) {
-        diagnostics.push({ code: Codes.FILE_UNREADABLE, severity: 'error', message: 'symbolic links inside the config tree are refused (they could point outside it)', location: { file: rel, line: 1, column: 1 } });
+        diagnostics.push({
+          code: Codes.FILE_UNREADABLE,
+          severity: 'error',
+          message: 'symbolic links inside the config tree are refused (they could point outside it)',
+          location: { file: rel, line: 1, column: 1 },
+        });
       }
     } else if (e.isFile() && isConfigFile(e.name)) {
       if (out.length >= limits.maxFiles) {
-        diagnostics.push({ code: Codes.YAML_LIMIT, severity: 'error', message: `more than ${limits.maxFiles} YAML files` });
+        diagnostics.push({
+          code: Codes.YAML_LIMIT,
+          severity: 'error',
+          message: `more than ${limits.maxFiles} YAML files`,
+        });
         return;
       }
       out.push(rel);

@@ -31,7 +31,12 @@ function splitPem(pem: string): string[] {
   return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 }
 
-export async function loadSecret(doc: SecretDoc, configDir: string, origin: Origin | undefined, now = new Date()): Promise<{ material?: SecretMaterial; diagnostics: Diagnostic[] }> {
+export async function loadSecret(
+  doc: SecretDoc,
+  configDir: string,
+  origin: Origin | undefined,
+  now = new Date(),
+): Promise<{ material?: SecretMaterial; diagnostics: Diagnostic[] }> {
   const diagnostics: Diagnostic[] = [];
   const location = origin ? { file: origin.file, line: origin.line, column: 1 } : undefined;
   const problem = (severity: 'error' | 'warning', message: string, path?: string) =>
@@ -43,7 +48,11 @@ export async function loadSecret(doc: SecretDoc, configDir: string, origin: Orig
     try {
       const st = await stat(abs(p));
       if (field === 'privateKeyFile' && (st.mode & 0o077) !== 0) {
-        problem('warning', `private key file ${p} is accessible to group or others (mode ${(st.mode & 0o777).toString(8)}); use 0600 or 0640 with a dedicated group`, field);
+        problem(
+          'warning',
+          `private key file ${p} is accessible to group or others (mode ${(st.mode & 0o777).toString(8)}); use 0600 or 0640 with a dedicated group`,
+          field,
+        );
       }
       return await readFile(abs(p), 'utf8');
     } catch (err) {
@@ -53,7 +62,11 @@ export async function loadSecret(doc: SecretDoc, configDir: string, origin: Orig
   };
   const [cert, key, ca] = [await read('certificateFile'), await read('privateKeyFile'), await read('caFile')];
   if (diagnostics.some((d) => d.severity === 'error')) return { diagnostics };
-  const material: SecretMaterial = { name: doc.name, fingerprint: '', files: [doc.certificateFile, doc.privateKeyFile, doc.caFile].filter((x): x is string => !!x).map(abs) };
+  const material: SecretMaterial = {
+    name: doc.name,
+    fingerprint: '',
+    files: [doc.certificateFile, doc.privateKeyFile, doc.caFile].filter((x): x is string => !!x).map(abs),
+  };
   if (cert !== undefined) {
     const pems = splitPem(cert);
     let leaf: X509Certificate | undefined;
@@ -69,10 +82,16 @@ export async function loadSecret(doc: SecretDoc, configDir: string, origin: Orig
       material.notAfter = notAfter.toISOString();
       material.subject = leaf.subject.replace(/\n/g, ', ');
       if (notAfter <= now) problem('error', `certificate expired on ${material.notAfter}`, 'certificateFile');
-      else if (notAfter.getTime() - now.getTime() < EXPIRY_WARN_DAYS * 86_400_000) problem('warning', `certificate expires on ${material.notAfter}, in less than ${EXPIRY_WARN_DAYS} days`, 'certificateFile');
+      else if (notAfter.getTime() - now.getTime() < EXPIRY_WARN_DAYS * 86_400_000)
+        problem(
+          'warning',
+          `certificate expires on ${material.notAfter}, in less than ${EXPIRY_WARN_DAYS} days`,
+          'certificateFile',
+        );
       if (key !== undefined) {
         try {
-          if (!leaf.checkPrivateKey(createPrivateKey(key))) problem('error', 'the private key does not match the certificate', 'privateKeyFile');
+          if (!leaf.checkPrivateKey(createPrivateKey(key)))
+            problem('error', 'the private key does not match the certificate', 'privateKeyFile');
         } catch (err) {
           problem('error', `private key does not parse: ${(err as Error).message.split('\n')[0]}`, 'privateKeyFile');
         }
@@ -91,7 +110,11 @@ export async function loadSecret(doc: SecretDoc, configDir: string, origin: Orig
     material.ca = ca;
   }
   if (diagnostics.some((d) => d.severity === 'error')) return { diagnostics };
-  material.fingerprint = createHash('sha256').update(cert ?? '').update('\0').update(ca ?? '').digest('hex');
+  material.fingerprint = createHash('sha256')
+    .update(cert ?? '')
+    .update('\0')
+    .update(ca ?? '')
+    .digest('hex');
   return { material, diagnostics };
 }
 
@@ -110,7 +133,11 @@ export function secretResource(m: SecretMaterial): Record<string, unknown> {
 }
 
 /** Loads every Secret of a model; errors mean the tree must not be applied. */
-export async function loadSecrets(docs: readonly SecretDoc[], configDir: string, originOf: (name: string) => Origin | undefined): Promise<{ materials: Map<string, SecretMaterial>; diagnostics: Diagnostic[] }> {
+export async function loadSecrets(
+  docs: readonly SecretDoc[],
+  configDir: string,
+  originOf: (name: string) => Origin | undefined,
+): Promise<{ materials: Map<string, SecretMaterial>; diagnostics: Diagnostic[] }> {
   const materials = new Map<string, SecretMaterial>();
   const diagnostics: Diagnostic[] = [];
   for (const doc of docs) {

@@ -80,7 +80,11 @@ export class TreeWatcher {
     const dir = resolve(this.opts.dir);
     const links = await this.symlinksOnPath();
     const watched = [dir, ...links];
-    const p = watch([...new Set(watched.map((l) => dirname(l)))], { ignoreInitial: true, depth: 0, followSymlinks: false });
+    const p = watch([...new Set(watched.map((l) => dirname(l)))], {
+      ignoreInitial: true,
+      depth: 0,
+      followSymlinks: false,
+    });
     p.on('all', (_ev, path) => {
       if (!watched.includes(path)) return;
       void this.watchContent(path === dir).then(() => this.debouncer.trigger());
@@ -89,7 +93,10 @@ export class TreeWatcher {
     await new Promise<void>((r) => p.once('ready', () => r()));
     this.parent = p;
     if (this.opts.reconcileMs) {
-      this.reconcile = setInterval(() => void this.watchContent().then(() => this.opts.onChange()), this.opts.reconcileMs);
+      this.reconcile = setInterval(
+        () => void this.watchContent().then(() => this.opts.onChange()),
+        this.opts.reconcileMs,
+      );
       this.reconcile.unref();
     }
   }
@@ -111,7 +118,12 @@ export class SecretWatcher {
   private dirs = new Set<string>();
   private readonly debouncer: Debouncer;
 
-  constructor(private readonly files: () => string[], onChange: () => void, debounceMs: number, private readonly onError: (err: Error) => void) {
+  constructor(
+    private readonly files: () => string[],
+    onChange: () => void,
+    debounceMs: number,
+    private readonly onError: (err: Error) => void,
+  ) {
     this.debouncer = new Debouncer(onChange, debounceMs, debounceMs * 5 + 1000);
   }
 

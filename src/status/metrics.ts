@@ -10,9 +10,24 @@ const typeName = (typeUrl: string) => typeUrl.slice(typeUrl.lastIndexOf('.') + 1
 
 export class Metrics {
   readonly registry = new client.Registry();
-  private readonly pushes = new client.Counter({ name: 'fleetxds_pushes_total', help: 'Responses sent to clients, by resource type', labelNames: ['type'], registers: [this.registry] });
-  private readonly acks = new client.Counter({ name: 'fleetxds_acks_total', help: 'ACKs received, by resource type', labelNames: ['type'], registers: [this.registry] });
-  private readonly nacks = new client.Counter({ name: 'fleetxds_nacks_total', help: 'NACKs received (REST: inferred), by resource type', labelNames: ['type'], registers: [this.registry] });
+  private readonly pushes = new client.Counter({
+    name: 'fleetxds_pushes_total',
+    help: 'Responses sent to clients, by resource type',
+    labelNames: ['type'],
+    registers: [this.registry],
+  });
+  private readonly acks = new client.Counter({
+    name: 'fleetxds_acks_total',
+    help: 'ACKs received, by resource type',
+    labelNames: ['type'],
+    registers: [this.registry],
+  });
+  private readonly nacks = new client.Counter({
+    name: 'fleetxds_nacks_total',
+    help: 'NACKs received (REST: inferred), by resource type',
+    labelNames: ['type'],
+    registers: [this.registry],
+  });
   private readonly latency = new client.Histogram({
     name: 'fleetxds_push_latency_seconds',
     help: 'From a config version being applied to a client ACKing it, by resource type',
@@ -20,8 +35,17 @@ export class Metrics {
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
-  readonly validationFailures = new client.Counter({ name: 'fleetxds_validation_failures_total', help: 'Config trees (or secret renewals) rejected', registers: [this.registry] });
-  readonly applyDuration = new client.Histogram({ name: 'fleetxds_apply_duration_seconds', help: 'Read, validate, build, store and publish of a config tree', buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
+  readonly validationFailures = new client.Counter({
+    name: 'fleetxds_validation_failures_total',
+    help: 'Config trees (or secret renewals) rejected',
+    registers: [this.registry],
+  });
+  readonly applyDuration = new client.Histogram({
+    name: 'fleetxds_apply_duration_seconds',
+    help: 'Read, validate, build, store and publish of a config tree',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
   /** When each (type, version) was first published: the start of its push latency. */
   private readonly publishedAt = new Map<string, number>();
 
@@ -52,7 +76,9 @@ export class Metrics {
     });
     cache.onPublish((cfg) => {
       const now = Date.now();
-      for (const g of cfg.groups.values()) for (const t of Object.values(g.types)) if (!this.publishedAt.has(`${t.kind}\0${t.version}`)) this.publishedAt.set(`${t.kind}\0${t.version}`, now);
+      for (const g of cfg.groups.values())
+        for (const t of Object.values(g.types))
+          if (!this.publishedAt.has(`${t.kind}\0${t.version}`)) this.publishedAt.set(`${t.kind}\0${t.version}`, now);
       if (this.publishedAt.size > 100_000) this.publishedAt.clear();
     });
     registry.observe({
@@ -72,4 +98,10 @@ export class Metrics {
   }
 }
 
-const KIND_OF: Record<string, string> = { Cluster: 'cluster', ClusterLoadAssignment: 'endpoint', Listener: 'listener', RouteConfiguration: 'route', Secret: 'secret' };
+const KIND_OF: Record<string, string> = {
+  Cluster: 'cluster',
+  ClusterLoadAssignment: 'endpoint',
+  Listener: 'listener',
+  RouteConfiguration: 'route',
+  Secret: 'secret',
+};

@@ -52,7 +52,9 @@ export const NACK_REPORTS_PER_MINUTE = 20;
 const MAX_NACK_KEYS = 50_000;
 
 export function capNackMessage(message: string): string {
-  return message.length <= MAX_NACK_MESSAGE ? message : `${message.slice(0, MAX_NACK_MESSAGE)}… (${message.length - MAX_NACK_MESSAGE} more characters not kept)`;
+  return message.length <= MAX_NACK_MESSAGE
+    ? message
+    : `${message.slice(0, MAX_NACK_MESSAGE)}… (${message.length - MAX_NACK_MESSAGE} more characters not kept)`;
 }
 const MAX_POLLERS = 100_000;
 
@@ -132,7 +134,8 @@ export class NodeRegistry {
     for (const o of this.observers) o.nacked(typeUrl);
     const key = `${s.nodeId}\u0000${typeUrl}\u0000${version}`;
     if (this.reportedNacks.has(key) || !this.takeNackToken(s.nodeId)) return;
-    if (this.reportedNacks.size >= MAX_NACK_KEYS) this.reportedNacks.delete(this.reportedNacks.values().next().value as string);
+    if (this.reportedNacks.size >= MAX_NACK_KEYS)
+      this.reportedNacks.delete(this.reportedNacks.values().next().value as string);
     this.reportedNacks.add(key);
     this.onNack({ stream: s, typeUrl, version, nonce, code, message: kept, at });
   }
@@ -156,7 +159,13 @@ export class NodeRegistry {
       this.pollers.set(info.nodeId, s);
       if (this.pollers.size > MAX_POLLERS) this.pollers.delete(this.pollers.keys().next().value as string);
     }
-    Object.assign(s, { group: info.group, peer: info.peer, userAgent: info.userAgent, nodeCluster: info.nodeCluster, lastSeenAt: new Date().toISOString() });
+    Object.assign(s, {
+      group: info.group,
+      peer: info.peer,
+      userAgent: info.userAgent,
+      nodeCluster: info.nodeCluster,
+      lastSeenAt: new Date().toISOString(),
+    });
     return s;
   }
 

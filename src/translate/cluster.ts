@@ -27,19 +27,35 @@ export function buildCluster(s: ServiceDoc): JsonObject {
     if (s.dns.refreshRate) c.dns_refresh_rate = durationToProto(s.dns.refreshRate);
     c.load_assignment = {
       cluster_name: s.name,
-      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: s.dns.host, port_value: s.dns.port } } } }] }],
+      endpoints: [
+        {
+          lb_endpoints: [
+            { endpoint: { address: { socket_address: { address: s.dns.host, port_value: s.dns.port } } } },
+          ],
+        },
+      ],
     };
   }
   if (s.healthCheck) c.health_checks = [healthCheck(s.healthCheck)];
   if (s.circuitBreaker) {
     const cb = s.circuitBreaker;
     c.circuit_breakers = {
-      thresholds: [compact({ max_connections: cb.maxConnections, max_pending_requests: cb.maxPendingRequests, max_requests: cb.maxRequests, max_retries: cb.maxRetries })],
+      thresholds: [
+        compact({
+          max_connections: cb.maxConnections,
+          max_pending_requests: cb.maxPendingRequests,
+          max_requests: cb.maxRequests,
+          max_retries: cb.maxRetries,
+        }),
+      ],
     };
   }
   if (s.protocol === 'http2' || s.protocol === 'grpc') {
     c.typed_extension_protocol_options = {
-      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': { '@type': TYPE.httpProtocolOptions, explicit_http_config: { http2_protocol_options: {} } },
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': TYPE.httpProtocolOptions,
+        explicit_http_config: { http2_protocol_options: {} },
+      },
     };
   }
   if (s.outlierDetection) {
@@ -54,9 +70,11 @@ export function buildCluster(s: ServiceDoc): JsonObject {
   }
   if (s.tls) {
     const ctx: JsonObject = {};
-    if (s.tls.clientSecret) ctx.tls_certificate_sds_secret_configs = [{ name: s.tls.clientSecret, sds_config: adsConfigSource() }];
+    if (s.tls.clientSecret)
+      ctx.tls_certificate_sds_secret_configs = [{ name: s.tls.clientSecret, sds_config: adsConfigSource() }];
     if (s.tls.caFile) ctx.validation_context = { trusted_ca: { filename: s.tls.caFile } };
-    if (s.tls.caSecret) ctx.validation_context_sds_secret_config = { name: s.tls.caSecret, sds_config: adsConfigSource() };
+    if (s.tls.caSecret)
+      ctx.validation_context_sds_secret_config = { name: s.tls.caSecret, sds_config: adsConfigSource() };
     c.transport_socket = {
       name: 'envoy.transport_sockets.tls',
       typed_config: compact({ '@type': TYPE.upstreamTls, common_tls_context: ctx, sni: s.tls.sni }),
@@ -73,7 +91,8 @@ function healthCheck(hc: NonNullable<ServiceDoc['healthCheck']>): JsonObject {
     healthy_threshold: hc.healthyThreshold ?? 2,
   };
   if (hc.type === 'http') out.http_health_check = compact({ host: hc.host, path: hc.path });
-  else if (hc.type === 'grpc') out.grpc_health_check = compact({ service_name: hc.serviceName || undefined, authority: hc.host });
+  else if (hc.type === 'grpc')
+    out.grpc_health_check = compact({ service_name: hc.serviceName || undefined, authority: hc.host });
   else out.tcp_health_check = {};
   return out;
 }

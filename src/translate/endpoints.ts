@@ -25,7 +25,10 @@ export function buildLoadAssignment(s: ServiceDoc): JsonObject {
       locality: g.locality,
       lb_endpoints: items.map((e) => {
         const hp = parseHostPort(e.address)!;
-        return compact({ endpoint: { address: { socket_address: { address: hp.host, port_value: hp.port } } }, load_balancing_weight: e.weight });
+        return compact({
+          endpoint: { address: { socket_address: { address: hp.host, port_value: hp.port } } },
+          load_balancing_weight: e.weight,
+        });
       }),
       load_balancing_weight: items.reduce((a, e) => a + (e.weight ?? 1), 0),
       priority: g.priority || undefined,

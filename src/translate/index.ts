@@ -27,7 +27,11 @@ export interface TranslatedResource {
  * `secrets` is the TLS material read for the model's Secret documents (an input, so translation
  * stays pure); a group gets the secrets its listeners and clusters reference.
  */
-export function translateGroup(model: Model, group: string, secrets: ReadonlyMap<string, SecretMaterial> = new Map()): TranslatedResource[] {
+export function translateGroup(
+  model: Model,
+  group: string,
+  secrets: ReadonlyMap<string, SecretMaterial> = new Map(),
+): TranslatedResource[] {
   const out: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
   const services = new Map(model.services.map((s) => [s.name, s]));
@@ -40,28 +44,60 @@ export function translateGroup(model: Model, group: string, secrets: ReadonlyMap
   for (const l of model.listeners) {
     if (!listenerGroups(l).includes(group)) continue;
     const vs = l.virtualHosts.map((n) => vhosts.get(n)!).filter(Boolean);
-    if (l.tls) for (const n of [l.tls.secret, l.tls.clientCa, ...(l.tls.sni ?? []).map((e) => e.secret)]) if (n) secretRefs.add(n);
+    if (l.tls)
+      for (const n of [l.tls.secret, l.tls.clientCa, ...(l.tls.sni ?? []).map((e) => e.secret)])
+        if (n) secretRefs.add(n);
     for (const v of vs) for (const r of v.routes) forEachTarget(r, use);
-    out.push({ kind: 'listener', name: l.name, json: memo1('listener', l, buildListener), origin: originKey('Listener', l.name) });
-    out.push({ kind: 'route', name: l.name, json: memoWith('route', l, vs, () => buildRouteConfiguration(l.name, vs)), origin: originKey('Listener', l.name), virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)) });
+    out.push({
+      kind: 'listener',
+      name: l.name,
+      json: memo1('listener', l, buildListener),
+      origin: originKey('Listener', l.name),
+    });
+    out.push({
+      kind: 'route',
+      name: l.name,
+      json: memoWith('route', l, vs, () => buildRouteConfiguration(l.name, vs)),
+      origin: originKey('Listener', l.name),
+      virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)),
+    });
   }
   for (const g of model.grpcServices) {
     if (!listenerGroups(g).includes(group)) continue;
     for (const r of g.routes) forEachTarget(r, use);
-    out.push({ kind: 'listener', name: g.target, json: memo1('api-listener', g, buildApiListener), origin: originKey('GrpcService', g.name) });
-    out.push({ kind: 'route', name: g.target, json: memo1('grpc-route', g, grpcRouteConfiguration), origin: originKey('GrpcService', g.name) });
+    out.push({
+      kind: 'listener',
+      name: g.target,
+      json: memo1('api-listener', g, buildApiListener),
+      origin: originKey('GrpcService', g.name),
+    });
+    out.push({
+      kind: 'route',
+      name: g.target,
+      json: memo1('grpc-route', g, grpcRouteConfiguration),
+      origin: originKey('GrpcService', g.name),
+    });
   }
   for (const name of [...used].sort()) {
     const s = services.get(name) as ServiceDoc;
     for (const n of [s.tls?.caSecret, s.tls?.clientSecret]) if (n) secretRefs.add(n);
     out.push({ kind: 'cluster', name, json: memo1('cluster', s, buildCluster), origin: originKey('Service', name) });
-    if (!s.dns) out.push({ kind: 'endpoint', name, json: memo1('endpoint', s, buildLoadAssignment), origin: originKey('Service', name) });
+    if (!s.dns)
+      out.push({
+        kind: 'endpoint',
+        name,
+        json: memo1('endpoint', s, buildLoadAssignment),
+        origin: originKey('Service', name),
+      });
   }
   for (const name of [...secretRefs].sort()) {
     const m = secrets.get(name);
-    if (m) out.push({ kind: 'secret', name, json: memo1('secret', m, secretResource), origin: originKey('Secret', name) });
+    if (m)
+      out.push({ kind: 'secret', name, json: memo1('secret', m, secretResource), origin: originKey('Secret', name) });
   }
-  return out.sort((a, b) => (a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1));
+  return out.sort((a, b) =>
+    a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1,
+  );
 }
 
 function forEachTarget(r: { to?: string; split?: { service: string }[] }, fn: (name: string) => void): void {

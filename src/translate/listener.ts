@@ -29,10 +29,17 @@ function downstreamTls(secret: string, clientCa: string | undefined): JsonObject
  * server names select its chain; the default chain (no match) carries `tls.secret`.
  */
 export function buildListener(l: ListenerDoc): JsonObject {
-  const filters = [{ name: 'envoy.filters.network.http_connection_manager', typed_config: httpConnectionManager(l.name, l.name) }];
+  const filters = [
+    { name: 'envoy.filters.network.http_connection_manager', typed_config: httpConnectionManager(l.name, l.name) },
+  ];
   const chains: JsonObject[] = [];
   for (const e of l.tls?.sni ?? []) {
-    chains.push({ name: `sni-${e.secret}`, filter_chain_match: { server_names: e.serverNames }, filters, transport_socket: downstreamTls(e.secret, l.tls!.clientCa) });
+    chains.push({
+      name: `sni-${e.secret}`,
+      filter_chain_match: { server_names: e.serverNames },
+      filters,
+      transport_socket: downstreamTls(e.secret, l.tls!.clientCa),
+    });
   }
   chains.push(l.tls ? { filters, transport_socket: downstreamTls(l.tls.secret, l.tls.clientCa) } : { filters });
   const out: JsonObject = {
@@ -40,7 +47,10 @@ export function buildListener(l: ListenerDoc): JsonObject {
     address: { socket_address: { address: l.address ?? '0.0.0.0', port_value: l.port } },
     filter_chains: chains,
   };
-  if (l.tls?.sni) out.listener_filters = [{ name: 'envoy.filters.listener.tls_inspector', typed_config: { '@type': TYPE.tlsInspector } }];
+  if (l.tls?.sni)
+    out.listener_filters = [
+      { name: 'envoy.filters.listener.tls_inspector', typed_config: { '@type': TYPE.tlsInspector } },
+    ];
   return out;
 }
 

@@ -33,18 +33,23 @@ function httpRoute(r: RouteDoc): JsonObject {
       response_code: REDIRECT_CODE[r.redirect.code ?? 301],
     });
   } else if (r.directResponse) {
-    out.direct_response = compact({ status: r.directResponse.status, body: r.directResponse.body !== undefined ? { inline_string: r.directResponse.body } : undefined });
+    out.direct_response = compact({
+      status: r.directResponse.status,
+      body: r.directResponse.body !== undefined ? { inline_string: r.directResponse.body } : undefined,
+    });
   } else {
     out.route = compact({
       ...clusterSpecifier(r),
       prefix_rewrite: r.rewrite?.prefix,
       host_rewrite_literal: r.rewrite?.host,
       timeout: r.timeout && durationToProto(r.timeout),
-      retry_policy: r.retries && compact({
-        retry_on: r.retries.on.join(','),
-        num_retries: r.retries.count,
-        per_try_timeout: r.retries.perTryTimeout && durationToProto(r.retries.perTryTimeout),
-      }),
+      retry_policy:
+        r.retries &&
+        compact({
+          retry_on: r.retries.on.join(','),
+          num_retries: r.retries.count,
+          per_try_timeout: r.retries.perTryTimeout && durationToProto(r.retries.perTryTimeout),
+        }),
     });
   }
   return out;

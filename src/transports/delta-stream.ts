@@ -58,7 +58,17 @@ export class DeltaStream extends StreamBase {
     const kind = this.kindOf(req.type_url);
     if (!kind) return;
     let ts = this.types.get(kind);
-    if (!ts) this.types.set(kind, (ts = { kind, sub: new Subscription(supportsWildcard(kind)), started: false, known: new Map(), pending: new Map() }));
+    if (!ts)
+      this.types.set(
+        kind,
+        (ts = {
+          kind,
+          sub: new Subscription(supportsWildcard(kind)),
+          started: false,
+          known: new Map(),
+          pending: new Map(),
+        }),
+      );
     const first = !ts.started;
     ts.started = true;
 
@@ -68,7 +78,14 @@ export class DeltaStream extends StreamBase {
         ts.pending.delete(req.response_nonce);
         const typeUrl = TypeUrls[kind];
         if (req.error_detail) {
-          this.opts.registry.nacked(this.status!, typeUrl, snap.version, req.response_nonce, req.error_detail.code ?? 0, req.error_detail.message ?? '');
+          this.opts.registry.nacked(
+            this.status!,
+            typeUrl,
+            snap.version,
+            req.response_nonce,
+            req.error_detail.code ?? 0,
+            req.error_detail.message ?? '',
+          );
           this.opts.acks?.nacked(this.group!, kind, snap.version);
         } else {
           this.opts.registry.acked(this.status!, typeUrl, snap.version);
@@ -85,7 +102,8 @@ export class DeltaStream extends StreamBase {
     for (const n of added) if (!first || !ts.known.has(n)) force.add(n);
     for (const n of unsubscribe) {
       if (n === '*') continue;
-      if (ts.sub.wildcard) force.add(n); // still covered by the wildcard: say so (DELTA-06)
+      if (ts.sub.wildcard)
+        force.add(n); // still covered by the wildcard: say so (DELTA-06)
       else ts.known.delete(n);
     }
     if (unsubscribe.includes('*')) for (const n of [...ts.known.keys()]) if (!ts.sub.covers(n)) ts.known.delete(n);
@@ -97,9 +115,11 @@ export class DeltaStream extends StreamBase {
     const cds = this.types.get('cluster');
     const rewarm = new Set<string>();
     if (cds) {
-      for (const [name, r] of snap.types.cluster.resources) if (cds.known.has(name) && cds.known.get(name) !== r.version) rewarm.add(name);
+      for (const [name, r] of snap.types.cluster.resources)
+        if (cds.known.has(name) && cds.known.get(name) !== r.version) rewarm.add(name);
     }
-    const unchanged = (ts: DeltaTypeState, kind: ResourceKind) => !ts.pinned && ts.servedFrom === snap.types[kind] && !(kind === 'endpoint' && rewarm.size);
+    const unchanged = (ts: DeltaTypeState, kind: ResourceKind) =>
+      !ts.pinned && ts.servedFrom === snap.types[kind] && !(kind === 'endpoint' && rewarm.size);
     const todo = PUSH_ORDER.filter((kind) => {
       const ts = this.types.get(kind);
       return ts?.started && !unchanged(ts, kind);
@@ -138,7 +158,8 @@ export class DeltaStream extends StreamBase {
     const sendUpserts = phase !== 'removals' ? upserts : [];
     const sendRemoved = phase !== 'upserts' ? [...removed] : [];
     if (!sendUpserts.length && !sendRemoved.length && !replyIfEmpty) {
-      if (phase !== 'upserts' && ts.pending.size === 0) this.opts.registry.unchanged(this.status!, TypeUrls[ts.kind], base.version);
+      if (phase !== 'upserts' && ts.pending.size === 0)
+        this.opts.registry.unchanged(this.status!, TypeUrls[ts.kind], base.version);
       return;
     }
 

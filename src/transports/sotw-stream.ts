@@ -76,17 +76,26 @@ export class SotwStream extends StreamBase {
       const typeUrl = TypeUrls[kind];
       const version = ts.sentSnapshot?.version ?? '';
       if (req.error_detail) {
-        this.opts.registry.nacked(this.status!, typeUrl, version, ts.nonce!, req.error_detail.code ?? 0, req.error_detail.message ?? '');
+        this.opts.registry.nacked(
+          this.status!,
+          typeUrl,
+          version,
+          ts.nonce!,
+          req.error_detail.code ?? 0,
+          req.error_detail.message ?? '',
+        );
         this.opts.acks?.nacked(this.group!, kind, version);
       } else {
         this.opts.registry.acked(this.status!, typeUrl, req.version_info ?? '');
-        if (ts.sentSnapshot && req.version_info === ts.sentSnapshot.version) this.opts.acks?.acked(this.group!, ts.sentSnapshot);
+        if (ts.sentSnapshot && req.version_info === ts.sentSnapshot.version)
+          this.opts.acks?.acked(this.group!, ts.sentSnapshot);
       }
     }
     const before = ts.sub.size;
     const added = ts.sub.setSotw(req.resource_names ?? []);
     // A plain ACK (same names, nothing new published since): nothing to decide.
-    if (!first && added.length === 0 && ts.sub.size === before && ts.servedFrom === this.snapshot()?.types[kind]) return;
+    if (!first && added.length === 0 && ts.sub.size === before && ts.servedFrom === this.snapshot()?.types[kind])
+      return;
     this.push(ts, first || added.length > 0, undefined, new Set(added));
   }
 
@@ -106,11 +115,15 @@ export class SotwStream extends StreamBase {
     // Make before break: a removed cluster stays in an interim CDS response until listeners and
     // routes that used it have been replaced.
     const interim = cds && removed.length > 0 && cds.nonce !== undefined;
-    if (interim) this.push(cds, false, makeTypeSnapshot('cluster', [...snap.types.cluster.resources.values(), ...removed]));
+    if (interim)
+      this.push(cds, false, makeTypeSnapshot('cluster', [...snap.types.cluster.resources.values(), ...removed]));
     for (const kind of PUSH_ORDER) {
       const ts = this.types.get(kind);
       if (!ts || (interim && kind === 'cluster')) continue;
-      const rewarm = kind === 'endpoint' ? new Set([...changed].filter((c) => ts.sub.wildcard || ts.sub.names.has(c))) : new Set<string>();
+      const rewarm =
+        kind === 'endpoint'
+          ? new Set([...changed].filter((c) => ts.sub.wildcard || ts.sub.names.has(c)))
+          : new Set<string>();
       // The same type snapshot this stream was last served from: nothing changed for it (O(1),
       // which matters when thousands of streams see a change of another type).
       if (ts.nonce !== undefined && !ts.pinned && rewarm.size === 0 && ts.servedFrom === snap.types[kind]) continue;
@@ -154,7 +167,8 @@ export class SotwStream extends StreamBase {
     }
     const fullState = supportsWildcard(kind);
     // Nothing to send: the client holds this version too (not for the interim snapshot of a removal).
-    const settled = () => (override ? undefined : this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version));
+    const settled = () =>
+      override ? undefined : this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
     const differs = (r: EncodedResource) => ts.sent.get(r.name) !== r.version;
     let selected: EncodedResource[];
     if (fullState) {
@@ -173,7 +187,9 @@ export class SotwStream extends StreamBase {
       if (selected.length === 0) return settled();
     }
     const names = (rs: EncodedResource[]) => rs.map((r) => r.name);
-    const key = (ts.sub.wildcard ? ['*', ...names(selected.filter((r) => r.namedOnly))] : names(selected)).join('\u0000');
+    const key = (ts.sub.wildcard ? ['*', ...names(selected.filter((r) => r.namedOnly))] : names(selected)).join(
+      '\u0000',
+    );
     const body = responseBody(t, key, selected);
     const nonce = this.nextNonce();
     ts.nonce = nonce;

@@ -20,10 +20,14 @@ export interface PinHolder {
 
 const controlPlaneCache = new WeakMap<PublishedConfig, Map<number, Buffer>>();
 
-export const SECRETS_REFUSED = 'TLS secrets are served only to authenticated clients (mTLS with node identities); this transport did not authenticate the node';
+export const SECRETS_REFUSED =
+  'TLS secrets are served only to authenticated clients (mTLS with node identities); this transport did not authenticate the node';
 
 export class ProtocolError extends Error {
-  constructor(readonly grpcCode: number, message: string) {
+  constructor(
+    readonly grpcCode: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -82,7 +86,14 @@ export abstract class StreamBase {
     this.node = node;
     const cfg = this.opts.cache.current;
     this.group = cfg ? cfg.resolver.resolve(this.node) : 'default';
-    this.status = this.opts.registry.open({ nodeId: n.id, nodeCluster: this.node.cluster, group: this.group, transport: this.opts.transport, peer: this.opts.peer, userAgent: displayUserAgent(n.userAgent ?? '') });
+    this.status = this.opts.registry.open({
+      nodeId: n.id,
+      nodeCluster: this.node.cluster,
+      group: this.group,
+      transport: this.opts.transport,
+      peer: this.opts.peer,
+      userAgent: displayUserAgent(n.userAgent ?? ''),
+    });
     this.unsubscribe = this.opts.cache.onPublish((next, prev) => this.publish(next, prev));
   }
 
@@ -91,7 +102,8 @@ export abstract class StreamBase {
     const url = typeUrl || (this.opts.fixedKind ? TypeUrls[this.opts.fixedKind] : '');
     if (!url) throw new ProtocolError(3, 'type_url is required on an aggregated stream');
     const kind = kindOfTypeUrl(url);
-    if (this.opts.fixedKind && kind !== this.opts.fixedKind) throw new ProtocolError(3, `this service serves ${TypeUrls[this.opts.fixedKind]}, not ${url}`);
+    if (this.opts.fixedKind && kind !== this.opts.fixedKind)
+      throw new ProtocolError(3, `this service serves ${TypeUrls[this.opts.fixedKind]}, not ${url}`);
     if (kind === 'secret' && !this.opts.secretsAllowed) {
       // Never hand private keys to a client nobody authenticated. On ADS the rest of the stream goes on.
       if (this.opts.fixedKind) throw new ProtocolError(7, SECRETS_REFUSED);

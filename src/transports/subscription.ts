@@ -14,7 +14,13 @@ export class Subscription {
   /** Replaces the subscription with a SotW request's names; returns the names added (`*` for the wildcard). */
   setSotw(resourceNames: readonly string[]): string[] {
     // ACKs repeat the current names: recognise that without rebuilding the set.
-    if (this.everNamed && !this.wildcard && resourceNames.length === this.names.size && resourceNames.every((n) => n !== '*' && this.names.has(n))) return [];
+    if (
+      this.everNamed &&
+      !this.wildcard &&
+      resourceNames.length === this.names.size &&
+      resourceNames.every((n) => n !== '*' && this.names.has(n))
+    )
+      return [];
     if (!this.everNamed && resourceNames.length === 0 && this.wildcard === this.wildcardAllowed) return [];
     const wasWildcard = this.wildcard;
     const before = new Set(this.names);
@@ -36,7 +42,11 @@ export class Subscription {
    * stale nonce: DELTA-03). Returns every name this request subscribes explicitly (already
    * subscribed or not: each must be answered, DELTA-04) and whether the wildcard was switched on.
    */
-  applyDelta(subscribe: readonly string[], unsubscribe: readonly string[], first: boolean): { added: string[]; wildcardAdded: boolean } {
+  applyDelta(
+    subscribe: readonly string[],
+    unsubscribe: readonly string[],
+    first: boolean,
+  ): { added: string[]; wildcardAdded: boolean } {
     const wasWildcard = this.wildcard;
     if (first && subscribe.length === 0 && unsubscribe.length === 0 && !this.everNamed) {
       this.wildcard = this.wildcardAllowed; // legacy wildcard: an empty first request

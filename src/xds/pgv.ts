@@ -22,7 +22,8 @@ const rulesCache = new WeakMap<protobuf.Field, Rules | null>();
 
 function deepMerge(a: Rules, b: Rules): Rules {
   for (const [k, v] of Object.entries(b)) {
-    if (v && typeof v === 'object' && !Array.isArray(v) && a[k] && typeof a[k] === 'object' && !Array.isArray(a[k])) deepMerge(a[k], v);
+    if (v && typeof v === 'object' && !Array.isArray(v) && a[k] && typeof a[k] === 'object' && !Array.isArray(a[k]))
+      deepMerge(a[k], v);
     else a[k] = v;
   }
   return a;
@@ -46,9 +47,28 @@ export function checkOneofRules(oneof: protobuf.OneOf, setCount: number, path: s
   }
 }
 
-const SCALAR_RULE_KINDS = ['double', 'float', 'int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64', 'fixed32', 'fixed64', 'sfixed32', 'sfixed64'];
+const SCALAR_RULE_KINDS = [
+  'double',
+  'float',
+  'int32',
+  'int64',
+  'uint32',
+  'uint64',
+  'sint32',
+  'sint64',
+  'fixed32',
+  'fixed64',
+  'sfixed32',
+  'sfixed64',
+];
 
-export function checkFieldRules(field: protobuf.Field, rules: Rules, raw: unknown, path: string, issues: ProtoIssue[]): void {
+export function checkFieldRules(
+  field: protobuf.Field,
+  rules: Rules,
+  raw: unknown,
+  path: string,
+  issues: ProtoIssue[],
+): void {
   const isMessage = field.resolvedType instanceof protobuf.Type;
   if (raw === undefined) {
     // Rules on a oneof member apply only when that member is the one set.
@@ -56,8 +76,10 @@ export function checkFieldRules(field: protobuf.Field, rules: Rules, raw: unknow
     if (rules.message?.required || rules.duration?.required || rules.any?.required || rules.timestamp?.required) {
       issues.push({ path, message: 'is required' });
     }
-    if (field.repeated && !field.map && rules.repeated?.min_items > 0) issues.push({ path, message: `needs at least ${rules.repeated.min_items} item(s)` });
-    if (field.map && rules.map?.min_pairs > 0) issues.push({ path, message: `needs at least ${rules.map.min_pairs} entr(ies)` });
+    if (field.repeated && !field.map && rules.repeated?.min_items > 0)
+      issues.push({ path, message: `needs at least ${rules.repeated.min_items} item(s)` });
+    if (field.map && rules.map?.min_pairs > 0)
+      issues.push({ path, message: `needs at least ${rules.map.min_pairs} entr(ies)` });
     // proto3 scalars are never "absent": their default value is what PGV checks.
     if (!isMessage && !field.repeated && !field.map) {
       if (field.type === 'string') checkString(rules.string, '', path, issues);
@@ -68,17 +90,23 @@ export function checkFieldRules(field: protobuf.Field, rules: Rules, raw: unknow
   if (field.map) {
     const entries = raw && typeof raw === 'object' ? Object.entries(raw as object) : [];
     const m = rules.map;
-    if (m?.min_pairs !== undefined && entries.length < m.min_pairs) issues.push({ path, message: `needs at least ${m.min_pairs} entr(ies)` });
-    if (m?.max_pairs !== undefined && entries.length > m.max_pairs) issues.push({ path, message: `allows at most ${m.max_pairs} entr(ies)` });
-    if (m?.keys?.string) for (const [k] of entries) checkString(m.keys.string, k, `${path}[${JSON.stringify(k)}]`, issues);
+    if (m?.min_pairs !== undefined && entries.length < m.min_pairs)
+      issues.push({ path, message: `needs at least ${m.min_pairs} entr(ies)` });
+    if (m?.max_pairs !== undefined && entries.length > m.max_pairs)
+      issues.push({ path, message: `allows at most ${m.max_pairs} entr(ies)` });
+    if (m?.keys?.string)
+      for (const [k] of entries) checkString(m.keys.string, k, `${path}[${JSON.stringify(k)}]`, issues);
     return;
   }
   if (field.repeated) {
     const items = Array.isArray(raw) ? raw : [];
     const r = rules.repeated;
-    if (r?.min_items !== undefined && items.length < r.min_items) issues.push({ path, message: `needs at least ${r.min_items} item(s)` });
-    if (r?.max_items !== undefined && items.length > r.max_items) issues.push({ path, message: `allows at most ${r.max_items} item(s)` });
-    if (r?.unique && new Set(items.map((x) => JSON.stringify(x))).size !== items.length) issues.push({ path, message: 'items must be unique' });
+    if (r?.min_items !== undefined && items.length < r.min_items)
+      issues.push({ path, message: `needs at least ${r.min_items} item(s)` });
+    if (r?.max_items !== undefined && items.length > r.max_items)
+      issues.push({ path, message: `allows at most ${r.max_items} item(s)` });
+    if (r?.unique && new Set(items.map((x) => JSON.stringify(x))).size !== items.length)
+      issues.push({ path, message: 'items must be unique' });
     if (r?.items) items.forEach((x, i) => checkSingle(field, r.items, x, `${path}[${i}]`, issues));
     return;
   }
@@ -93,19 +121,29 @@ function scalarRules(rules: Rules): Rules | undefined {
 function checkSingle(field: protobuf.Field, rules: Rules, raw: unknown, path: string, issues: ProtoIssue[]): void {
   if (rules.string && typeof raw === 'string') checkString(rules.string, raw, path, issues);
   const num = scalarRules(rules);
-  if (num && (typeof raw === 'number' || (typeof raw === 'string' && raw.trim() !== '' && !Number.isNaN(Number(raw))))) checkNumber(num, Number(raw), path, issues);
+  if (num && (typeof raw === 'number' || (typeof raw === 'string' && raw.trim() !== '' && !Number.isNaN(Number(raw)))))
+    checkNumber(num, Number(raw), path, issues);
   if (rules.enum && field.resolvedType instanceof protobuf.Enum) {
     const e = field.resolvedType;
     const n = typeof raw === 'string' ? e.values[raw] : Number(raw);
     // unknown names are already reported by the converter; only numbers can be undefined values here
-    if (rules.enum.defined_only && typeof raw === 'number' && e.valuesById[n] === undefined) issues.push({ path, message: `${String(raw)} is not a defined ${e.name} value` });
-    if (rules.enum.in && !asArray(rules.enum.in).includes(n)) issues.push({ path, message: `must be one of ${asArray(rules.enum.in).map((x: number) => e.valuesById[x]).join(', ')}` });
-    if (rules.enum.not_in && asArray(rules.enum.not_in).includes(n)) issues.push({ path, message: `${String(raw)} is not allowed here` });
+    if (rules.enum.defined_only && typeof raw === 'number' && e.valuesById[n] === undefined)
+      issues.push({ path, message: `${String(raw)} is not a defined ${e.name} value` });
+    if (rules.enum.in && !asArray(rules.enum.in).includes(n))
+      issues.push({
+        path,
+        message: `must be one of ${asArray(rules.enum.in)
+          .map((x: number) => e.valuesById[x])
+          .join(', ')}`,
+      });
+    if (rules.enum.not_in && asArray(rules.enum.not_in).includes(n))
+      issues.push({ path, message: `${String(raw)} is not allowed here` });
   }
   if (rules.duration && typeof raw === 'string') checkDuration(rules.duration, raw, path, issues);
   if (rules.any?.in && raw && typeof raw === 'object') {
     const t = (raw as Record<string, unknown>)['@type'];
-    if (!asArray(rules.any.in).includes(t)) issues.push({ path, message: `@type must be one of ${asArray(rules.any.in).join(', ')}` });
+    if (!asArray(rules.any.in).includes(t))
+      issues.push({ path, message: `@type must be one of ${asArray(rules.any.in).join(', ')}` });
   }
 }
 
@@ -121,16 +159,30 @@ function checkString(r: Rules | undefined, s: string, path: string, issues: Prot
   if (!r) return;
   if (r.ignore_empty && s === '') return;
   const len = [...s].length;
-  if (r.min_len !== undefined && len < Number(r.min_len)) issues.push({ path, message: s === '' ? 'is required (must not be empty)' : `must be at least ${r.min_len} characters` });
-  if (r.max_len !== undefined && len > Number(r.max_len)) issues.push({ path, message: `must be at most ${r.max_len} characters` });
-  if (r.len !== undefined && len !== Number(r.len)) issues.push({ path, message: `must be exactly ${r.len} characters` });
+  if (r.min_len !== undefined && len < Number(r.min_len))
+    issues.push({
+      path,
+      message: s === '' ? 'is required (must not be empty)' : `must be at least ${r.min_len} characters`,
+    });
+  if (r.max_len !== undefined && len > Number(r.max_len))
+    issues.push({ path, message: `must be at most ${r.max_len} characters` });
+  if (r.len !== undefined && len !== Number(r.len))
+    issues.push({ path, message: `must be exactly ${r.len} characters` });
   const bytes = Buffer.byteLength(s);
-  if (r.min_bytes !== undefined && bytes < Number(r.min_bytes)) issues.push({ path, message: s === '' ? 'is required (must not be empty)' : `must be at least ${r.min_bytes} bytes` });
-  if (r.max_bytes !== undefined && bytes > Number(r.max_bytes)) issues.push({ path, message: `must be at most ${r.max_bytes} bytes` });
-  if (r.prefix !== undefined && !s.startsWith(r.prefix)) issues.push({ path, message: `must start with "${r.prefix}"` });
+  if (r.min_bytes !== undefined && bytes < Number(r.min_bytes))
+    issues.push({
+      path,
+      message: s === '' ? 'is required (must not be empty)' : `must be at least ${r.min_bytes} bytes`,
+    });
+  if (r.max_bytes !== undefined && bytes > Number(r.max_bytes))
+    issues.push({ path, message: `must be at most ${r.max_bytes} bytes` });
+  if (r.prefix !== undefined && !s.startsWith(r.prefix))
+    issues.push({ path, message: `must start with "${r.prefix}"` });
   if (r.suffix !== undefined && !s.endsWith(r.suffix)) issues.push({ path, message: `must end with "${r.suffix}"` });
-  if (r.contains !== undefined && !s.includes(r.contains)) issues.push({ path, message: `must contain "${r.contains}"` });
-  if (r.in !== undefined && !asArray(r.in).includes(s)) issues.push({ path, message: `must be one of ${asArray(r.in).join(', ')}` });
+  if (r.contains !== undefined && !s.includes(r.contains))
+    issues.push({ path, message: `must contain "${r.contains}"` });
+  if (r.in !== undefined && !asArray(r.in).includes(s))
+    issues.push({ path, message: `must be one of ${asArray(r.in).join(', ')}` });
   if (r.not_in !== undefined && asArray(r.not_in).includes(s)) issues.push({ path, message: `"${s}" is not allowed` });
   if (r.pattern !== undefined) {
     let re: RegExp | undefined;
@@ -145,7 +197,14 @@ function checkString(r: Rules | undefined, s: string, path: string, issues: Prot
     const strict = r.strict !== false;
     const kind = r.well_known_regex;
     const re = !strict ? NO_CRLF_NUL : kind === 'HTTP_HEADER_NAME' || kind === 1 ? HEADER_NAME : HEADER_VALUE;
-    if (s !== '' && !re.test(s)) issues.push({ path, message: kind === 'HTTP_HEADER_NAME' || kind === 1 ? 'is not a valid HTTP header name' : 'is not a valid HTTP header value' });
+    if (s !== '' && !re.test(s))
+      issues.push({
+        path,
+        message:
+          kind === 'HTTP_HEADER_NAME' || kind === 1
+            ? 'is not a valid HTTP header name'
+            : 'is not a valid HTTP header value',
+      });
   }
 }
 
@@ -157,8 +216,10 @@ function checkNumber(r: Rules | undefined, n: number, path: string, issues: Prot
   if (r.gte !== undefined && !(n >= Number(r.gte))) issues.push({ path, message: `must be at least ${r.gte}` });
   if (r.lt !== undefined && !(n < Number(r.lt))) issues.push({ path, message: `must be less than ${r.lt}` });
   if (r.lte !== undefined && !(n <= Number(r.lte))) issues.push({ path, message: `must be at most ${r.lte}` });
-  if (r.in !== undefined && !asArray(r.in).map(Number).includes(n)) issues.push({ path, message: `must be one of ${asArray(r.in).join(', ')}` });
-  if (r.not_in !== undefined && asArray(r.not_in).map(Number).includes(n)) issues.push({ path, message: `${n} is not allowed` });
+  if (r.in !== undefined && !asArray(r.in).map(Number).includes(n))
+    issues.push({ path, message: `must be one of ${asArray(r.in).join(', ')}` });
+  if (r.not_in !== undefined && asArray(r.not_in).map(Number).includes(n))
+    issues.push({ path, message: `${n} is not allowed` });
 }
 
 function durationNanos(d: unknown): number {
@@ -174,8 +235,12 @@ function checkDuration(r: Rules, text: string, path: string, issues: ProtoIssue[
   if (!m) return; // reported by the converter
   const n = (m[1] ? -1 : 1) * (Number(m[2]) * 1e9 + (m[3] ? Number(m[3].padEnd(9, '0')) : 0));
   const show = (x: number) => `${x / 1e9}s`;
-  if (r.gt !== undefined && !(n > durationNanos(r.gt))) issues.push({ path, message: `must be longer than ${show(durationNanos(r.gt))}` });
-  if (r.gte !== undefined && !(n >= durationNanos(r.gte))) issues.push({ path, message: `must be at least ${show(durationNanos(r.gte))}` });
-  if (r.lt !== undefined && !(n < durationNanos(r.lt))) issues.push({ path, message: `must be shorter than ${show(durationNanos(r.lt))}` });
-  if (r.lte !== undefined && !(n <= durationNanos(r.lte))) issues.push({ path, message: `must be at most ${show(durationNanos(r.lte))}` });
+  if (r.gt !== undefined && !(n > durationNanos(r.gt)))
+    issues.push({ path, message: `must be longer than ${show(durationNanos(r.gt))}` });
+  if (r.gte !== undefined && !(n >= durationNanos(r.gte)))
+    issues.push({ path, message: `must be at least ${show(durationNanos(r.gte))}` });
+  if (r.lt !== undefined && !(n < durationNanos(r.lt)))
+    issues.push({ path, message: `must be shorter than ${show(durationNanos(r.lt))}` });
+  if (r.lte !== undefined && !(n <= durationNanos(r.lte)))
+    issues.push({ path, message: `must be at most ${show(durationNanos(r.lte))}` });
 }

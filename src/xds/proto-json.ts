@@ -18,9 +18,15 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Obj = Record<string, unknown>;
 
 const WRAPPERS = new Set([
-  'google.protobuf.DoubleValue', 'google.protobuf.FloatValue', 'google.protobuf.Int64Value',
-  'google.protobuf.UInt64Value', 'google.protobuf.Int32Value', 'google.protobuf.UInt32Value',
-  'google.protobuf.BoolValue', 'google.protobuf.StringValue', 'google.protobuf.BytesValue',
+  'google.protobuf.DoubleValue',
+  'google.protobuf.FloatValue',
+  'google.protobuf.Int64Value',
+  'google.protobuf.UInt64Value',
+  'google.protobuf.Int32Value',
+  'google.protobuf.UInt32Value',
+  'google.protobuf.BoolValue',
+  'google.protobuf.StringValue',
+  'google.protobuf.BytesValue',
 ]);
 
 interface TypeInfo {
@@ -93,7 +99,10 @@ export function jsonToObject(type: protobuf.Type, json: unknown, path: string, i
   for (const oneof of type.oneofsArray) {
     const set = oneof.fieldsArray.filter((f) => present.has(f));
     if (set.length > 1) {
-      issues.push({ path, message: `only one of ${oneof.fieldsArray.map((f) => f.name).join(', ')} may be set (oneof ${oneof.name}); got ${set.map((f) => f.name).join(', ')}` });
+      issues.push({
+        path,
+        message: `only one of ${oneof.fieldsArray.map((f) => f.name).join(', ')} may be set (oneof ${oneof.name}); got ${set.map((f) => f.name).join(', ')}`,
+      });
     }
     checkOneofRules(oneof, set.length, path, issues);
   }
@@ -117,7 +126,8 @@ function convertField(field: protobuf.Field, value: unknown, path: string, issue
       return {};
     }
     const out: Obj = {};
-    for (const [k, v] of Object.entries(value as Obj)) out[k] = convertSingle(field, v, `${path}[${JSON.stringify(k)}]`, issues);
+    for (const [k, v] of Object.entries(value as Obj))
+      out[k] = convertSingle(field, v, `${path}[${JSON.stringify(k)}]`, issues);
     return out;
   }
   if (field.repeated) {
@@ -140,7 +150,10 @@ function convertSingle(field: protobuf.Field, value: unknown, path: string, issu
 function convertEnum(e: protobuf.Enum, value: unknown, path: string, issues: ProtoIssue[]): unknown {
   if (typeof value === 'string') {
     if (!(value in e.values)) {
-      issues.push({ path, message: `"${value}" is not a value of ${e.name} (one of ${Object.keys(e.values).join(', ')})` });
+      issues.push({
+        path,
+        message: `"${value}" is not a value of ${e.name} (one of ${Object.keys(e.values).join(', ')})`,
+      });
       return 0;
     }
     return e.values[value];
@@ -151,8 +164,11 @@ function convertEnum(e: protobuf.Enum, value: unknown, path: string, issues: Pro
 }
 
 const INT_RANGES: Record<string, [number, number]> = {
-  int32: [-2147483648, 2147483647], sint32: [-2147483648, 2147483647], sfixed32: [-2147483648, 2147483647],
-  uint32: [0, 4294967295], fixed32: [0, 4294967295],
+  int32: [-2147483648, 2147483647],
+  sint32: [-2147483648, 2147483647],
+  sfixed32: [-2147483648, 2147483647],
+  uint32: [0, 4294967295],
+  fixed32: [0, 4294967295],
 };
 
 function convertScalar(type: string, value: unknown, path: string, issues: ProtoIssue[]): unknown {
@@ -180,7 +196,9 @@ function convertScalar(type: string, value: unknown, path: string, issues: Proto
     default: {
       // integer types
       const range = INT_RANGES[type];
-      const isInt = (typeof value === 'number' && Number.isInteger(value)) || (typeof value === 'string' && /^-?[0-9]+$/.test(value));
+      const isInt =
+        (typeof value === 'number' && Number.isInteger(value)) ||
+        (typeof value === 'string' && /^-?[0-9]+$/.test(value));
       if (!isInt) {
         issues.push({ path, message: `expected an integer (${type}), got ${describe(value)}` });
         return 0;
@@ -246,7 +264,7 @@ function wktFromJson(name: string, type: protobuf.Type, json: unknown, path: str
         issues.push({ path, message: `expected an array, got ${describe(json)}` });
         return {};
       }
-      const valueType = (type.fieldsById[1].resolvedType as protobuf.Type);
+      const valueType = type.fieldsById[1].resolvedType as protobuf.Type;
       return { [fieldById(type, 1)]: json.map((v, i) => valueFromJson(valueType, v, `${path}[${i}]`, issues)) };
     }
     case 'google.protobuf.Any':
@@ -366,8 +384,10 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
       if (hasOwn(m, fieldById(type, 2))) return Number(m[fieldById(type, 2)]);
       if (hasOwn(m, fieldById(type, 3))) return m[fieldById(type, 3)] as string;
       if (hasOwn(m, fieldById(type, 4))) return m[fieldById(type, 4)] as boolean;
-      if (hasOwn(m, fieldById(type, 5))) return messageToJson(type.fieldsById[5].resolvedType as protobuf.Type, m[fieldById(type, 5)] as Obj);
-      if (hasOwn(m, fieldById(type, 6))) return messageToJson(type.fieldsById[6].resolvedType as protobuf.Type, m[fieldById(type, 6)] as Obj);
+      if (hasOwn(m, fieldById(type, 5)))
+        return messageToJson(type.fieldsById[5].resolvedType as protobuf.Type, m[fieldById(type, 5)] as Obj);
+      if (hasOwn(m, fieldById(type, 6)))
+        return messageToJson(type.fieldsById[6].resolvedType as protobuf.Type, m[fieldById(type, 6)] as Obj);
       return null;
     }
     case 'google.protobuf.ListValue': {
@@ -381,7 +401,13 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
       if (!inner) return { '@type': url, value: Buffer.from(value).toString('base64') };
       const decoded = messageToJson(inner, inner.decode(value));
       const innerName = fullName(inner);
-      const isWkt = innerName.startsWith('google.protobuf.') && (typeof decoded !== 'object' || decoded === null || Array.isArray(decoded) || WRAPPERS.has(innerName) || innerName === 'google.protobuf.Struct');
+      const isWkt =
+        innerName.startsWith('google.protobuf.') &&
+        (typeof decoded !== 'object' ||
+          decoded === null ||
+          Array.isArray(decoded) ||
+          WRAPPERS.has(innerName) ||
+          innerName === 'google.protobuf.Struct');
       return isWkt ? { '@type': url, value: decoded } : { '@type': url, ...(decoded as Obj as { [k: string]: Json }) };
     }
   }
@@ -422,7 +448,8 @@ function hasOwn(o: object, k: string): boolean {
 /** protobufjs decodes 64-bit integers as Long objects when `long` is installed. */
 function toNum(v: unknown): number {
   if (v === undefined || v === null) return 0;
-  if (typeof v === 'object' && typeof (v as { toNumber?: () => number }).toNumber === 'function') return (v as { toNumber: () => number }).toNumber();
+  if (typeof v === 'object' && typeof (v as { toNumber?: () => number }).toNumber === 'function')
+    return (v as { toNumber: () => number }).toNumber();
   return Number(v);
 }
 
@@ -457,7 +484,11 @@ function scalarToJson(type: string, v: unknown): Json {
     case 'double':
     case 'float':
       return Number.isFinite(v as number) ? (v as number) : String(v);
-    case 'int64': case 'uint64': case 'sint64': case 'fixed64': case 'sfixed64':
+    case 'int64':
+    case 'uint64':
+    case 'sint64':
+    case 'fixed64':
+    case 'sfixed64':
       return String(v);
     default:
       return Number(v);

@@ -32,11 +32,22 @@ export function encodeAny(typeUrl: string, value: Uint8Array): Buffer {
 // DiscoveryResponse: version_info=1, resources=2, type_url=4, nonce=5
 export const DR = { versionInfo: 1, resources: 2, typeUrl: 4, nonce: 5, controlPlane: 6 } as const;
 // DeltaDiscoveryResponse: system_version_info=1, resources=2, type_url=4, nonce=5, removed_resources=6
-export const DDR = { systemVersionInfo: 1, resources: 2, typeUrl: 4, nonce: 5, removedResources: 6, controlPlane: 7 } as const;
+export const DDR = {
+  systemVersionInfo: 1,
+  resources: 2,
+  typeUrl: 4,
+  nonce: 5,
+  removedResources: 6,
+  controlPlane: 7,
+} as const;
 // Resource: version=1, resource=2, name=3
 export const RES = { version: 1, resource: 2, name: 3 } as const;
 
 /** envoy.service.discovery.v3.Resource{name, version, resource}: the delta wrapper. */
 export function encodeResourceWrapper(name: string, version: string, anyBytes: Uint8Array): Buffer {
-  return Buffer.concat([stringField(RES.version, version), lenField(RES.resource, anyBytes), stringField(RES.name, name)]);
+  return Buffer.concat([
+    stringField(RES.version, version),
+    lenField(RES.resource, anyBytes),
+    stringField(RES.name, name),
+  ]);
 }

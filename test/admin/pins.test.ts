@@ -8,7 +8,12 @@ test('PUT /api/v1/pins/:group refuses unknown groups (404) and pins known ones',
   const app = await startServer(writeTree(BASE));
   try {
     const v = app.cache.current!.versionId;
-    const put = (group: string) => fetch(`http://127.0.0.1:${app.adminPort}/api/v1/pins/${group}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ versionId: v }) });
+    const put = (group: string) =>
+      fetch(`http://127.0.0.1:${app.adminPort}/api/v1/pins/${group}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ versionId: v }),
+      });
     for (const group of ['no-such-group', '..%2F..%2Fetc']) {
       const r = await put(group);
       assert.is(r.status, 404, group);

@@ -11,7 +11,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { docOf, editYamlDocs, type Doc } from '../helpers/yaml-edit.ts';
 import { projectPath } from '../../src/shared/paths.ts';
-import { startBackend, xdsBootstrap, xdsGreeterClient, type Backend, type GreeterClientHandle } from '../helpers/greeter.ts';
+import {
+  startBackend,
+  xdsBootstrap,
+  xdsGreeterClient,
+  type Backend,
+  type GreeterClientHandle,
+} from '../helpers/greeter.ts';
 import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
 import { tempDir } from '../helpers/tree.ts';
 
@@ -48,7 +54,15 @@ test.before(async () => {
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   page = await browser.newPage();
   await page.goto(`http://127.0.0.1:${server.adminPort}/`);
@@ -80,7 +94,8 @@ test('after a config change: the new version and the ACKs of the clients', async
   });
   await waitFor('version 2 shown', async () => /version 2 applied/.test(await text('#version')), 15_000);
   for (const c of clients) await c.sayHello('after-change');
-  const cdsRow = async () => (await page.locator('#rollout tbody tr', { hasText: 'Cluster' }).first().innerText()).replace(/\s+/g, ' ');
+  const cdsRow = async () =>
+    (await page.locator('#rollout tbody tr', { hasText: 'Cluster' }).first().innerText()).replace(/\s+/g, ' ');
   await waitFor('ACKs of version 2', async () => /2 of 2 nodes ACKed/.test(await cdsRow()), 15_000);
   const served = await (await fetch(`http://127.0.0.1:${server.adminPort}/api/v1/config`)).json();
   assert.ok((await cdsRow()).includes(served.groups.default.cluster.version), 'the row shows the new cluster version');

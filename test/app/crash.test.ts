@@ -15,28 +15,41 @@ test('killed during applies, again and again: restarts serve a committed version
   const dir = writeTree(BASE);
   const db = join(tempDir(), 'state.db');
   const settings = join(tempDir(), 'fleetxds.yaml');
-  writeFileSync(settings, `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 5, maxWaitMs: 20 }\nlog: { level: info }\n`);
+  writeFileSync(
+    settings,
+    `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 5, maxWaitMs: 20 }\nlog: { level: info }\n`,
+  );
   for (let i = 0; i < 8; i++) {
     const server = await spawnServer(settings);
     const served = await server.admin('/api/v1/config');
     const check = new Database(db, { readonly: true });
     try {
-      const newest = check.prepare('SELECT id, model_hash FROM config_versions ORDER BY id DESC LIMIT 1').get() as { id: number; model_hash: string };
+      const newest = check.prepare('SELECT id, model_hash FROM config_versions ORDER BY id DESC LIMIT 1').get() as {
+        id: number;
+        model_hash: string;
+      };
       assert.is(served.versionId, newest.id, 'serves the newest committed version');
       assert.is(served.modelHash, newest.model_hash);
     } finally {
       check.close();
     }
     // Start a burst of changes and kill the process somewhere in the middle of applying them.
-    for (let k = 0; k < 5; k++) writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', `10.0.${i}.${k + 2}:80`));
+    for (let k = 0; k < 5; k++)
+      writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', `10.0.${i}.${k + 2}:80`));
     await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 120)));
     await server.stop('SIGKILL');
     const after = new Database(db, { readonly: true });
     try {
       assert.is(after.pragma('integrity_check', { simple: true }), 'ok');
-      const orphans = after.prepare('SELECT count(*) AS n FROM config_versions v LEFT JOIN version_manifests m ON m.version_id = v.id WHERE m.version_id IS NULL').get() as { n: number };
+      const orphans = after
+        .prepare(
+          'SELECT count(*) AS n FROM config_versions v LEFT JOIN version_manifests m ON m.version_id = v.id WHERE m.version_id IS NULL',
+        )
+        .get() as { n: number };
       assert.is(orphans.n, 0, 'every committed version has its manifest');
-      for (const row of after.prepare('SELECT manifest_json FROM version_manifests').all() as { manifest_json: string }[]) {
+      for (const row of after.prepare('SELECT manifest_json FROM version_manifests').all() as {
+        manifest_json: string;
+      }[]) {
         const keys = Object.values(JSON.parse(row.manifest_json) as Record<string, string[]>).flat();
         const stmt = after.prepare('SELECT 1 FROM encoded_resources WHERE key = ?');
         for (const k of keys) assert.ok(stmt.get(k), `resource ${k} of a committed version is stored`);

@@ -18,8 +18,13 @@ import { BASE, writeTree } from '../helpers/tree.ts';
 
 const binaries = [envoyBinary('1.40'), envoyBinary('1.36')];
 
-const MISSING_CA = BASE['services.yaml'].replace('name: web\n', 'name: web\ntls: { sni: web.internal, caFile: /nonexistent/fleetxds-ca.pem }\n');
-const TWO_VHOSTS = BASE['edge.yaml'].replace('virtualHosts: [site]', 'virtualHosts: [site, other]') + `---
+const MISSING_CA = BASE['services.yaml'].replace(
+  'name: web\n',
+  'name: web\ntls: { sni: web.internal, caFile: /nonexistent/fleetxds-ca.pem }\n',
+);
+const TWO_VHOSTS =
+  BASE['edge.yaml'].replace('virtualHosts: [site]', 'virtualHosts: [site, other]') +
+  `---
 kind: VirtualHost
 name: other
 domains: [other.example.com]
@@ -34,7 +39,7 @@ routes:
  */
 function fakeEnvoy(): string {
   const dir = writeTree({
-    'envoy': `#!/bin/sh
+    envoy: `#!/bin/sh
 if [ "$1" = "--version" ]; then echo "envoy  version: 0/9.9.9/Clean/RELEASE/BoringSSL"; exit 0; fi
 if grep -q '"/forbidden"' "$4"; then echo "[critical][main] error initializing configuration '$4': route prefix /forbidden is refused"; exit 1; fi
 exit 0
@@ -56,7 +61,7 @@ test('the bundled example config is accepted by Envoy 1.40 and 1.36', async () =
   assert.equal(checker.stats, { runs: 4, skipped: 2 + 6 });
 });
 
-test('a cluster Envoy refuses blocks the tree, reported at its Service with Envoy\'s words, per Envoy release', async () => {
+test("a cluster Envoy refuses blocks the tree, reported at its Service with Envoy's words, per Envoy release", async () => {
   const dir = writeTree({ ...BASE, 'services.yaml': MISSING_CA });
   const plain = await checkTree(dir);
   assert.ok(plain.config, 'our own validator cannot know the proxy host lacks the file');
@@ -80,23 +85,69 @@ test('a rejected route is traced to its virtual host, not to the listener or a s
 test('RE2 program size: our validator refuses exactly the regexes real Envoy 1.40 and 1.36 refuse', async () => {
   const { execFileSync } = await import('node:child_process');
   const { writeFileSync } = await import('node:fs');
-  const patterns = ['/items/[0-9]{1,45}', '/items/[0-9]{1,46}', '/items/[0-9]{1,60}', '/a{0,90}', '(?i)/' + 'abcdefghij'.repeat(9), '(?i)/' + 'abcdefghij'.repeat(10), '/api/v[0-9]+/.*'];
+  const patterns = [
+    '/items/[0-9]{1,45}',
+    '/items/[0-9]{1,46}',
+    '/items/[0-9]{1,60}',
+    '/a{0,90}',
+    '(?i)/' + 'abcdefghij'.repeat(9),
+    '(?i)/' + 'abcdefghij'.repeat(10),
+    '/api/v[0-9]+/.*',
+  ];
   for (const re of patterns) {
-    const tree = { ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - match: { prefix: /api }', `  - match: { regex: ${JSON.stringify(re)} }`) };
-    const ours = (await checkTree(writeTree(tree))).diagnostics.some((d) => d.severity === 'error' && /RE2 program size/.test(d.message));
+    const tree = {
+      ...BASE,
+      'edge.yaml': BASE['edge.yaml'].replace(
+        '  - match: { prefix: /api }',
+        `  - match: { regex: ${JSON.stringify(re)} }`,
+      ),
+    };
+    const ours = (await checkTree(writeTree(tree))).diagnostics.some(
+      (d) => d.severity === 'error' && /RE2 program size/.test(d.message),
+    );
     for (const binary of binaries) {
       const dir = writeTree({});
       const file = join(dir, 'b.json');
       const route = { match: { safe_regex: { regex: re } }, direct_response: { status: 200 } };
-      const hcm = { '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager', stat_prefix: 'x', http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }], route_config: { virtual_hosts: [{ name: 'v', domains: ['*'], routes: [route] }] } };
-      writeFileSync(file, JSON.stringify({ static_resources: { listeners: [{ name: 'l', address: { socket_address: { address: '127.0.0.1', port_value: 10000 } }, filter_chains: [{ filters: [{ name: 'hcm', typed_config: hcm }] }] }] } }));
+      const hcm = {
+        '@type':
+          'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+        stat_prefix: 'x',
+        http_filters: [
+          {
+            name: 'envoy.filters.http.router',
+            typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
+          },
+        ],
+        route_config: { virtual_hosts: [{ name: 'v', domains: ['*'], routes: [route] }] },
+      };
+      writeFileSync(
+        file,
+        JSON.stringify({
+          static_resources: {
+            listeners: [
+              {
+                name: 'l',
+                address: { socket_address: { address: '127.0.0.1', port_value: 10000 } },
+                filter_chains: [{ filters: [{ name: 'hcm', typed_config: hcm }] }],
+              },
+            ],
+          },
+        }),
+      );
       let envoyRefuses = false;
       try {
         execFileSync(binary, ['--mode', 'validate', '-c', file, '-l', 'critical'], { stdio: 'pipe' });
       } catch (err) {
-        envoyRefuses = /RE2 program size/.test(String((err as { stdout?: Buffer }).stdout) + String((err as { stderr?: Buffer }).stderr));
+        envoyRefuses = /RE2 program size/.test(
+          String((err as { stdout?: Buffer }).stdout) + String((err as { stderr?: Buffer }).stderr),
+        );
       }
-      assert.is(ours, envoyRefuses, `${re}: fleetxds ${ours ? 'refuses' : 'accepts'}, Envoy (${binary}) ${envoyRefuses ? 'refuses' : 'accepts'}`);
+      assert.is(
+        ours,
+        envoyRefuses,
+        `${re}: fleetxds ${ours ? 'refuses' : 'accepts'}, Envoy (${binary}) ${envoyRefuses ? 'refuses' : 'accepts'}`,
+      );
     }
   }
 });
@@ -120,10 +171,26 @@ test('the apply pipeline refuses what Envoy rejects and keeps serving the last g
 test('validate --envoy from the command line', async () => {
   const { spawnSync } = await import('node:child_process');
   const dir = writeTree({ ...BASE, 'services.yaml': MISSING_CA });
-  const r = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', dir, '--envoy', binaries[0]], { cwd: projectPath(), encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', dir, '--envoy', binaries[0]],
+    { cwd: projectPath(), encoding: 'utf8' },
+  );
   assert.is(r.status, 1);
   assert.match(r.stderr, /services\.yaml:8:1: error FXDS_ENVOY_REJECTED: Service\/web: Envoy 1\.40\.0 rejects it/);
-  const ok = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', join(projectPath('config'), 'services'), '--envoy', binaries[0]], { cwd: projectPath(), encoding: 'utf8' });
+  const ok = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      projectPath('src', 'cli', 'main.ts'),
+      'validate',
+      join(projectPath('config'), 'services'),
+      '--envoy',
+      binaries[0],
+    ],
+    { cwd: projectPath(), encoding: 'utf8' },
+  );
   assert.is(ok.status, 0, ok.stderr);
 });
 

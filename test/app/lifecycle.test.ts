@@ -15,7 +15,10 @@ import { spawnServer, waitFor } from '../helpers/process.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
 function fakeSystemd(sock: string): { messages: () => string[]; stop: () => void } {
-  const py = spawn('python3', ['-u', '-c', `
+  const py = spawn('python3', [
+    '-u',
+    '-c',
+    `
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
@@ -23,7 +26,9 @@ print("listening", flush=True)
 while True:
     data = s.recv(65536)
     print(data.decode().replace("\\n", " | "), flush=True)
-`, sock]);
+`,
+    sock,
+  ]);
   let out = '';
   py.stdout.on('data', (d) => (out += d));
   return { messages: () => out.split('\n').filter((l) => l && l !== 'listening'), stop: () => py.kill('SIGKILL') };
@@ -36,7 +41,10 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
   await waitFor('fake systemd', () => spawnSync('test', ['-S', sock]).status === 0, 5000, 50);
   const db = join(tempDir(), 'x.db');
   const settings = join(tempDir(), 'fleetxds.yaml');
-  writeFileSync(settings, `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 20000, requestTimeoutMs: 30000 }\nwatch: { enabled: false }\nlog: { level: info }\n`);
+  writeFileSync(
+    settings,
+    `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 20000, requestTimeoutMs: 30000 }\nwatch: { enabled: false }\nlog: { level: info }\n`,
+  );
   const server = await spawnServer(settings, { NOTIFY_SOCKET: sock });
   try {
     await waitFor('READY=1', () => systemd.messages().some((m) => m.includes('READY=1')));
@@ -47,8 +55,18 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
     await waitFor('reloaded', async () => (await server.admin('/api/v1/config')).versionId === 2);
     assert.ok(systemd.messages().some((m) => m.includes('RELOADING=1')));
     // A held REST poll and an open ADS stream, then SIGTERM.
-    const first = await (await fetch(`http://127.0.0.1:${server.restPort}/v3/discovery:clusters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node: { id: 'n' } }) })).json();
-    const held = fetch(`http://127.0.0.1:${server.restPort}/v3/discovery:clusters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node: { id: 'n' }, version_info: first.version_info }) });
+    const first = await (
+      await fetch(`http://127.0.0.1:${server.restPort}/v3/discovery:clusters`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ node: { id: 'n' } }),
+      })
+    ).json();
+    const held = fetch(`http://127.0.0.1:${server.restPort}/v3/discovery:clusters`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ node: { id: 'n' }, version_info: first.version_info }),
+    });
     const c = connect(server.grpcPort);
     const s = c.open();
     s.send({ node: { id: 'g', cluster: 'x' }, type_url: T.cluster });
@@ -70,10 +88,16 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
     await server.stop('SIGKILL');
   }
   // The unit parses: systemd-analyze prints nothing for a clean unit (it only warns, so fail on any output).
-  const verify = spawnSync('systemd-analyze', ['verify', '--man=no', '--recursive-errors=no', projectPath('systemd', 'fleetxds.service')], { encoding: 'utf8' });
+  const verify = spawnSync(
+    'systemd-analyze',
+    ['verify', '--man=no', '--recursive-errors=no', projectPath('systemd', 'fleetxds.service')],
+    { encoding: 'utf8' },
+  );
   if (verify.error) throw new Error('systemd-analyze is not installed (apt-get install systemd)');
   // verify only warns (exit 0) on misspelled keys and bad values, so look at what it says.
-  const problems = (verify.stdout + verify.stderr).split('\n').filter((l) => /Unknown key|Failed to parse|Invalid|unknown|bad unit file/i.test(l));
+  const problems = (verify.stdout + verify.stderr)
+    .split('\n')
+    .filter((l) => /Unknown key|Failed to parse|Invalid|unknown|bad unit file/i.test(l));
   assert.equal(problems, [], verify.stdout + verify.stderr);
   const text = (await import('node:fs')).readFileSync(projectPath('systemd', 'fleetxds.service'), 'utf8');
   assert.not.match(text, /^MemoryDenyWriteExecute\s*=\s*yes/m, 'MemoryDenyWriteExecute kills V8');

@@ -36,14 +36,24 @@ port: 9191
 virtualHosts: [ops]
 `;
 
-const validate = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', ...args], { cwd: projectPath(), encoding: 'utf8' });
+const validate = (...args: string[]) =>
+  spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', ...args], {
+    cwd: projectPath(),
+    encoding: 'utf8',
+  });
 
 test('a tree that serves nothing is refused (no YAML at all, or only secrets and services)', async () => {
-  const trees: Record<string, string>[] = [{ 'README.md': '# nothing here\n' }, { 'services.yaml': BASE['services.yaml']! }];
+  const trees: Record<string, string>[] = [
+    { 'README.md': '# nothing here\n' },
+    { 'services.yaml': BASE['services.yaml']! },
+  ];
   for (const files of trees) {
     const r = await checkTree(writeTree(files));
     assert.is(r.config, undefined);
-    assert.match(r.diagnostics.map(formatDiagnostic).join('\n'), /error FXDS_EMPTY_TREE: the tree defines nothing to serve .*allowEmpty: true/);
+    assert.match(
+      r.diagnostics.map(formatDiagnostic).join('\n'),
+      /error FXDS_EMPTY_TREE: the tree defines nothing to serve .*allowEmpty: true/,
+    );
   }
   const allowed = await checkTree(writeTree({ 'guard.yaml': GUARD('allowEmpty: true') }));
   assert.ok(allowed.config, 'a Guard with allowEmpty lets it through');
@@ -55,7 +65,10 @@ test('validate --previous refuses a change that removes most of a group; a Guard
   assert.is(validate(after).status, 0, 'on its own the tree is fine');
   const r = validate(after, '--previous', before);
   assert.is(r.status, 1);
-  assert.match(r.stderr, /error FXDS_MASS_REMOVAL: node group "default" would lose 3 of its 5 listeners and clusters at once \(60%, over the 50% one change may remove\): listener edge, listener extra, cluster api/);
+  assert.match(
+    r.stderr,
+    /error FXDS_MASS_REMOVAL: node group "default" would lose 3 of its 5 listeners and clusters at once \(60%, over the 50% one change may remove\): listener edge, listener extra, cluster api/,
+  );
   writeTree({ 'guard.yaml': GUARD('maxRemovalPercent: 60') }, after);
   assert.is(validate(after, '--previous', before).status, 0);
 });
@@ -68,14 +81,20 @@ test('the apply pipeline keeps serving when every file is deleted or a group is 
     for (const f of ['services.yaml', 'edge.yaml', 'more.yaml']) rmSync(join(dir, f));
     let outcome = (await app.reload()) as { status: string; diagnostics: { code: string }[] };
     assert.is(outcome.status, 'rejected');
-    assert.equal(outcome.diagnostics.map((d) => d.code), ['FXDS_EMPTY_TREE']);
+    assert.equal(
+      outcome.diagnostics.map((d) => d.code),
+      ['FXDS_EMPTY_TREE'],
+    );
     assert.is(app.cache.current!.versionId, good, 'still serving the last good version');
     assert.is(app.cache.current!.groups.get('default')!.types.listener.resources.size, 3);
 
     writeTree({ 'services.yaml': BASE['services.yaml'], 'more.yaml': TWO_LISTENERS['more.yaml'] }, dir);
     outcome = (await app.reload()) as { status: string; diagnostics: { code: string }[] };
     assert.is(outcome.status, 'rejected');
-    assert.equal(outcome.diagnostics.map((d) => d.code), ['FXDS_MASS_REMOVAL']);
+    assert.equal(
+      outcome.diagnostics.map((d) => d.code),
+      ['FXDS_MASS_REMOVAL'],
+    );
 
     writeTree({ 'guard.yaml': GUARD('maxRemovalPercent: 100') }, dir);
     outcome = (await app.reload()) as { status: string; diagnostics: { code: string }[] };

@@ -44,7 +44,8 @@ test('a restart serves the stored bytes: nothing is translated or encoded, nothi
     const cur = second.cache.current!;
     assert.is(cur.versionId, before.versionId);
     for (const [group, g] of before.groups) {
-      for (const [kind, t] of Object.entries(g.types)) assert.is(cur.groups.get(group)!.types[kind as 'cluster'].version, t.version, `${group}/${kind}`);
+      for (const [kind, t] of Object.entries(g.types))
+        assert.is(cur.groups.get(group)!.types[kind as 'cluster'].version, t.version, `${group}/${kind}`);
     }
     assert.ok(Buffer.compare(cur.groups.get('default')!.types.cluster.resources.get('api')!.any, anyBefore) === 0);
     assert.is(second.store.listVersions().length, 1, 'the unchanged directory made no new version');
@@ -59,7 +60,8 @@ test('same model, same versions: a second server on a fresh database serves iden
   const b = await startServer(dir);
   try {
     for (const [group, g] of a.cache.current!.groups) {
-      for (const [kind, t] of Object.entries(g.types)) assert.is(b.cache.current!.groups.get(group)!.types[kind as 'cluster'].version, t.version);
+      for (const [kind, t] of Object.entries(g.types))
+        assert.is(b.cache.current!.groups.get(group)!.types[kind as 'cluster'].version, t.version);
     }
   } finally {
     await a.close();

@@ -13,12 +13,31 @@ const base = { nodeId: 'edge-1', nodeCluster: 'edge' };
 const cases: Record<string, BootstrapInput> = {
   ads: { ...base, mode: 'ads', server: { host: '10.0.0.5', port: 18000 } },
   delta: { ...base, mode: 'delta', server: { host: 'xds.internal.example', port: 18000 } },
-  rest: { ...base, mode: 'rest', server: { host: '10.0.0.5', port: 18002 }, refreshDelayMs: 1000, requestTimeoutMs: 30000, longPollMs: 25000 },
+  rest: {
+    ...base,
+    mode: 'rest',
+    server: { host: '10.0.0.5', port: 18002 },
+    refreshDelayMs: 1000,
+    requestTimeoutMs: 30000,
+    longPollMs: 25000,
+  },
   'rest-no-long-poll': { ...base, mode: 'rest', server: { host: '10.0.0.5', port: 18002 }, refreshDelayMs: 1000 },
   'per-type': { ...base, mode: 'per-type', server: { host: '10.0.0.5', port: 18000 } },
   'per-type-delta': { ...base, mode: 'per-type-delta', server: { host: '10.0.0.5', port: 18000 } },
-  files: { ...base, mode: 'files', files: { cds: '/var/lib/fleetxds/files/edge/cds.json', lds: '/var/lib/fleetxds/files/edge/lds.json' } },
-  'files-watched': { ...base, mode: 'files', files: { cds: '/var/lib/fleetxds/files/edge/current/cds.json', lds: '/var/lib/fleetxds/files/edge/current/lds.json', watchedDirectory: '/var/lib/fleetxds/files/edge' } },
+  files: {
+    ...base,
+    mode: 'files',
+    files: { cds: '/var/lib/fleetxds/files/edge/cds.json', lds: '/var/lib/fleetxds/files/edge/lds.json' },
+  },
+  'files-watched': {
+    ...base,
+    mode: 'files',
+    files: {
+      cds: '/var/lib/fleetxds/files/edge/current/cds.json',
+      lds: '/var/lib/fleetxds/files/edge/current/lds.json',
+      watchedDirectory: '/var/lib/fleetxds/files/edge',
+    },
+  },
 };
 
 function golden(name: string, value: object): void {
@@ -47,7 +66,11 @@ test('bootstrap grpc (proxyless)', () => {
 test('key properties per mode', () => {
   const ads = envoyBootstrap(cases.ads) as any;
   assert.is(ads.dynamic_resources.ads_config.api_type, 'GRPC');
-  assert.ok(ads.static_resources.clusters[0].typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].explicit_http_config.http2_protocol_options.connection_keepalive);
+  assert.ok(
+    ads.static_resources.clusters[0].typed_extension_protocol_options[
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions'
+    ].explicit_http_config.http2_protocol_options.connection_keepalive,
+  );
   assert.is((envoyBootstrap(cases.delta) as any).dynamic_resources.ads_config.api_type, 'DELTA_GRPC');
   assert.is((envoyBootstrap(cases.delta) as any).static_resources.clusters[0].type, 'STRICT_DNS');
   const rest = (envoyBootstrap(cases.rest) as any).dynamic_resources.cds_config.api_config_source;
@@ -60,12 +83,19 @@ test('key properties per mode', () => {
   const perType = (envoyBootstrap(cases['per-type-delta']) as any).dynamic_resources;
   assert.is(perType.ads_config, undefined);
   assert.is(perType.cds_config.api_config_source.api_type, 'DELTA_GRPC');
-  assert.equal((envoyBootstrap(cases['files-watched']) as any).dynamic_resources.lds_config.path_config_source.watched_directory, { path: '/var/lib/fleetxds/files/edge' });
+  assert.equal(
+    (envoyBootstrap(cases['files-watched']) as any).dynamic_resources.lds_config.path_config_source.watched_directory,
+    { path: '/var/lib/fleetxds/files/edge' },
+  );
   assert.is((envoyBootstrap(cases.ads) as any).admin.address.socket_address.address, '127.0.0.1');
 });
 
 function cli(...args: string[]) {
-  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'bootstrap', '--config', 'config/fleetxds.yaml', ...args], { cwd: projectPath(), encoding: 'utf8' });
+  return spawnSync(
+    process.execPath,
+    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'bootstrap', '--config', 'config/fleetxds.yaml', ...args],
+    { cwd: projectPath(), encoding: 'utf8' },
+  );
 }
 
 test('CLI: a bootstrap for each mode of the bundled config, for a node that really joins the group', () => {

@@ -7,7 +7,10 @@ import { projectPath } from '../../src/shared/paths.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
 function cli(...args: string[]) {
-  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], { cwd: projectPath(), encoding: 'utf8' });
+  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], {
+    cwd: projectPath(),
+    encoding: 'utf8',
+  });
 }
 
 test('validate: the bundled example config is valid', () => {
@@ -17,12 +20,27 @@ test('validate: the bundled example config is valid', () => {
 });
 
 test('validate: exits 1 and prints file:line:column, code and reason for each error', () => {
-  const dir = writeTree({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('to: api', 'to: nope').replace('port: 8080', 'port: 8080\nprot: 1') });
+  const dir = writeTree({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace('to: api', 'to: nope').replace('port: 8080', 'port: 8080\nprot: 1'),
+  });
   const r = cli('validate', dir);
   assert.is(r.status, 1);
   const lines = r.stderr.trim().split('\n');
-  assert.ok(lines.includes('edge.yaml:4:1: error FXDS_UNKNOWN_FIELD: Listener/edge prot: unknown field "prot" (did you mean "port"?)'), r.stderr);
-  assert.ok(lines.some((l) => /^edge\.yaml:12:9: error FXDS_UNKNOWN_REFERENCE: VirtualHost\/site routes\[0\]\.to: service "nope" does not exist/.test(l)), r.stderr);
+  assert.ok(
+    lines.includes(
+      'edge.yaml:4:1: error FXDS_UNKNOWN_FIELD: Listener/edge prot: unknown field "prot" (did you mean "port"?)',
+    ),
+    r.stderr,
+  );
+  assert.ok(
+    lines.some((l) =>
+      /^edge\.yaml:12:9: error FXDS_UNKNOWN_REFERENCE: VirtualHost\/site routes\[0\]\.to: service "nope" does not exist/.test(
+        l,
+      ),
+    ),
+    r.stderr,
+  );
   assert.match(lines[lines.length - 1], /invalid \(2 error\(s\)/);
 });
 
@@ -40,7 +58,10 @@ test('render prints the resources of one group and type', () => {
   const r = cli('render', writeTree(BASE), '--group', 'default', '--kind', 'cluster');
   assert.is(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout);
-  assert.equal(out.default.cluster.resources.map((x: { name: string }) => x.name), ['api', 'web']);
+  assert.equal(
+    out.default.cluster.resources.map((x: { name: string }) => x.name),
+    ['api', 'web'],
+  );
 });
 
 test('unknown command and missing arguments exit 2 with usage', () => {
@@ -53,7 +74,9 @@ test('the published JSON Schema is the one generated from the validator schema',
 });
 
 test('serve refuses invalid server settings with a clear message', () => {
-  const dir = writeTree({ 'bad.yaml': 'configDir: x\ndatabase: y\ngrpc: { listen: nowhere }\nadmin: { listen: 127.0.0.1:0 }\nextra: 1\n' });
+  const dir = writeTree({
+    'bad.yaml': 'configDir: x\ndatabase: y\ngrpc: { listen: nowhere }\nadmin: { listen: 127.0.0.1:0 }\nextra: 1\n',
+  });
   const r = cli('serve', '--config', `${dir}/bad.yaml`);
   assert.is(r.status, 1);
   assert.match(r.stderr, /invalid settings/);

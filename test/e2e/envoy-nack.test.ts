@@ -15,7 +15,11 @@ let lab: Lab;
 let specs: LabEnvoySpec[];
 
 test.before(async () => {
-  specs = await labSpecs([['ads', '1.40'], ['rest', '1.40'], ['ads', '1.36']]);
+  specs = await labSpecs([
+    ['ads', '1.40'],
+    ['rest', '1.40'],
+    ['ads', '1.36'],
+  ]);
   lab = await startLab(specs);
   await Promise.all(specs.map((s) => lab.startEnvoy(s))).catch(reportSetupFailure);
   for (const s of specs) await lab.routesTo(s, '/split', 'A');
@@ -36,7 +40,11 @@ test('Envoy NACKs a cluster: recorded with its text, on the status page, not sen
   });
   for (const s of specs) {
     const envoy = lab.envoys.get(s.id)!;
-    await waitFor(`${s.id} rejects the cluster`, async () => Number((await envoy.stats('cluster_manager.cds.update_rejected$'))['cluster_manager.cds.update_rejected']) >= 1);
+    await waitFor(
+      `${s.id} rejects the cluster`,
+      async () =>
+        Number((await envoy.stats('cluster_manager.cds.update_rejected$'))['cluster_manager.cds.update_rejected']) >= 1,
+    );
     const node = await waitFor(`${s.id}: NACK recorded`, async () => {
       const n = await lab.server.admin(`/api/v1/nodes/${s.id}-1`);
       return n.nacks.length > 0 && n;
@@ -54,11 +62,21 @@ test('Envoy NACKs a cluster: recorded with its text, on the status page, not sen
     assert.is(row.nacked, 1);
   }
   // Not sent again: for a while nothing new reaches the proxies, and they keep routing.
-  const before = await Promise.all(specs.map(async (s) => Number((await lab.envoys.get(s.id)!.stats('cluster_manager.cds.update_rejected$'))['cluster_manager.cds.update_rejected'])));
+  const before = await Promise.all(
+    specs.map(async (s) =>
+      Number(
+        (await lab.envoys.get(s.id)!.stats('cluster_manager.cds.update_rejected$'))[
+          'cluster_manager.cds.update_rejected'
+        ],
+      ),
+    ),
+  );
   await new Promise((r) => setTimeout(r, 2500));
   for (const [i, s] of specs.entries()) {
     const envoy = lab.envoys.get(s.id)!;
-    const after = Number((await envoy.stats('cluster_manager.cds.update_rejected$'))['cluster_manager.cds.update_rejected']);
+    const after = Number(
+      (await envoy.stats('cluster_manager.cds.update_rejected$'))['cluster_manager.cds.update_rejected'],
+    );
     assert.is(after, before[i], `${s.id}: the rejected version was not sent again`);
     await lab.routesTo(s, '/split', 'A');
     const n = await lab.server.admin(`/api/v1/nodes/${s.id}-1`);
@@ -71,7 +89,11 @@ test('Envoy NACKs a cluster: recorded with its text, on the status page, not sen
   await waitFor('every proxy ACKed the fix', async () => {
     const c = await lab.server.admin('/api/v1/config');
     const nodes = await lab.server.admin('/api/v1/nodes');
-    return specs.every((s) => [...nodes.connected, ...nodes.polling].some((n: any) => n.nodeId === `${s.id}-1` && n.types[CDS]?.ackedVersion === c.groups[s.id].cluster.version));
+    return specs.every((s) =>
+      [...nodes.connected, ...nodes.polling].some(
+        (n: any) => n.nodeId === `${s.id}-1` && n.types[CDS]?.ackedVersion === c.groups[s.id].cluster.version,
+      ),
+    );
   });
 });
 

@@ -26,8 +26,15 @@ const KINDS: Record<string, string> = {
 
 test.before(async () => {
   specs = await labSpecs([
-    ['ads', '1.40'], ['delta', '1.40'], ['per-type', '1.40'], ['per-type-delta', '1.40'], ['rest', '1.40'], ['rest-legacy', '1.40'],
-    ['ads', '1.36'], ['rest', '1.36'], ['rest-legacy', '1.36'],
+    ['ads', '1.40'],
+    ['delta', '1.40'],
+    ['per-type', '1.40'],
+    ['per-type-delta', '1.40'],
+    ['rest', '1.40'],
+    ['rest-legacy', '1.40'],
+    ['ads', '1.36'],
+    ['rest', '1.36'],
+    ['rest-legacy', '1.36'],
   ]);
   lab = await startLab(specs);
   await Promise.all(specs.map((s) => lab.startEnvoy(s))).catch(reportSetupFailure);
@@ -56,7 +63,10 @@ test('an endpoint change and a split change in YAML move traffic on every Envoy'
   services.find((d) => d.name === 'ep').endpoints = [{ address: `127.0.0.1:${lab.backends.B.port}` }];
   lab.write('services.yaml', services);
   await Promise.all(specs.map((s) => lab.routesTo(s, '/ep', 'B')));
-  routes[0].routes[0].split = [{ service: 'a', weight: 0 }, { service: 'b', weight: 100 }];
+  routes[0].routes[0].split = [
+    { service: 'a', weight: 0 },
+    { service: 'b', weight: 100 },
+  ];
   lab.write('routes.yaml', routes);
   await Promise.all(specs.map((s) => lab.routesTo(s, '/split', 'B')));
 });
@@ -78,25 +88,33 @@ test('Envoy rejected nothing and holds the versions fleetxds serves; fleetxds sh
     }
   }
   let missing: string[] = [];
-  await waitFor('every node ACKed every type it uses', async () => {
-    const nodes = await lab.server.admin('/api/v1/nodes');
-    const cfg = await lab.server.admin('/api/v1/config');
-    missing = [];
-    for (const s of specs) {
-      const entries = [...nodes.connected, ...nodes.polling].filter((n: any) => n.nodeId === `${s.id}-1`);
-      const kinds = new Set<string>();
-      for (const e of entries) {
-        for (const [typeUrl, t] of Object.entries<any>(e.types)) {
-          kinds.add(KINDS[typeUrl]);
-          const want = cfg.groups[s.id][KINDS[typeUrl]].version;
-          if (t.ackedVersion !== want) missing.push(`${s.id} ${KINDS[typeUrl]}: acked ${t.ackedVersion}, sent ${t.sentVersion}, current ${want}`);
-          if (t.lastNack) throw new Error(`${s.id}: NACK ${JSON.stringify(t.lastNack)}`);
+  await waitFor(
+    'every node ACKed every type it uses',
+    async () => {
+      const nodes = await lab.server.admin('/api/v1/nodes');
+      const cfg = await lab.server.admin('/api/v1/config');
+      missing = [];
+      for (const s of specs) {
+        const entries = [...nodes.connected, ...nodes.polling].filter((n: any) => n.nodeId === `${s.id}-1`);
+        const kinds = new Set<string>();
+        for (const e of entries) {
+          for (const [typeUrl, t] of Object.entries<any>(e.types)) {
+            kinds.add(KINDS[typeUrl]);
+            const want = cfg.groups[s.id][KINDS[typeUrl]].version;
+            if (t.ackedVersion !== want)
+              missing.push(
+                `${s.id} ${KINDS[typeUrl]}: acked ${t.ackedVersion}, sent ${t.sentVersion}, current ${want}`,
+              );
+            if (t.lastNack) throw new Error(`${s.id}: NACK ${JSON.stringify(t.lastNack)}`);
+          }
         }
+        if (kinds.size !== 5) missing.push(`${s.id}: types ${[...kinds].join(',')}`);
       }
-      if (kinds.size !== 5) missing.push(`${s.id}: types ${[...kinds].join(',')}`);
-    }
-    return missing.length === 0;
-  }, 15_000, 200).catch((err) => {
+      return missing.length === 0;
+    },
+    15_000,
+    200,
+  ).catch((err) => {
     throw new Error(`${(err as Error).message}: ${missing.join('; ')}`);
   });
 });
@@ -130,10 +148,15 @@ test('per-type and REST proxies got config sources naming their own xDS cluster,
   const clusters = dump.configs.find((c: any) => String(c['@type']).endsWith('ClustersConfigDump'));
   const a = clusters.dynamic_active_clusters.find((d: any) => d.cluster.name === 'a').cluster;
   assert.equal(a.eds_cluster_config.eds_config.api_config_source.cluster_names, ['ops_xds']);
-  assert.is(a.eds_cluster_config.eds_config.api_config_source.request_timeout, undefined, 'no long polling for a proxy that did not ask');
+  assert.is(
+    a.eds_cluster_config.eds_config.api_config_source.request_timeout,
+    undefined,
+    'no long polling for a proxy that did not ask',
+  );
   const perType = await lab.envoys.get(specs.find((s) => s.mode === 'per-type-delta')!.id)!.configDump();
   const pc = perType.configs.find((c: any) => String(c['@type']).endsWith('ClustersConfigDump'));
-  const src = pc.dynamic_active_clusters.find((d: any) => d.cluster.name === 'a').cluster.eds_cluster_config.eds_config.api_config_source;
+  const src = pc.dynamic_active_clusters.find((d: any) => d.cluster.name === 'a').cluster.eds_cluster_config.eds_config
+    .api_config_source;
   assert.is(src.api_type, 'DELTA_GRPC');
   assert.is(src.grpc_services[0].envoy_grpc.cluster_name, 'fleetxds');
 });
@@ -141,9 +164,21 @@ test('per-type and REST proxies got config sources naming their own xDS cluster,
 test('a GrpcService in every group: Envoy is not sent its API listener; a shadowed route warns and really gets no traffic', async () => {
   const routes = lab.docs['routes.yaml'] as any[];
   // A route after /split with the same prefix and a header condition: never used.
-  routes[0].routes.splice(1, 0, { name: 'split-beta', match: { prefix: '/split', headers: [{ name: 'x-beta', exact: '1' }] }, to: 'a' });
+  routes[0].routes.splice(1, 0, {
+    name: 'split-beta',
+    match: { prefix: '/split', headers: [{ name: 'x-beta', exact: '1' }] },
+    to: 'a',
+  });
   lab.write('routes.yaml', routes);
-  lab.write('grpc.yaml', [{ kind: 'GrpcService', name: 'greeter', target: 'greeter.internal:50051', groups: specs.map((s) => s.id), routes: [{ to: 'b' }] }]);
+  lab.write('grpc.yaml', [
+    {
+      kind: 'GrpcService',
+      name: 'greeter',
+      target: 'greeter.internal:50051',
+      groups: specs.map((s) => s.id),
+      routes: [{ to: 'b' }],
+    },
+  ]);
   await waitFor('the new version applied', async () => {
     const cfg = await lab.server.admin('/api/v1/config');
     return cfg.groups[specs[0].id].listener.resources.some((r: any) => r.name === 'greeter.internal:50051');
@@ -165,11 +200,14 @@ test('a GrpcService in every group: Envoy is not sent its API listener; a shadow
   for (let i = 0; i < 10; i++) {
     const r = await new Promise<string>((resolve, reject) => {
       import('node:http').then(({ request }) => {
-        const req = request({ host: '127.0.0.1', port: s.httpPort, path: '/split', headers: { host: 'shop.test', 'x-beta': '1' } }, (res) => {
-          let body = '';
-          res.on('data', (d) => (body += d));
-          res.on('end', () => resolve(body));
-        });
+        const req = request(
+          { host: '127.0.0.1', port: s.httpPort, path: '/split', headers: { host: 'shop.test', 'x-beta': '1' } },
+          (res) => {
+            let body = '';
+            res.on('data', (d) => (body += d));
+            res.on('end', () => resolve(body));
+          },
+        );
         req.on('error', reject);
         req.end();
       });

@@ -13,7 +13,10 @@ let lab: Lab;
 let specs: LabEnvoySpec[];
 
 test.before(async () => {
-  specs = await labSpecs([['ads', '1.40'], ['delta', '1.40']]);
+  specs = await labSpecs([
+    ['ads', '1.40'],
+    ['delta', '1.40'],
+  ]);
   lab = await startLab(specs);
   await Promise.all(specs.map((s) => lab.startEnvoy(s))).catch(reportSetupFailure);
   for (const s of specs) await lab.routesTo(s, '/split', 'A');
@@ -64,10 +67,16 @@ test('a split change, an added service, and a removed service whose route moves:
   await new Promise((r) => setTimeout(r, 500));
 
   // (a) split 100/0 -> 50/50 -> 0/100
-  vh.routes[0].split = [{ service: 'a', weight: 50 }, { service: 'b', weight: 50 }];
+  vh.routes[0].split = [
+    { service: 'a', weight: 50 },
+    { service: 'b', weight: 50 },
+  ];
   lab.write('routes.yaml', routes);
   await new Promise((r) => setTimeout(r, 800));
-  vh.routes[0].split = [{ service: 'a', weight: 0 }, { service: 'b', weight: 100 }];
+  vh.routes[0].split = [
+    { service: 'a', weight: 0 },
+    { service: 'b', weight: 100 },
+  ];
   lab.write('routes.yaml', routes);
   for (const s of specs) await lab.routesTo(s, '/split', 'B');
 
@@ -81,7 +90,10 @@ test('a split change, an added service, and a removed service whose route moves:
   await new Promise((r) => setTimeout(r, 800));
 
   // (c) remove service c and move its route to a, in one change
-  services.splice(services.findIndex((d) => d.name === 'c'), 1);
+  services.splice(
+    services.findIndex((d) => d.name === 'c'),
+    1,
+  );
   vh.routes[0].to = 'a';
   lab.write('services.yaml', services);
   lab.write('routes.yaml', routes);

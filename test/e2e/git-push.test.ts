@@ -10,20 +10,35 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { docOf, editYamlDocs, type Doc } from '../helpers/yaml-edit.ts';
 import { projectPath } from '../../src/shared/paths.ts';
-import { startBackend, xdsBootstrap, xdsGreeterClient, type Backend, type GreeterClientHandle } from '../helpers/greeter.ts';
+import {
+  startBackend,
+  xdsBootstrap,
+  xdsGreeterClient,
+  type Backend,
+  type GreeterClientHandle,
+} from '../helpers/greeter.ts';
 import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
 import { tempDir } from '../helpers/tree.ts';
 
 createRequire(import.meta.url)('@grpc/grpc-js-xds').register();
 
-const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 'Ops Person', GIT_AUTHOR_EMAIL: 'ops@example.com', GIT_COMMITTER_NAME: 'Ops Person', GIT_COMMITTER_EMAIL: 'ops@example.com' };
+const gitEnv = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'Ops Person',
+  GIT_AUTHOR_EMAIL: 'ops@example.com',
+  GIT_COMMITTER_NAME: 'Ops Person',
+  GIT_COMMITTER_EMAIL: 'ops@example.com',
+};
 let base: string, work: string, settings: string;
 let server: ServerProcess;
 let a: Backend, b: Backend;
 let client: GreeterClientHandle;
 
 function cli(...args: string[]) {
-  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], { cwd: projectPath(), encoding: 'utf8' });
+  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], {
+    cwd: projectPath(),
+    encoding: 'utf8',
+  });
 }
 const git = (...args: string[]) => spawnSync('git', args, { cwd: work, env: gitEnv, encoding: 'utf8' });
 
@@ -38,13 +53,25 @@ async function commitAndPush(message: string) {
 }
 
 async function followsTo(backend: string): Promise<void> {
-  await waitFor(`RPCs routed to ${backend}`, async () => {
-    for (let i = 0; i < 10; i++) if ((await client.sayHello('x')).backend !== backend) return false;
-    return true;
-  }, 20_000, 50);
+  await waitFor(
+    `RPCs routed to ${backend}`,
+    async () => {
+      for (let i = 0; i < 10; i++) if ((await client.sayHello('x')).backend !== backend) return false;
+      return true;
+    },
+    20_000,
+    50,
+  );
 }
 
-test.before(async () => { try { await setupAll(); } catch (e) { console.error("SETUP FAILED", e); throw e; } });
+test.before(async () => {
+  try {
+    await setupAll();
+  } catch (e) {
+    console.error('SETUP FAILED', e);
+    throw e;
+  }
+});
 async function setupAll() {
   [a, b] = await Promise.all([startBackend('A'), startBackend('B')]);
   base = tempDir('fleetxds-git-');
@@ -57,16 +84,28 @@ async function setupAll() {
   editGrpc((docs) => {
     doc(docs, 'Service', 'greeter-v1').endpoints = [{ address: `127.0.0.1:${a.port}` }];
     doc(docs, 'Service', 'greeter-v2').endpoints = [{ address: `127.0.0.1:${b.port}` }];
-    doc(docs, 'GrpcService', 'greeter').routes[0].split = [{ service: 'greeter-v1', weight: 100 }, { service: 'greeter-v2', weight: 0 }];
+    doc(docs, 'GrpcService', 'greeter').routes[0].split = [
+      { service: 'greeter-v1', weight: 100 },
+      { service: 'greeter-v2', weight: 0 },
+    ];
   });
   git('add', '-A');
   const first = await commitAndPush('initial fleet config');
   assert.is(first.status, 0, first.stderr);
   assert.match(first.stderr, /is live/);
   settings = join(tempDir(), 'fleetxds.yaml');
-  writeFileSync(settings, `configDir: ${join(base, 'current', 'services')}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 100, maxWaitMs: 1000 }\nlog: { level: info }\n`);
+  writeFileSync(
+    settings,
+    `configDir: ${join(base, 'current', 'services')}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 100, maxWaitMs: 1000 }\nlog: { level: info }\n`,
+  );
   server = await spawnServer(settings);
-  writeFileSync(settings, readFileSync(settings, 'utf8').replace('admin: { listen: 127.0.0.1:0 }', `admin: { listen: 127.0.0.1:${server.adminPort} }`));
+  writeFileSync(
+    settings,
+    readFileSync(settings, 'utf8').replace(
+      'admin: { listen: 127.0.0.1:0 }',
+      `admin: { listen: 127.0.0.1:${server.adminPort} }`,
+    ),
+  );
   client = xdsGreeterClient('greeter.internal:50051', xdsBootstrap(server.grpcPort, 'git-e2e'));
 }
 
@@ -91,14 +130,20 @@ test('responses name the version and its git commit (control_plane.identifier)',
   const s = c.open();
   s.send({ node: { id: 'probe', cluster: 'x' }, type_url: T.cluster });
   const r = await s.next();
-  assert.match(r.control_plane.identifier, new RegExp(`^fleetxds version \\d+ commit ${git('rev-parse', 'HEAD').stdout.trim()}$`));
+  assert.match(
+    r.control_plane.identifier,
+    new RegExp(`^fleetxds version \\d+ commit ${git('rev-parse', 'HEAD').stdout.trim()}$`),
+  );
   s.close();
   c.close();
 });
 
 test('a valid push reaches the client without a restart', async () => {
   editGrpc((docs) => {
-    doc(docs, 'GrpcService', 'greeter').routes[0].split = [{ service: 'greeter-v1', weight: 0 }, { service: 'greeter-v2', weight: 100 }];
+    doc(docs, 'GrpcService', 'greeter').routes[0].split = [
+      { service: 'greeter-v1', weight: 0 },
+      { service: 'greeter-v2', weight: 100 },
+    ];
   });
   const r = await commitAndPush('move greeter traffic to v2');
   assert.is(r.status, 0, r.stderr);
@@ -115,7 +160,10 @@ test('an invalid push is rejected with the validator errors; the client keeps wo
   });
   const r = await commitAndPush('break it');
   assert.is.not(r.status, 0);
-  assert.match(r.stderr, /grpc\.yaml:\d+:\d+: error FXDS_INVALID_VALUE: GrpcService\/greeter routes\[0\]: a gRPC route needs exactly one of to, split/);
+  assert.match(
+    r.stderr,
+    /grpc\.yaml:\d+:\d+: error FXDS_INVALID_VALUE: GrpcService\/greeter routes\[0\]: a gRPC route needs exactly one of to, split/,
+  );
   assert.match(r.stderr, /pre-receive hook declined/);
   assert.is(readlinkSync(join(base, 'current')), live, 'nothing deployed');
   assert.is((await client.sayHello('x')).backend, 'B');
@@ -124,7 +172,11 @@ test('an invalid push is rejected with the validator errors; the client keeps wo
 
 test('a push that deletes every YAML file, or most of a group, is refused by the hook (nothing deployed)', async () => {
   const live = readlinkSync(join(base, 'current'));
-  assert.is(git('rm', '-q', 'services/edge.yaml', 'services/services.yaml', 'services/grpc.yaml', 'services/groups.yaml').status, 0);
+  assert.is(
+    git('rm', '-q', 'services/edge.yaml', 'services/services.yaml', 'services/grpc.yaml', 'services/groups.yaml')
+      .status,
+    0,
+  );
   let r = await commitAndPush('remove everything');
   assert.is.not(r.status, 0);
   assert.match(r.stderr, /error FXDS_EMPTY_TREE: the tree defines nothing to serve/);
@@ -134,7 +186,10 @@ test('a push that deletes every YAML file, or most of a group, is refused by the
   assert.is(git('rm', '-q', 'services/edge.yaml').status, 0);
   r = await commitAndPush('drop the edge');
   assert.is.not(r.status, 0);
-  assert.match(r.stderr, /error FXDS_MASS_REMOVAL: node group "canary-edge" would lose \d+ of its \d+ listeners and clusters/);
+  assert.match(
+    r.stderr,
+    /error FXDS_MASS_REMOVAL: node group "canary-edge" would lose \d+ of its \d+ listeners and clusters/,
+  );
   assert.is(readlinkSync(join(base, 'current')), live);
   git('reset', '-q', '--hard', 'HEAD~1');
   assert.is((await client.sayHello('x')).backend, 'B');
@@ -162,7 +217,10 @@ test('pinning a group holds it at a version while the next push moves everyone e
   const pin = cli('pin', 'default', String(current), '--config', settings);
   assert.is(pin.status, 0, pin.stderr);
   editGrpc((docs) => {
-    doc(docs, 'GrpcService', 'greeter').routes[0].split = [{ service: 'greeter-v1', weight: 0 }, { service: 'greeter-v2', weight: 100 }];
+    doc(docs, 'GrpcService', 'greeter').routes[0].split = [
+      { service: 'greeter-v1', weight: 0 },
+      { service: 'greeter-v2', weight: 100 },
+    ];
     doc(docs, 'Service', 'greeter-v1').connectTimeout = '4s';
   });
   const r = await commitAndPush('v2 again, for everyone but the pinned group');

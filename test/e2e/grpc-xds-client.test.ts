@@ -11,7 +11,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { docOf, editYamlDocs, type Doc } from '../helpers/yaml-edit.ts';
 import { projectPath } from '../../src/shared/paths.ts';
-import { startBackend, xdsBootstrap, xdsGreeterClient, type Backend, type GreeterClientHandle } from '../helpers/greeter.ts';
+import {
+  startBackend,
+  xdsBootstrap,
+  xdsGreeterClient,
+  type Backend,
+  type GreeterClientHandle,
+} from '../helpers/greeter.ts';
 import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
 import { tempDir } from '../helpers/tree.ts';
 
@@ -40,10 +46,15 @@ async function tally(n: number): Promise<Record<string, number>> {
 
 /** Waits until `n` RPCs in a row reach `backend`. */
 async function followsTo(backend: string, n = 20): Promise<void> {
-  await waitFor(`RPCs routed to ${backend}`, async () => {
-    const t = await tally(n);
-    return t[backend] === n;
-  }, 20_000, 50);
+  await waitFor(
+    `RPCs routed to ${backend}`,
+    async () => {
+      const t = await tally(n);
+      return t[backend] === n;
+    },
+    20_000,
+    50,
+  );
 }
 
 test.before(async () => {
@@ -90,7 +101,10 @@ test('the node and its ACKs show in the status API', async () => {
 test('a weight change in the YAML moves all traffic without restarting anything', async () => {
   editGrpcYaml((docs) => {
     const route = doc(docs, 'GrpcService', 'greeter').routes[0];
-    route.split = [{ service: 'greeter-v1', weight: 0 }, { service: 'greeter-v2', weight: 100 }];
+    route.split = [
+      { service: 'greeter-v1', weight: 0 },
+      { service: 'greeter-v2', weight: 100 },
+    ];
   });
   await followsTo('B');
   const counts = await tally(50);

@@ -48,15 +48,31 @@ const SERVICES: Record<string, string> = {
   'delta-eds': '/envoy.service.endpoint.v3.EndpointDiscoveryService/DeltaEndpoints',
 };
 
-export function connect(port: number, service: keyof typeof SERVICES = 'ads', credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(), options: grpc.ChannelOptions = {}): { open(): ScriptedStream; close(): void } {
+export function connect(
+  port: number,
+  service: keyof typeof SERVICES = 'ads',
+  credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+  options: grpc.ChannelOptions = {},
+): { open(): ScriptedStream; close(): void } {
   const delta = service.startsWith('delta');
   const def = {
     Stream: delta
-      ? method(SERVICES[service], 'envoy.service.discovery.v3.DeltaDiscoveryRequest', 'envoy.service.discovery.v3.DeltaDiscoveryResponse')
-      : method(SERVICES[service], 'envoy.service.discovery.v3.DiscoveryRequest', 'envoy.service.discovery.v3.DiscoveryResponse'),
+      ? method(
+          SERVICES[service],
+          'envoy.service.discovery.v3.DeltaDiscoveryRequest',
+          'envoy.service.discovery.v3.DeltaDiscoveryResponse',
+        )
+      : method(
+          SERVICES[service],
+          'envoy.service.discovery.v3.DiscoveryRequest',
+          'envoy.service.discovery.v3.DiscoveryResponse',
+        ),
   };
   const Client = grpc.makeGenericClientConstructor(def as unknown as grpc.ServiceDefinition, 'X');
-  const client = new Client(`127.0.0.1:${port}`, credentials, { 'grpc.max_receive_message_length': 64 * 1024 * 1024, ...options }) as unknown as grpc.Client & { Stream: () => grpc.ClientDuplexStream<Json, { json: Json; size: number }> };
+  const client = new Client(`127.0.0.1:${port}`, credentials, {
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    ...options,
+  }) as unknown as grpc.Client & { Stream: () => grpc.ClientDuplexStream<Json, { json: Json; size: number }> };
   return {
     open() {
       const call = client.Stream();
@@ -106,4 +122,5 @@ export const T = {
 export const names = (res: Json): string[] => (res.resources ?? []).map((r: Json) => r.name ?? r.cluster_name);
 /** Delta: names of the Resource wrappers, and their versions. */
 export const dnames = (res: Json): string[] => (res.resources ?? []).map((r: Json) => r.name);
-export const dversions = (res: Json): Record<string, string> => Object.fromEntries((res.resources ?? []).map((r: Json) => [r.name, r.version]));
+export const dversions = (res: Json): Record<string, string> =>
+  Object.fromEntries((res.resources ?? []).map((r: Json) => [r.name, r.version]));

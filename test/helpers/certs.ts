@@ -13,7 +13,27 @@ export interface CertFiles {
 export function makeCert(dir: string, name: string, opts: { days?: number; cn?: string } = {}): CertFiles {
   const cert = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', String(opts.days ?? 365), '-subj', `/CN=${opts.cn ?? name}`], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      String(opts.days ?? 365),
+      '-subj',
+      `/CN=${opts.cn ?? name}`,
+    ],
+    { stdio: 'ignore' },
+  );
   chmodSync(key, 0o600);
   return { cert, key, certPem: readFileSync(cert, 'utf8'), keyPem: readFileSync(key, 'utf8') };
 }
@@ -35,15 +55,56 @@ export interface Pki {
 export function makePki(dir: string, name = 'ca'): Pki {
   const ca = makeCert(dir, name, { cn: `${name} root` });
   return {
-    dir, caCert: ca.cert, caKey: ca.key, caPem: ca.certPem,
+    dir,
+    caCert: ca.cert,
+    caKey: ca.key,
+    caPem: ca.certPem,
     issue(leaf: string, san: string): CertFiles {
       const key = join(dir, `${leaf}.key`);
       const csr = join(dir, `${leaf}.csr`);
       const cert = join(dir, `${leaf}.crt`);
       const ext = join(dir, `${leaf}.ext`);
-      execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${leaf}`], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-new',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:prime256v1',
+          '-nodes',
+          '-keyout',
+          key,
+          '-out',
+          csr,
+          '-subj',
+          `/CN=${leaf}`,
+        ],
+        { stdio: 'ignore' },
+      );
       writeFileSync(ext, `subjectAltName=${san}\nextendedKeyUsage=serverAuth,clientAuth\n`);
-      execFileSync('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', '30', '-extfile', ext], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'x509',
+          '-req',
+          '-in',
+          csr,
+          '-CA',
+          ca.cert,
+          '-CAkey',
+          ca.key,
+          '-CAcreateserial',
+          '-out',
+          cert,
+          '-days',
+          '30',
+          '-extfile',
+          ext,
+        ],
+        { stdio: 'ignore' },
+      );
       chmodSync(key, 0o600);
       return { cert, key, certPem: readFileSync(cert, 'utf8'), keyPem: readFileSync(key, 'utf8') };
     },

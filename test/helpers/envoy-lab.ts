@@ -76,13 +76,18 @@ export function httpGet(port: number, path: string, host = 'shop.test', timeoutM
 /** HTTPS through Envoy with SNI `servername`, verifying the certificate against the lab CA. */
 export function httpsGet(port: number, path: string, servername: string, ca: string): Promise<Response> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path, servername, ca, headers: { host: servername }, agent: false, timeout: 3000 }, (res) => {
-      const cert = (res.socket as import('node:tls').TLSSocket).getPeerCertificate?.();
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, peerCn: cert?.subject?.CN as string | undefined }));
-    });
+    const req = httpsRequest(
+      { host: '127.0.0.1', port, path, servername, ca, headers: { host: servername }, agent: false, timeout: 3000 },
+      (res) => {
+        const cert = (res.socket as import('node:tls').TLSSocket).getPeerCertificate?.();
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (body += d));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body, peerCn: cert?.subject?.CN as string | undefined }),
+        );
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
     req.end();
@@ -123,7 +128,9 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
   const shop = pki.issue('shop', 'DNS:shop.test');
   const api = pki.issue('api', 'DNS:api.test');
   const names = opts.backends ?? ['A', 'B', 'C'];
-  const backends = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await startHttpBackend(n)] as const)));
+  const backends = Object.fromEntries(
+    await Promise.all(names.map(async (n) => [n, await startHttpBackend(n)] as const)),
+  );
   const ep = (n: string) => [{ address: `127.0.0.1:${backends[n].port}` }];
   const docs: Record<string, object[]> = {
     'services.yaml': [
@@ -133,9 +140,18 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     ],
     'routes.yaml': [
       {
-        kind: 'VirtualHost', name: 'shop', domains: ['*'],
+        kind: 'VirtualHost',
+        name: 'shop',
+        domains: ['*'],
         routes: [
-          { name: 'split', match: { prefix: '/split' }, split: [{ service: 'a', weight: 100 }, { service: 'b', weight: 0 }] },
+          {
+            name: 'split',
+            match: { prefix: '/split' },
+            split: [
+              { service: 'a', weight: 100 },
+              { service: 'b', weight: 0 },
+            ],
+          },
           { name: 'ep', match: { prefix: '/ep' }, to: 'ep' },
         ],
       },
@@ -146,14 +162,27 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     ],
     'groups.yaml': specs.map((s) => ({ kind: 'NodeGroup', name: s.id, match: { idPattern: `${s.id}-*` } })),
     'listeners.yaml': specs.flatMap((s) => [
-      { kind: 'Listener', name: `${s.id}-http`, address: '127.0.0.1', port: s.httpPort, groups: [s.id], virtualHosts: ['shop'] },
       {
-        kind: 'Listener', name: `${s.id}-https`, address: '127.0.0.1', port: s.httpsPort, groups: [s.id], virtualHosts: ['shop'],
+        kind: 'Listener',
+        name: `${s.id}-http`,
+        address: '127.0.0.1',
+        port: s.httpPort,
+        groups: [s.id],
+        virtualHosts: ['shop'],
+      },
+      {
+        kind: 'Listener',
+        name: `${s.id}-https`,
+        address: '127.0.0.1',
+        port: s.httpsPort,
+        groups: [s.id],
+        virtualHosts: ['shop'],
         tls: { secret: 'shop-cert', sni: [{ serverNames: ['api.test'], secret: 'api-cert' }] },
       },
     ]),
   };
-  const write = (file: string, d: object[]) => writeFileSync(join(configDir, file), d.map((x) => stringify(x)).join('---\n'));
+  const write = (file: string, d: object[]) =>
+    writeFileSync(join(configDir, file), d.map((x) => stringify(x)).join('---\n'));
   for (const [f, d] of Object.entries(docs)) write(f, d);
   const settings = {
     configDir: 'services',
@@ -175,28 +204,77 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     const nodeId = `${spec.id}-1`;
     if (spec.mode === 'rest-legacy') {
       // As an operator writes it by hand: their own cluster name, Envoy's default request_timeout (1 s).
-      const source = { resource_api_version: 'V3', api_config_source: { api_type: 'REST', transport_api_version: 'V3', cluster_names: ['ops_xds'], refresh_delay: '1s' } };
+      const source = {
+        resource_api_version: 'V3',
+        api_config_source: {
+          api_type: 'REST',
+          transport_api_version: 'V3',
+          cluster_names: ['ops_xds'],
+          refresh_delay: '1s',
+        },
+      };
       return {
         node: { id: nodeId, cluster: spec.id },
         dynamic_resources: { cds_config: source, lds_config: source },
         static_resources: {
-          clusters: [{
-            name: 'ops_xds', type: 'STATIC', connect_timeout: '1s',
-            load_assignment: { cluster_name: 'ops_xds', endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: server.restPort } } } }] }] },
-          }],
+          clusters: [
+            {
+              name: 'ops_xds',
+              type: 'STATIC',
+              connect_timeout: '1s',
+              load_assignment: {
+                cluster_name: 'ops_xds',
+                endpoints: [
+                  {
+                    lb_endpoints: [
+                      {
+                        endpoint: {
+                          address: { socket_address: { address: '127.0.0.1', port_value: server.restPort } },
+                        },
+                      },
+                    ],
+                  },
+                ],
+              },
+            },
+          ],
         },
       };
     }
     const port = spec.mode === 'rest' ? server.restPort : server.grpcPort;
-    const { stdout } = await run(process.execPath, [
-      '--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'bootstrap', '--config', join(root, 'fleetxds.yaml'),
-      '--group', spec.id, '--mode', spec.mode, '--node-id', nodeId, '--server', `127.0.0.1:${port}`,
-    ], { cwd: projectPath(), env: { ...process.env, FLEETXDS_REST_LISTEN: `127.0.0.1:${server.restPort}` } });
+    const { stdout } = await run(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        projectPath('src', 'cli', 'main.ts'),
+        'bootstrap',
+        '--config',
+        join(root, 'fleetxds.yaml'),
+        '--group',
+        spec.id,
+        '--mode',
+        spec.mode,
+        '--node-id',
+        nodeId,
+        '--server',
+        `127.0.0.1:${port}`,
+      ],
+      { cwd: projectPath(), env: { ...process.env, FLEETXDS_REST_LISTEN: `127.0.0.1:${server.restPort}` } },
+    );
     return JSON.parse(stdout);
   };
 
   const lab: Lab = {
-    root, configDir, pki, backends, server, specs, envoys, docs, write,
+    root,
+    configDir,
+    pki,
+    backends,
+    server,
+    specs,
+    envoys,
+    docs,
+    write,
     async startEnvoy(spec) {
       const e = await startEnvoy(spec.version, await bootstrapFor(spec), root);
       envoys.set(spec.id, e);
@@ -204,15 +282,22 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     },
     async routesTo(spec, path, backend, n = 10) {
       let last = '';
-      await waitFor(`${spec.id}: ${path} routed to ${backend}`, async () => {
-        for (let i = 0; i < n; i++) {
-          const r = await httpGet(spec.httpPort, path).catch((e) => ({ status: 0, body: String(e) }));
-          last = `${r.status} ${r.body}`;
-          if (r.status !== 200 || r.body !== backend) return false;
-        }
-        return true;
-      }, 20_000, 100).catch((err) => {
-        throw new Error(`${(err as Error).message} (last: ${last})\n--- envoy log ---\n${envoys.get(spec.id)?.log().slice(-2500)}`);
+      await waitFor(
+        `${spec.id}: ${path} routed to ${backend}`,
+        async () => {
+          for (let i = 0; i < n; i++) {
+            const r = await httpGet(spec.httpPort, path).catch((e) => ({ status: 0, body: String(e) }));
+            last = `${r.status} ${r.body}`;
+            if (r.status !== 200 || r.body !== backend) return false;
+          }
+          return true;
+        },
+        20_000,
+        100,
+      ).catch((err) => {
+        throw new Error(
+          `${(err as Error).message} (last: ${last})\n--- envoy log ---\n${envoys.get(spec.id)?.log().slice(-2500)}`,
+        );
       });
     },
     async stop() {
@@ -229,13 +314,19 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
 export async function labSpecs(list: [LabMode, EnvoyVersion][]): Promise<LabEnvoySpec[]> {
   const out: LabEnvoySpec[] = [];
   for (const [mode, version] of list) {
-    out.push({ id: `${mode}-${version.replace('.', '')}`, mode, version, httpPort: await freePort(), httpsPort: await freePort() });
+    out.push({
+      id: `${mode}-${version.replace('.', '')}`,
+      mode,
+      version,
+      httpPort: await freePort(),
+      httpsPort: await freePort(),
+    });
   }
   return out;
 }
 
 /** uvu reports a failing `before` hook with no message: print it, then fail. */
 export function reportSetupFailure(err: unknown): never {
-  console.error('setup failed:', err instanceof Error ? err.stack ?? err.message : err);
+  console.error('setup failed:', err instanceof Error ? (err.stack ?? err.message) : err);
   throw err;
 }

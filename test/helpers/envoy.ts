@@ -18,7 +18,9 @@ export function envoyBinary(version: EnvoyVersion): string {
   const fromEnv = process.env[`FLEETXDS_ENVOY_${version.replace('.', '_')}`];
   const bin = fromEnv || projectPath('.envoy', version, 'bin', 'envoy');
   if (!existsSync(bin)) {
-    throw new Error(`Envoy ${version} is not installed at ${bin}: run \`bash test/envoy/install.sh\` (npm test does it)`);
+    throw new Error(
+      `Envoy ${version} is not installed at ${bin}: run \`bash test/envoy/install.sh\` (npm test does it)`,
+    );
   }
   return bin;
 }
@@ -72,13 +74,20 @@ process.on('exit', () => {
  * Starts Envoy on a bootstrap (as printed by `fleetxds bootstrap`), with its admin moved to a free
  * loopback port, and waits until it reports ready (its initial xDS fetches are done).
  */
-export async function startEnvoy(version: EnvoyVersion, bootstrap: any, dir: string, opts: { ready?: boolean } = {}): Promise<EnvoyProcess> {
+export async function startEnvoy(
+  version: EnvoyVersion,
+  bootstrap: any,
+  dir: string,
+  opts: { ready?: boolean } = {},
+): Promise<EnvoyProcess> {
   const adminPort = await freePort();
   bootstrap.admin = { address: { socket_address: { address: '127.0.0.1', port_value: adminPort } } };
   const nodeId = String(bootstrap.node?.id ?? 'envoy');
   const file = join(dir, `envoy-${nodeId}-${version}.json`);
   writeFileSync(file, JSON.stringify(bootstrap, null, 2));
-  const child = spawn(envoyBinary(version), ['-c', file, '--concurrency', '1', '--disable-hot-restart', '-l', 'info'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(envoyBinary(version), ['-c', file, '--concurrency', '1', '--disable-hot-restart', '-l', 'info'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   running.add(child);
   child.once('exit', () => running.delete(child));
   let out = '';
@@ -90,7 +99,10 @@ export async function startEnvoy(version: EnvoyVersion, bootstrap: any, dir: str
     return res;
   };
   const handle: EnvoyProcess = {
-    version, nodeId, adminPort, child,
+    version,
+    nodeId,
+    adminPort,
+    child,
     log: () => out,
     async stats(filter) {
       const res = await admin(`/stats?format=json&filter=${encodeURIComponent(filter)}`);
@@ -117,11 +129,16 @@ export async function startEnvoy(version: EnvoyVersion, bootstrap: any, dir: str
     if (code && code !== 0) out += `\n[envoy exited with ${code}]`;
   });
   if (opts.ready !== false) {
-    await waitFor(`Envoy ${version} (${nodeId}) ready`, async () => {
-      if (child.exitCode !== null) throw new Error(`Envoy exited (${child.exitCode}):\n${out.slice(-3000)}`);
-      const res = await fetch(`http://127.0.0.1:${adminPort}/ready`).catch(() => undefined);
-      return res?.status === 200;
-    }, 30_000, 100).catch((err) => {
+    await waitFor(
+      `Envoy ${version} (${nodeId}) ready`,
+      async () => {
+        if (child.exitCode !== null) throw new Error(`Envoy exited (${child.exitCode}):\n${out.slice(-3000)}`);
+        const res = await fetch(`http://127.0.0.1:${adminPort}/ready`).catch(() => undefined);
+        return res?.status === 200;
+      },
+      30_000,
+      100,
+    ).catch((err) => {
       throw new Error(`${(err as Error).message}\n--- envoy log ---\n${out.slice(-3000)}`);
     });
   }
@@ -130,14 +147,25 @@ export async function startEnvoy(version: EnvoyVersion, bootstrap: any, dir: str
 
 /** Versions of every dynamic resource in Envoy's config dump, by type: name -> version_info. */
 export function dumpedVersions(dump: any): Record<string, Record<string, string>> {
-  const out: Record<string, Record<string, string>> = { cluster: {}, listener: {}, route: {}, endpoint: {}, secret: {} };
+  const out: Record<string, Record<string, string>> = {
+    cluster: {},
+    listener: {},
+    route: {},
+    endpoint: {},
+    secret: {},
+  };
   for (const c of dump.configs ?? []) {
     const t = String(c['@type'] ?? '');
-    if (t.endsWith('ClustersConfigDump')) for (const d of c.dynamic_active_clusters ?? []) out.cluster[d.cluster.name] = d.version_info;
-    if (t.endsWith('ListenersConfigDump')) for (const d of c.dynamic_listeners ?? []) if (d.active_state) out.listener[d.name] = d.active_state.version_info;
-    if (t.endsWith('RoutesConfigDump')) for (const d of c.dynamic_route_configs ?? []) out.route[d.route_config.name] = d.version_info;
-    if (t.endsWith('EndpointsConfigDump')) for (const d of c.dynamic_endpoint_configs ?? []) out.endpoint[d.endpoint_config.cluster_name] = d.version_info;
-    if (t.endsWith('SecretsConfigDump')) for (const d of c.dynamic_active_secrets ?? []) out.secret[d.name] = d.version_info;
+    if (t.endsWith('ClustersConfigDump'))
+      for (const d of c.dynamic_active_clusters ?? []) out.cluster[d.cluster.name] = d.version_info;
+    if (t.endsWith('ListenersConfigDump'))
+      for (const d of c.dynamic_listeners ?? []) if (d.active_state) out.listener[d.name] = d.active_state.version_info;
+    if (t.endsWith('RoutesConfigDump'))
+      for (const d of c.dynamic_route_configs ?? []) out.route[d.route_config.name] = d.version_info;
+    if (t.endsWith('EndpointsConfigDump'))
+      for (const d of c.dynamic_endpoint_configs ?? []) out.endpoint[d.endpoint_config.cluster_name] = d.version_info;
+    if (t.endsWith('SecretsConfigDump'))
+      for (const d of c.dynamic_active_secrets ?? []) out.secret[d.name] = d.version_info;
   }
   return out;
 }

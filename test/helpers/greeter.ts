@@ -38,7 +38,9 @@ export async function startBackend(name: string): Promise<Backend> {
       cb(null, { message: `hello ${call.request.name}`, backend: name });
     },
   });
-  backend.port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  backend.port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   return backend;
 }
 
@@ -57,7 +59,11 @@ export function xdsGreeterClient(target: string, bootstrap: object): GreeterClie
   return {
     sayHello: (name, deadlineMs = 5000) =>
       new Promise((resolve, reject) => {
-        client.SayHello({ name }, { deadline: Date.now() + deadlineMs }, (err: Error | null, res: { message: string; backend: string }) => (err ? reject(err) : resolve(res)));
+        client.SayHello(
+          { name },
+          { deadline: Date.now() + deadlineMs },
+          (err: Error | null, res: { message: string; backend: string }) => (err ? reject(err) : resolve(res)),
+        );
       }),
     close: () => client.close(),
   };
@@ -65,7 +71,9 @@ export function xdsGreeterClient(target: string, bootstrap: object): GreeterClie
 
 export function xdsBootstrap(serverPort: number, nodeId: string, cluster = 'greeter-clients'): object {
   return {
-    xds_servers: [{ server_uri: `127.0.0.1:${serverPort}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    xds_servers: [
+      { server_uri: `127.0.0.1:${serverPort}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] },
+    ],
     node: { id: nodeId, cluster, locality: {} },
   };
 }

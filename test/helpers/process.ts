@@ -20,11 +20,21 @@ process.on('exit', () => {
 
 /** Runs `fleetxds serve` as a real process and waits until it reports it is serving. */
 export function spawnServer(configFile: string, env: Record<string, string> = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'serve', '--config', configFile], {
-    cwd: projectPath(),
-    env: { ...process.env, FLEETXDS_GRPC_LISTEN: '127.0.0.1:0', FLEETXDS_ADMIN_LISTEN: '127.0.0.1:0', FLEETXDS_REST_LISTEN: '127.0.0.1:0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'serve', '--config', configFile],
+    {
+      cwd: projectPath(),
+      env: {
+        ...process.env,
+        FLEETXDS_GRPC_LISTEN: '127.0.0.1:0',
+        FLEETXDS_ADMIN_LISTEN: '127.0.0.1:0',
+        FLEETXDS_REST_LISTEN: '127.0.0.1:0',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   children.add(child);
   child.once('exit', () => children.delete(child));
   let out = '';
@@ -45,7 +55,10 @@ export function spawnServer(configFile: string, env: Record<string, string> = {}
       const adminPort = Number(String(info.admin).split(':').pop());
       const restPort = info.rest ? Number(String(info.rest).split(':').pop()) : 0;
       resolve({
-        child, grpcPort, adminPort, restPort,
+        child,
+        grpcPort,
+        adminPort,
+        restPort,
         output: () => out,
         admin: async (path) => (await fetch(`http://127.0.0.1:${adminPort}${path}`)).json(),
         stop: (signal = 'SIGTERM') =>
@@ -61,7 +74,12 @@ export function spawnServer(configFile: string, env: Record<string, string> = {}
   });
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+  everyMs = 100,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < until) {

@@ -15,12 +15,24 @@ export interface PollResult {
 export function pollClusters(port: number, body: object): Promise<PollResult> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v3/discovery:clusters', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, at: Date.now(), version: /"version_info":"([^"]*)"/.exec(text)?.[1] }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v3/discovery:clusters',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, at: Date.now(), version: /"version_info":"([^"]*)"/.exec(text)?.[1] }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });

@@ -1,7 +1,12 @@
 import { join } from 'node:path';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../../src/app/app.ts';
-import { restSettings, type FilesSettings, type RestSettings, type ServerConfig } from '../../src/config/server-config.ts';
+import {
+  restSettings,
+  type FilesSettings,
+  type RestSettings,
+  type ServerConfig,
+} from '../../src/config/server-config.ts';
 import { tempDir } from './tree.ts';
 
 /** Starts the real app in-process on ephemeral ports over `configDir`. */
@@ -22,10 +27,16 @@ export interface StartOptions {
 export async function startServer(configDir: string, opts: StartOptions = {}): Promise<RunningApp> {
   const config: ServerConfig = {
     rest: opts.rest ? restSettings({ listen: '127.0.0.1:0', ...opts.rest }) : undefined,
-    files: opts.files ? { enabled: true, envoyDir: opts.files.dir, format: 'json', layout: 'files', ...opts.files } : undefined,
+    files: opts.files
+      ? { enabled: true, envoyDir: opts.files.dir, format: 'json', layout: 'files', ...opts.files }
+      : undefined,
     configDir,
     database: opts.database ?? join(tempDir(), 'fleetxds.db'),
-    grpc: { listen: '127.0.0.1:0', serveLastAckedOnNack: opts.serveLastAckedOnNack, maxUnreadBytes: opts.maxUnreadBytes },
+    grpc: {
+      listen: '127.0.0.1:0',
+      serveLastAckedOnNack: opts.serveLastAckedOnNack,
+      maxUnreadBytes: opts.maxUnreadBytes,
+    },
     admin: { listen: '127.0.0.1:0' },
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },
     log: { level: 'silent' },

@@ -14,9 +14,15 @@ test('migrations are numbered without gaps and all apply to an empty database, r
   assert.ok(files.length >= 1);
   files.forEach((f, i) => assert.is(f.version, i + 1));
   const db = new Database(':memory:');
-  assert.equal(migrate(db, projectPath('migrations')), files.map((f) => f.version));
+  assert.equal(
+    migrate(db, projectPath('migrations')),
+    files.map((f) => f.version),
+  );
   const rows = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all();
-  assert.equal(rows, files.map((f) => ({ version: f.version, name: f.name })));
+  assert.equal(
+    rows,
+    files.map((f) => ({ version: f.version, name: f.name })),
+  );
   assert.equal(migrate(db, projectPath('migrations')), [], 'a second run applies nothing');
 });
 
@@ -26,7 +32,10 @@ test('a failing migration leaves neither its tables nor its record', () => {
   writeFileSync(join(dir, '0002_bad.sql'), 'CREATE TABLE b (x INTEGER) STRICT; INSERT INTO nope VALUES (1);');
   const db = new Database(':memory:');
   assert.throws(() => migrate(db, dir), /nope/);
-  assert.equal(db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND name IN ('a','b') ORDER BY name").all(), [{ name: 'a' }]);
+  assert.equal(
+    db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND name IN ('a','b') ORDER BY name").all(),
+    [{ name: 'a' }],
+  );
   assert.equal(db.prepare('SELECT version FROM schema_migrations').all(), [{ version: 1 }]);
 });
 
@@ -49,7 +58,14 @@ test('versions persist across reopen, in WAL mode with synchronous=FULL', () => 
   const path = join(dir, 'x.db');
   const s1 = new Store(path);
   const model = { ...emptyModel(), services: [{ kind: 'Service' as const, name: 'a', endpoints: [] }] };
-  const id = s1.insertVersion({ treeHash: 't', modelHash: 'm', sourceKind: 'directory', source: '/cfg', model, warnings: [] });
+  const id = s1.insertVersion({
+    treeHash: 't',
+    modelHash: 'm',
+    sourceKind: 'directory',
+    source: '/cfg',
+    model,
+    warnings: [],
+  });
   assert.is(s1.db.pragma('journal_mode', { simple: true }), 'wal');
   assert.is(s1.db.pragma('synchronous', { simple: true }), 2);
   s1.close();

@@ -27,7 +27,10 @@ test('the base fixture is valid', async () => {
 });
 
 test('malformed YAML: syntax error with line and column', async () => {
-  const ds = await diagnosticsOf({ ...BASE, 'bad.yaml': 'kind: Service\nname: x\nendpoints: [ {address: 1.2.3.4:80\n' });
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'bad.yaml': 'kind: Service\nname: x\nendpoints: [ {address: 1.2.3.4:80\n',
+  });
   const d = ds.find((x) => x.code === 'FXDS_YAML_SYNTAX')!;
   assert.ok(d, ds.map(formatDiagnostic).join('\n'));
   assert.is(d.severity, 'error');
@@ -43,7 +46,10 @@ test('duplicate keys are a syntax error', async () => {
 });
 
 test('unknown field is rejected at the key, with a suggestion', async () => {
-  const ds = await diagnosticsOf({ ...BASE, 'extra.yaml': 'kind: Service\nname: x\nendpoints: []\nconectTimeout: 1s\n' });
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'extra.yaml': 'kind: Service\nname: x\nendpoints: []\nconectTimeout: 1s\n',
+  });
   const d = only(ds, 'FXDS_UNKNOWN_FIELD');
   assert.match(d.message, /unknown field "conectTimeout"/);
   assert.match(d.message, /did you mean "connectTimeout"/);
@@ -80,9 +86,15 @@ test('missing required field names the field', async () => {
 });
 
 test('enum and pattern violations explain the allowed values', async () => {
-  const ds = await diagnosticsOf({ ...BASE, 's.yaml': 'kind: Service\nname: s\nlb: fastest\nconnectTimeout: soon\nendpoints: []\n' });
+  const ds = await diagnosticsOf({
+    ...BASE,
+    's.yaml': 'kind: Service\nname: s\nlb: fastest\nconnectTimeout: soon\nendpoints: []\n',
+  });
   const lb = ds.find((d) => d.path === 'lb')!;
-  assert.match(lb.message, /"fastest" is not allowed; use one of "round_robin", "least_request", "ring_hash", "random"/);
+  assert.match(
+    lb.message,
+    /"fastest" is not allowed; use one of "round_robin", "least_request", "ring_hash", "random"/,
+  );
   at(lb, 's.yaml', 3, 5);
   const to = ds.find((d) => d.path === 'connectTimeout')!;
   assert.match(to.message, /duration/);
@@ -123,15 +135,22 @@ test('two listeners on one port in one group conflict; in different groups they 
   assert.match(d.message, /port 8080 is also bound by listener "edge" .* in node group "default"/);
   const ok = await diagnosticsOf({
     ...BASE,
-    'clash.yaml': clash.replace('port: 8080', 'port: 8080\ngroups: [other]') + '---\nkind: NodeGroup\nname: other\nmatch: { cluster: other }\n',
+    'clash.yaml':
+      clash.replace('port: 8080', 'port: 8080\ngroups: [other]') +
+      '---\nkind: NodeGroup\nname: other\nmatch: { cluster: other }\n',
   });
-  assert.equal(ok.filter((x) => x.severity === 'error'), []);
+  assert.equal(
+    ok.filter((x) => x.severity === 'error'),
+    [],
+  );
 });
 
 test('the same domain in two virtual hosts of one listener conflicts', async () => {
   const ds = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace('virtualHosts: [site]', 'virtualHosts: [site, site2]') + '---\nkind: VirtualHost\nname: site2\ndomains: [EXAMPLE.com]\nroutes: [{ to: web }]\n',
+    'edge.yaml':
+      BASE['edge.yaml'].replace('virtualHosts: [site]', 'virtualHosts: [site, site2]') +
+      '---\nkind: VirtualHost\nname: site2\ndomains: [EXAMPLE.com]\nroutes: [{ to: web }]\n',
   });
   const d = only(ds, 'FXDS_CONFLICT');
   assert.match(d.message, /domain "EXAMPLE.com" is served by both virtual hosts "site" and "site2"/);
@@ -140,28 +159,47 @@ test('the same domain in two virtual hosts of one listener conflicts', async () 
 test('a route with two actions, and one with none', async () => {
   const ds = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: web\n    directResponse: { status: 200 }\n  - match: { prefix: /x }\n'),
+    'edge.yaml': BASE['edge.yaml'].replace(
+      '  - to: web\n',
+      '  - to: web\n    directResponse: { status: 200 }\n  - match: { prefix: /x }\n',
+    ),
   });
   const msgs = ds.filter((d) => d.code === 'FXDS_INVALID_VALUE').map((d) => `${d.path}: ${d.message}`);
-  assert.ok(msgs.includes('routes[1]: use only one of to, split, redirect, directResponse (got to, directResponse)'), msgs.join('\n'));
+  assert.ok(
+    msgs.includes('routes[1]: use only one of to, split, redirect, directResponse (got to, directResponse)'),
+    msgs.join('\n'),
+  );
   assert.ok(msgs.includes('routes[2]: a route needs one of to, split, redirect, directResponse'), msgs.join('\n'));
 });
 
 test('static endpoints must be IPs; hostnames point to dns', async () => {
-  const ds = await diagnosticsOf({ ...BASE, 'h.yaml': 'kind: Service\nname: h\nendpoints:\n  - address: db.internal:5432\n' });
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'h.yaml': 'kind: Service\nname: h\nendpoints:\n  - address: db.internal:5432\n',
+  });
   const d = only(ds, 'FXDS_INVALID_VALUE');
-  assert.match(d.message, /host name; static endpoints must be IP addresses \(use `dns: \{host: db.internal, port: 5432\}`/);
+  assert.match(
+    d.message,
+    /host name; static endpoints must be IP addresses \(use `dns: \{host: db.internal, port: 5432\}`/,
+  );
   assert.is(d.path, 'endpoints[0].address');
   at(d, 'h.yaml', 4, 14);
 });
 
 test('endpoint priorities must be contiguous', async () => {
-  const ds = await diagnosticsOf({ ...BASE, 'p.yaml': 'kind: Service\nname: p\nendpoints:\n  - { address: 10.0.0.1:1 }\n  - { address: 10.0.0.2:1, priority: 2 }\n' });
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'p.yaml':
+      'kind: Service\nname: p\nendpoints:\n  - { address: 10.0.0.1:1 }\n  - { address: 10.0.0.2:1, priority: 2 }\n',
+  });
   assert.match(only(ds, 'FXDS_INVALID_VALUE').message, /priority 2 is used but 1 is not/);
 });
 
 test('regexes must be RE2: no lookaround', async () => {
-  const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('match: { prefix: /api }', 'match: { regex: "/api(?!/internal).*" }') });
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace('match: { prefix: /api }', 'match: { regex: "/api(?!/internal).*" }'),
+  });
   const d = only(ds, 'FXDS_INVALID_VALUE');
   assert.is(d.path, 'routes[0].match.regex');
   assert.match(d.message, /RE2/);
@@ -175,16 +213,25 @@ test('every error of a tree is reported at once, across files, in file order', a
     'edge.yaml': BASE['edge.yaml'].replace('to: web', 'to: wbe'),
   });
   const errors = ds.filter((d) => d.severity === 'error');
-  assert.equal(errors.map((d) => d.location!.file), ['a.yaml', 'edge.yaml', 'z.yaml']);
+  assert.equal(
+    errors.map((d) => d.location!.file),
+    ['a.yaml', 'edge.yaml', 'z.yaml'],
+  );
 });
 
 test('protoc-gen-validate rules of the produced Envoy resources are checked and located', async () => {
   const ds = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace('match: { prefix: /api }', 'match: { prefix: /api, headers: [{ name: "x-bad\\r\\nheader", exact: "1" }] }'),
+    'edge.yaml': BASE['edge.yaml'].replace(
+      'match: { prefix: /api }',
+      'match: { prefix: /api, headers: [{ name: "x-bad\\r\\nheader", exact: "1" }] }',
+    ),
   });
   const d = only(ds, 'FXDS_ENVOY_RESOURCE');
-  assert.match(d.message, /invalid Envoy RouteConfiguration "edge": virtual_hosts\[0\]\.routes\[0\]\.match\.headers\[0\]\.name: is not a valid HTTP header (name|value)/);
+  assert.match(
+    d.message,
+    /invalid Envoy RouteConfiguration "edge": virtual_hosts\[0\]\.routes\[0\]\.match\.headers\[0\]\.name: is not a valid HTTP header (name|value)/,
+  );
   assert.is(d.subject, 'VirtualHost/site');
   at(d, 'edge.yaml', 6);
 });
@@ -193,7 +240,8 @@ test('warnings do not block a tree: lb least_request used by a proxyless gRPC se
   const r = await checkTree(
     writeTree({
       ...BASE,
-      'grpc.yaml': 'kind: Service\nname: g\nlb: least_request\nendpoints: [{ address: 10.0.0.9:50051 }]\n---\nkind: GrpcService\nname: g\ntarget: g.internal:50051\nroutes: [{ to: g }]\n',
+      'grpc.yaml':
+        'kind: Service\nname: g\nlb: least_request\nendpoints: [{ address: 10.0.0.9:50051 }]\n---\nkind: GrpcService\nname: g\ntarget: g.internal:50051\nroutes: [{ to: g }]\n',
     }),
   );
   const w = only(r.diagnostics, 'FXDS_CLIENT_COMPAT');
@@ -203,7 +251,10 @@ test('warnings do not block a tree: lb least_request used by a proxyless gRPC se
 
 test('an alias bomb is refused', async () => {
   const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
-  for (let i = 0; i < 8; i++) bomb.push(`${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`);
+  for (let i = 0; i < 8; i++)
+    bomb.push(
+      `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`,
+    );
   const ds = await diagnosticsOf({ ...BASE, 'bomb.yaml': bomb.join('\n') + '\n' });
   const d = only(ds, 'FXDS_YAML_LIMIT');
   assert.match(d.message, /alias/i);
@@ -220,7 +271,9 @@ test('symlinked files inside the tree are refused', async () => {
 });
 
 test('editor temp files and dot-folders are ignored', async () => {
-  const r = await checkTree(writeTree({ ...BASE, '.git/config.yaml': 'garbage: [', 'edge.yaml~': 'garbage: [', '.edge.yaml.swp': 'x: [' }));
+  const r = await checkTree(
+    writeTree({ ...BASE, '.git/config.yaml': 'garbage: [', 'edge.yaml~': 'garbage: [', '.edge.yaml.swp': 'x: [' }),
+  );
   assert.equal(r.diagnostics, []);
 });
 
@@ -229,28 +282,45 @@ test('a document that is not a mapping', async () => {
   at(only(ds, 'FXDS_DOC_NOT_A_MAP'), 'list.yaml', 1);
 });
 
-
 test('non-UTF-8 bytes are refused with file:line:column, never turned into U+FFFD and served', async () => {
   const dir = writeTree({ ...BASE });
   const text = BASE['edge.yaml'].replace('domains: [example.com]', 'domains: [example.com]\nnote: "x"');
-  const bytes = Buffer.concat([Buffer.from(text.slice(0, text.indexOf('"x"') + 1)), Buffer.from([0x6a, 0x6f, 0x73, 0xe9]), Buffer.from(text.slice(text.indexOf('"x"') + 2))]);
+  const bytes = Buffer.concat([
+    Buffer.from(text.slice(0, text.indexOf('"x"') + 1)),
+    Buffer.from([0x6a, 0x6f, 0x73, 0xe9]),
+    Buffer.from(text.slice(text.indexOf('"x"') + 2)),
+  ]);
   writeFileSync(join(dir, 'edge.yaml'), bytes);
   const r = await checkTree(dir);
   assert.is(r.config, undefined);
-  assert.equal(r.diagnostics.map(formatDiagnostic), ['edge.yaml:9:11: error FXDS_YAML_SYNTAX: not valid UTF-8: byte 0xe9 at offset 124; YAML files must be UTF-8']);
+  assert.equal(r.diagnostics.map(formatDiagnostic), [
+    'edge.yaml:9:11: error FXDS_YAML_SYNTAX: not valid UTF-8: byte 0xe9 at offset 124; YAML files must be UTF-8',
+  ]);
   // A real U+FFFD (valid UTF-8) is just a character.
   assert.is(firstInvalidUtf8(Buffer.from('ok \uFFFD é', 'utf8')), undefined);
 });
 
-
 test('a route shadowed by an earlier one of its virtual host is a warning at its match', async () => {
-  const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: web\n  - match: { prefix: /api/v2 }\n    to: api\n') });
-  assert.equal(ds.map(formatDiagnostic), ['edge.yaml:13:12: warning FXDS_SHADOWED_ROUTE: VirtualHost/site routes[2].match: this route is never used: routes[0] comes first and matches every request it matches; put the more specific route first']);
+  const ds = await diagnosticsOf({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace(
+      '  - to: web\n',
+      '  - to: web\n  - match: { prefix: /api/v2 }\n    to: api\n',
+    ),
+  });
+  assert.equal(ds.map(formatDiagnostic), [
+    'edge.yaml:13:12: warning FXDS_SHADOWED_ROUTE: VirtualHost/site routes[2].match: this route is never used: routes[0] comes first and matches every request it matches; put the more specific route first',
+  ]);
   // More specific first is fine; different headers are not shadowing.
-  const fine = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - match: { prefix: /api }\n', '  - match: { prefix: /api/v2, headers: [{ name: x, exact: "1" }] }\n    to: api\n  - match: { prefix: /api }\n') });
+  const fine = await diagnosticsOf({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace(
+      '  - match: { prefix: /api }\n',
+      '  - match: { prefix: /api/v2, headers: [{ name: x, exact: "1" }] }\n    to: api\n  - match: { prefix: /api }\n',
+    ),
+  });
   assert.equal(fine.map(formatDiagnostic), []);
 });
-
 
 test('shadowing, case by case: which earlier match hides which later one', async () => {
   const cases: [string, string, boolean][] = [
@@ -264,21 +334,37 @@ test('shadowing, case by case: which earlier match hides which later one', async
     ['{ prefix: /api }', '{ prefix: /api/v2, caseSensitive: false }', false],
     ['{ regex: "/.*" }', '{ prefix: /a }', false],
     ['{ prefix: /a, headers: [{ name: x, exact: "1" }] }', '{ prefix: /a/b }', false],
-    ['{ prefix: /a, headers: [{ name: x, exact: "1" }] }', '{ prefix: /a/b, headers: [{ name: x, exact: "1" }, { name: y, present: true }] }', true],
+    [
+      '{ prefix: /a, headers: [{ name: x, exact: "1" }] }',
+      '{ prefix: /a/b, headers: [{ name: x, exact: "1" }, { name: y, present: true }] }',
+      true,
+    ],
   ];
   for (const [earlier, later, shadowed] of cases) {
     const edge = `kind: Listener\nname: edge\nport: 8080\nvirtualHosts: [site]\n---\nkind: VirtualHost\nname: site\ndomains: [example.com]\nroutes:\n  - match: ${earlier}\n    to: web\n  - match: ${later}\n    to: api\n`;
     const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': edge });
-    assert.is(ds.some((d) => d.code === 'FXDS_SHADOWED_ROUTE'), shadowed, `${earlier} then ${later}: ${ds.map(formatDiagnostic).join('; ')}`);
+    assert.is(
+      ds.some((d) => d.code === 'FXDS_SHADOWED_ROUTE'),
+      shadowed,
+      `${earlier} then ${later}: ${ds.map(formatDiagnostic).join('; ')}`,
+    );
   }
 });
 
-
 test('regexes are RE2, not JavaScript: (?i) is accepted, a repeat over 1000 and lookahead are refused', async () => {
-  const withRegex = (re: string) => ({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - match: { prefix: /api }', `  - match: { regex: ${JSON.stringify(re)} }`) });
+  const withRegex = (re: string) => ({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml'].replace(
+      '  - match: { prefix: /api }',
+      `  - match: { regex: ${JSON.stringify(re)} }`,
+    ),
+  });
   assert.equal((await diagnosticsOf(withRegex('(?i)/abc'))).map(formatDiagnostic), []);
   const over = await diagnosticsOf(withRegex('x{1001}'));
-  assert.match(over.map(formatDiagnostic).join('\n'), /edge\.yaml:10:\d+: error FXDS_INVALID_VALUE: VirtualHost\/site routes\[0\]\.match\.regex: invalid RE2 regular expression .*invalid repeat count/);
+  assert.match(
+    over.map(formatDiagnostic).join('\n'),
+    /edge\.yaml:10:\d+: error FXDS_INVALID_VALUE: VirtualHost\/site routes\[0\]\.match\.regex: invalid RE2 regular expression .*invalid repeat count/,
+  );
   const look = await diagnosticsOf(withRegex('/a(?=b)'));
   assert.match(look.map(formatDiagnostic).join('\n'), /invalid RE2 regular expression/);
 });

@@ -21,8 +21,9 @@ const NODE = { id: 'anyone', cluster: 'edge' };
 test.before(async () => {
   const dir = tempDir();
   const cert = makeCert(dir, 'site');
-  writeTree({
-    'edge.yaml': `kind: Secret
+  writeTree(
+    {
+      'edge.yaml': `kind: Secret
 name: site-cert
 certificateFile: ${cert.cert}
 privateKeyFile: ${cert.key}
@@ -42,7 +43,9 @@ name: site
 domains: ["*"]
 routes: [{ to: web }]
 `,
-  }, dir);
+    },
+    dir,
+  );
   app = await startServer(dir, { insecureSds: false, rest: { holdMs: 0 } });
 });
 
@@ -51,7 +54,12 @@ test.after(async () => {
 });
 
 test('REST: /v3/discovery:secrets is refused (403) to an unauthenticated poller, other types are served', async () => {
-  const post = (type: string, body: object) => fetch(`http://127.0.0.1:${app.restPort}/v3/discovery:${type}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (type: string, body: object) =>
+    fetch(`http://127.0.0.1:${app.restPort}/v3/discovery:${type}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   const res = await post('secrets', { node: NODE, resource_names: ['site-cert'] });
   assert.is(res.status, 403);
   const text = await res.text();
@@ -85,9 +93,19 @@ test('gRPC per-type SDS: the stream ends with PERMISSION_DENIED', async () => {
 test('the loopback waiver is refused on a server reachable from the network', () => {
   const dir = tempDir();
   const file = join(dir, 'fleetxds.yaml');
-  writeFileSync(file, 'configDir: .\ndatabase: x.db\ngrpc: { listen: 0.0.0.0:18000 }\nadmin: { listen: 127.0.0.1:0 }\nsds: { insecureLoopbackOnly: true }\n');
-  assert.throws(() => loadServerConfig(file), (e: Error) => e instanceof ConfigError && /refused while xDS listens beyond loopback \(0\.0\.0\.0:18000\)/.test(e.message));
-  writeFileSync(file, 'configDir: .\ndatabase: x.db\ngrpc: { listen: 127.0.0.1:18000 }\nadmin: { listen: 127.0.0.1:0 }\nsds: { insecureLoopbackOnly: true }\n');
+  writeFileSync(
+    file,
+    'configDir: .\ndatabase: x.db\ngrpc: { listen: 0.0.0.0:18000 }\nadmin: { listen: 127.0.0.1:0 }\nsds: { insecureLoopbackOnly: true }\n',
+  );
+  assert.throws(
+    () => loadServerConfig(file),
+    (e: Error) =>
+      e instanceof ConfigError && /refused while xDS listens beyond loopback \(0\.0\.0\.0:18000\)/.test(e.message),
+  );
+  writeFileSync(
+    file,
+    'configDir: .\ndatabase: x.db\ngrpc: { listen: 127.0.0.1:18000 }\nadmin: { listen: 127.0.0.1:0 }\nsds: { insecureLoopbackOnly: true }\n',
+  );
   assert.ok(loadServerConfig(file).sds?.insecureLoopbackOnly);
 });
 

@@ -32,7 +32,9 @@ test.before(async () => {
   foreign = other.issue('intruder', `URI:${PREFIX}node/edge-1`);
   const settings = join(tempDir(), 'fleetxds.yaml');
   const tls = `{ certFile: ${serverCert.cert}, keyFile: ${serverCert.key}, clientCaFile: ${pki.caCert}, identityPrefix: "${PREFIX}" }`;
-  writeFileSync(settings, `configDir: ${writeTree(BASE)}
+  writeFileSync(
+    settings,
+    `configDir: ${writeTree(BASE)}
 database: ${join(tempDir(), 'x.db')}
 grpc: { listen: 127.0.0.1:0, tls: ${tls} }
 admin:
@@ -42,7 +44,8 @@ admin:
     - { name: grafana, sha256: ${readTok.sha256}, role: read }
 rest: { listen: 127.0.0.1:0, tls: ${tls}, tokens: [{ name: gateway, sha256: ${restTok.sha256}, role: read }] }
 log: { level: info }
-`);
+`,
+  );
   server = await spawnServer(settings);
 });
 
@@ -51,11 +54,21 @@ test.after(async () => {
 });
 
 function creds(client?: CertFiles): grpc.ChannelCredentials {
-  return grpc.credentials.createSsl(Buffer.from(pki.caPem), client ? Buffer.from(client.keyPem) : null, client ? Buffer.from(client.certPem) : null);
+  return grpc.credentials.createSsl(
+    Buffer.from(pki.caPem),
+    client ? Buffer.from(client.keyPem) : null,
+    client ? Buffer.from(client.certPem) : null,
+  );
 }
 
-async function attempt(client: CertFiles | undefined, node: { id: string; cluster: string }): Promise<{ ok: boolean; code?: number; details?: string }> {
-  const c = connect(server.grpcPort, 'ads', creds(client), { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' });
+async function attempt(
+  client: CertFiles | undefined,
+  node: { id: string; cluster: string },
+): Promise<{ ok: boolean; code?: number; details?: string }> {
+  const c = connect(server.grpcPort, 'ads', creds(client), {
+    'grpc.ssl_target_name_override': 'localhost',
+    'grpc.default_authority': 'localhost',
+  });
   const s = c.open();
   s.send({ node, type_url: T.cluster });
   const result = await Promise.race([
@@ -80,24 +93,41 @@ test('gRPC mTLS: refused without a certificate, with a certificate from another 
   assert.not.ok(alien.ok);
   assert.is(alien.code, grpc.status.UNAVAILABLE);
   const spoof = await attempt(edge1, { id: 'edge-2', cluster: 'x' });
-  assert.equal(spoof, { ok: false, code: grpc.status.PERMISSION_DENIED, details: 'node id "edge-2" is not allowed by the client certificate' });
+  assert.equal(spoof, {
+    ok: false,
+    code: grpc.status.PERMISSION_DENIED,
+    details: 'node id "edge-2" is not allowed by the client certificate',
+  });
   const wrongCluster = await attempt(edgeAny, { id: 'edge-9', cluster: 'payments' });
   assert.is(wrongCluster.code, grpc.status.PERMISSION_DENIED);
   assert.match(wrongCluster.details!, /cluster "payments"/);
 });
 
-function restPoll(client: CertFiles | undefined, nodeId: string, token?: string): Promise<{ status: number; body: string }> {
+function restPoll(
+  client: CertFiles | undefined,
+  nodeId: string,
+  token?: string,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({ node: { id: nodeId, cluster: 'edge' } });
-    const req = https.request({
-      host: '127.0.0.1', port: server.restPort, path: '/v3/discovery:clusters', method: 'POST', servername: 'localhost', ca: pki.caPem,
-      cert: client?.certPem, key: client?.keyPem,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-    });
+    const req = https.request(
+      {
+        host: '127.0.0.1',
+        port: server.restPort,
+        path: '/v3/discovery:clusters',
+        method: 'POST',
+        servername: 'localhost',
+        ca: pki.caPem,
+        cert: client?.certPem,
+        key: client?.keyPem,
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -120,7 +150,10 @@ test('REST: mTLS with node binding, and the token', async () => {
 async function admin(method: string, path: string, token?: string, body?: object) {
   const res = await fetch(`http://127.0.0.1:${server.adminPort}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
   return { status: res.status, json: await res.json().catch(() => undefined) };

@@ -14,7 +14,9 @@ import { BASE, writeTree } from '../helpers/tree.ts';
 test('a file of 20,000 documents is refused before it is parsed', async () => {
   const started = performance.now();
   const r = await checkTree(writeTree({ ...BASE, 'many.yaml': 'a: 1\n---\n'.repeat(20_000) }));
-  assert.equal(r.diagnostics.map(formatDiagnostic), [`many.yaml:1:1: error FXDS_YAML_LIMIT: about 20001 documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`]);
+  assert.equal(r.diagnostics.map(formatDiagnostic), [
+    `many.yaml:1:1: error FXDS_YAML_LIMIT: about 20001 documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`,
+  ]);
   assert.ok(performance.now() - started < 5000);
 });
 
@@ -29,7 +31,10 @@ routes: [${Array.from({ length: 99 }, () => '*r').join(', ')}]
   const r = await checkTree(writeTree({ ...BASE, 'amp.yaml': big }));
   const d = r.diagnostics.find((x) => x.code === 'FXDS_YAML_LIMIT');
   assert.ok(d, JSON.stringify(r.diagnostics.slice(0, 3)));
-  assert.match(formatDiagnostic(d!), /^amp\.yaml:1:1: error FXDS_YAML_LIMIT: aliases expand this document to \d+ bytes/);
+  assert.match(
+    formatDiagnostic(d!),
+    /^amp\.yaml:1:1: error FXDS_YAML_LIMIT: aliases expand this document to \d+ bytes/,
+  );
 });
 
 test('thousands of problems: the first ones and a count; the server keeps serving and stores a small rejection', async () => {
@@ -41,7 +46,10 @@ test('thousands of problems: the first ones and a count; the server keeps servin
     const outcome = (await app.reload()) as { status: string; diagnostics: { message: string }[] };
     assert.is(outcome.status, 'rejected');
     assert.is(outcome.diagnostics.length, MAX_DIAGNOSTICS + 1);
-    assert.match(outcome.diagnostics[MAX_DIAGNOSTICS]!.message, /and 2800 more problems not shown \(3000 errors in all\)/);
+    assert.match(
+      outcome.diagnostics[MAX_DIAGNOSTICS]!.message,
+      /and 2800 more problems not shown \(3000 errors in all\)/,
+    );
     assert.ok(JSON.stringify(app.store.latestRejection()).length < 100_000, 'a bounded rejection row');
     assert.is(app.cache.current!.versionId, good);
   } finally {

@@ -20,12 +20,17 @@ test('a burst of writes gives one new version', async () => {
   const app = await startServer(dir, { watch: true });
   try {
     assert.is(versions(app), 1);
-    for (let i = 0; i < 30; i++) writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', `10.0.1.${i + 2}:80`));
+    for (let i = 0; i < 30; i++)
+      writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', `10.0.1.${i + 2}:80`));
     await waitFor('new version', () => versions(app) === 2);
     await quiet(500);
     assert.is(versions(app), 2, 'one version for the whole burst');
     const eds = app.cache.current!.groups.get('default')!.types.endpoint.resources.get('web')!.json as any;
-    assert.is(eds.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address, '10.0.1.31', 'the last write wins');
+    assert.is(
+      eds.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address,
+      '10.0.1.31',
+      'the last write wins',
+    );
   } finally {
     await app.close();
   }
@@ -49,12 +54,18 @@ test('an editor save by rename is applied; a half-written file is rejected and t
 });
 
 test('deleting a file is a change of the whole tree (its resources go, references are checked)', async () => {
-  const dir = writeTree({ ...BASE, 'extra.yaml': 'kind: Service\nname: extra\nendpoints: [{ address: 10.3.3.3:80 }]\n', 'edge.yaml': BASE['edge.yaml'].replace('  - to: web', '  - match: { prefix: /x }\n    to: extra\n  - to: web') });
+  const dir = writeTree({
+    ...BASE,
+    'extra.yaml': 'kind: Service\nname: extra\nendpoints: [{ address: 10.3.3.3:80 }]\n',
+    'edge.yaml': BASE['edge.yaml'].replace('  - to: web', '  - match: { prefix: /x }\n    to: extra\n  - to: web'),
+  });
   const app = await startServer(dir, { watch: true });
   try {
     assert.equal(clusterNames(app), ['api', 'extra', 'web']);
     unlinkSync(join(dir, 'extra.yaml'));
-    await waitFor('rejection of the dangling reference', () => app.store.latestRejection()?.diagnostics.some((d) => d.code === 'FXDS_UNKNOWN_REFERENCE'));
+    await waitFor('rejection of the dangling reference', () =>
+      app.store.latestRejection()?.diagnostics.some((d) => d.code === 'FXDS_UNKNOWN_REFERENCE'),
+    );
     writeFileSync(join(dir, 'edge.yaml'), BASE['edge.yaml']);
     await waitFor('applied without extra', () => versions(app) === 2);
     assert.equal(clusterNames(app), ['api', 'web']);
@@ -71,21 +82,26 @@ test('a symlink swap of the directory itself is followed (releases + current)', 
   const app = await startServer(join(base, 'current'), { watch: true });
   try {
     assert.equal(clusterNames(app), ['api', 'web']);
-    writeTree({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: api\n') }, join(base, 'releases', 'r2'));
+    writeTree(
+      { ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: api\n') },
+      join(base, 'releases', 'r2'),
+    );
     symlinkSync('releases/r2', join(base, 'current.tmp'));
     renameSync(join(base, 'current.tmp'), join(base, 'current'));
     await waitFor('swap followed', () => versions(app) === 2);
     assert.equal(clusterNames(app), ['api']);
     // Edits inside the new target are watched too; the old target no longer matters.
     rmSync(r1, { recursive: true });
-    writeFileSync(join(base, 'releases', 'r2', 'more.yaml'), 'kind: Service\nname: more\nendpoints: []\n---\nkind: VirtualHost\nname: more\ndomains: [more.example]\nroutes: [{ to: more }]\n---\nkind: Listener\nname: more\nport: 9999\nvirtualHosts: [more]\n');
+    writeFileSync(
+      join(base, 'releases', 'r2', 'more.yaml'),
+      'kind: Service\nname: more\nendpoints: []\n---\nkind: VirtualHost\nname: more\ndomains: [more.example]\nroutes: [{ to: more }]\n---\nkind: Listener\nname: more\nport: 9999\nvirtualHosts: [more]\n',
+    );
     await waitFor('edit in new target applied', () => versions(app) === 3);
     assert.equal(clusterNames(app), ['api', 'more']);
   } finally {
     await app.close();
   }
 });
-
 
 test('the config folder deleted and created again is still watched (no reconcile needed)', async () => {
   const parent = tempDir();

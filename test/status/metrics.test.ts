@@ -7,7 +7,9 @@ import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
 function metric(text: string, name: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{') && l.split(' ')[0] === name);
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(name + ' ') || (l.startsWith(name + '{') && l.split(' ')[0] === name));
   return line ? Number(line.split(' ').pop()) : NaN;
 }
 
@@ -20,10 +22,18 @@ test('Prometheus metrics: clients by transport, pushes, ACKs, NACKs, push latenc
     s.send({ node: { id: 'm', cluster: 'x' }, type_url: T.cluster });
     const r1 = await s.next();
     s.send({ type_url: T.cluster, version_info: r1.version_info, response_nonce: r1.nonce });
-    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'));
+    writeFileSync(
+      join(dir, 'services.yaml'),
+      BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'),
+    );
     await app.reload();
     const r2 = await s.next();
-    s.send({ type_url: T.cluster, version_info: r1.version_info, response_nonce: r2.nonce, error_detail: { code: 13, message: 'no' } });
+    s.send({
+      type_url: T.cluster,
+      version_info: r1.version_info,
+      response_nonce: r2.nonce,
+      error_detail: { code: 13, message: 'no' },
+    });
     writeFileSync(join(dir, 'bad.yaml'), 'kind: Nope\n');
     await app.reload();
     await new Promise((r) => setTimeout(r, 100));

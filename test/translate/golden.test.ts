@@ -16,8 +16,16 @@ import { lookupType } from '../../src/xds/proto-root.ts';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 const casesDir = projectPath('test', 'golden', 'cases');
-const cases: { name: string; input: string; expected: string }[] = readdirSync(casesDir).map((name) => ({ name, input: join(casesDir, name, 'input'), expected: join(casesDir, name, 'expected') }));
-cases.push({ name: 'example-config', input: projectPath('config', 'services'), expected: projectPath('test', 'golden', 'example-config') });
+const cases: { name: string; input: string; expected: string }[] = readdirSync(casesDir).map((name) => ({
+  name,
+  input: join(casesDir, name, 'input'),
+  expected: join(casesDir, name, 'expected'),
+}));
+cases.push({
+  name: 'example-config',
+  input: projectPath('config', 'services'),
+  expected: projectPath('test', 'golden', 'example-config'),
+});
 
 for (const c of cases) {
   test(`golden: ${c.name}`, async () => {
@@ -29,8 +37,13 @@ for (const c of cases) {
         const t = g.types[kind];
         if (!t.resources.size) continue;
         // Secret resources carry key material: goldens pin their name and content version only.
-        const body = (x: { name: string; version: string; json: object }) => (kind === 'secret' ? { name: x.name, version: x.version } : x.json);
-        const doc = { version_info: t.version, type_url: TypeUrls[kind], resources: [...t.resources.values()].map((x) => ({ '@type': TypeUrls[kind], ...body(x) })) };
+        const body = (x: { name: string; version: string; json: object }) =>
+          kind === 'secret' ? { name: x.name, version: x.version } : x.json;
+        const doc = {
+          version_info: t.version,
+          type_url: TypeUrls[kind],
+          resources: [...t.resources.values()].map((x) => ({ '@type': TypeUrls[kind], ...body(x) })),
+        };
         rendered.set(`${group}.${kind}.json`, JSON.stringify(doc, null, 2) + '\n');
       }
     }
@@ -42,7 +55,8 @@ for (const c of cases) {
     assert.ok(existsSync(c.expected), `no golden files for ${c.name}; run UPDATE_GOLDEN=1 npm test`);
     const onDisk = readdirSync(c.expected).sort();
     assert.equal(onDisk, [...rendered.keys()].sort(), 'set of golden files');
-    for (const f of onDisk) assert.fixture(rendered.get(f)!, readFileSync(join(c.expected, f), 'utf8'), `${c.name}/${f}`);
+    for (const f of onDisk)
+      assert.fixture(rendered.get(f)!, readFileSync(join(c.expected, f), 'utf8'), `${c.name}/${f}`);
   });
 
   test(`deterministic and lossless: ${c.name}`, async () => {
@@ -50,13 +64,24 @@ for (const c of cases) {
     const b = await checkTree(c.input);
     for (const [group, g] of a.config!.groups) {
       for (const kind of RESOURCE_KINDS) {
-        const ta = g.types[kind], tb = b.config!.groups.get(group)!.types[kind];
+        const ta = g.types[kind],
+          tb = b.config!.groups.get(group)!.types[kind];
         assert.is(ta.version, tb.version);
         for (const [name, res] of ta.resources) {
-          assert.ok(Buffer.compare(res.any, tb.resources.get(name)!.any) === 0, `${group}/${kind}/${name} bytes differ between builds`);
-          const any = lookupType('google.protobuf.Any').decode(res.any) as unknown as { type_url: string; value: Uint8Array };
+          assert.ok(
+            Buffer.compare(res.any, tb.resources.get(name)!.any) === 0,
+            `${group}/${kind}/${name} bytes differ between builds`,
+          );
+          const any = lookupType('google.protobuf.Any').decode(res.any) as unknown as {
+            type_url: string;
+            value: Uint8Array;
+          };
           assert.is(any.type_url, TypeUrls[kind]);
-          assert.equal(decodeToJson(TypeUrls[kind].split('/')[1], any.value), res.json, `${group}/${kind}/${name} does not round-trip`);
+          assert.equal(
+            decodeToJson(TypeUrls[kind].split('/')[1], any.value),
+            res.json,
+            `${group}/${kind}/${name} does not round-trip`,
+          );
         }
       }
     }

@@ -18,7 +18,13 @@ async function setTree(files: Record<string, string>): Promise<void> {
   assert.is(((await app.reload()) as { status: string }).status, 'applied');
 }
 const ack = (res: Json, extra: Json = {}) => ({ type_url: res.type_url, response_nonce: res.nonce, ...extra });
-const withService = (name: string, ip: string) => ({ [`${name}.yaml`]: `kind: Service\nname: ${name}\nendpoints: [{ address: ${ip}:80 }]\n`, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web', `  - match: { prefix: /${name} }\n    to: ${name}\n  - to: web`) });
+const withService = (name: string, ip: string) => ({
+  [`${name}.yaml`]: `kind: Service\nname: ${name}\nendpoints: [{ address: ${ip}:80 }]\n`,
+  'edge.yaml': BASE['edge.yaml'].replace(
+    '  - to: web',
+    `  - match: { prefix: /${name} }\n    to: ${name}\n  - to: web`,
+  ),
+});
 
 test.before.each(async () => {
   dir = writeTree(BASE);
@@ -51,7 +57,10 @@ test('wildcard (legacy empty first request): everything, wrapped with name and v
 
 test('an initial wildcard request with nothing to send still gets an (empty) response', async () => {
   // Serving no listener at all takes an explicit Guard (see removal-guard.ts).
-  await setTree({ 'edge.yaml': 'kind: VirtualHost\nname: unused\ndomains: [x]\nroutes: [{ to: web }]\n---\nkind: Guard\nname: empty-on-purpose\nallowEmpty: true\n' });
+  await setTree({
+    'edge.yaml':
+      'kind: VirtualHost\nname: unused\ndomains: [x]\nroutes: [{ to: web }]\n---\nkind: Guard\nname: empty-on-purpose\nallowEmpty: true\n',
+  });
   const s = client.open();
   s.send({ node: NODE, type_url: T.listener });
   const r = await s.next();
@@ -198,12 +207,16 @@ test('ordering on one ADS stream: cluster, endpoints, listener, route; removal o
   await s.quiet(200);
   // One change: add cluster `fresh`, route to it instead of `web` (so `web` goes), and move the listener.
   const files = withService('fresh', '10.5.5.5');
-  files['edge.yaml'] = files['edge.yaml'].replace('  - to: web\n', '  - to: fresh\n').replace('port: 8080', 'port: 8081');
+  files['edge.yaml'] = files['edge.yaml']
+    .replace('  - to: web\n', '  - to: fresh\n')
+    .replace('port: 8080', 'port: 8081');
   await setTree(files);
   const got: string[] = [];
   for (let i = 0; i < 5; i++) {
     const r = await s.next();
-    got.push(`${r.type_url.split('.').pop()}${r.removed_resources?.length ? ' -' + r.removed_resources.join(',') : ''}`);
+    got.push(
+      `${r.type_url.split('.').pop()}${r.removed_resources?.length ? ' -' + r.removed_resources.join(',') : ''}`,
+    );
   }
   assert.equal(got, ['Cluster', 'ClusterLoadAssignment', 'Listener', 'RouteConfiguration', 'Cluster -web']);
   s.close();

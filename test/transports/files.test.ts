@@ -19,7 +19,14 @@ import { BASE, diagnosticsOf, tempDir, writeTree } from '../helpers/tree.ts';
 async function published(files: Record<string, string>): Promise<PublishedConfig> {
   const r = await checkTree(writeTree(files));
   assert.ok(r.config);
-  return { versionId: 1, modelHash: 'm', treeHash: r.treeHash, appliedAt: '', groups: r.config!.groups, resolver: r.config!.resolver ?? new NodeGroupResolver([]) };
+  return {
+    versionId: 1,
+    modelHash: 'm',
+    treeHash: r.treeHash,
+    appliedAt: '',
+    groups: r.config!.groups,
+    resolver: r.config!.resolver ?? new NodeGroupResolver([]),
+  };
 }
 
 function readResponse(path: string): any {
@@ -37,10 +44,16 @@ test('files read back as DiscoveryResponses with the real protos; CDS/LDS full s
     await app.filesIdle();
     const g = join(out, 'default');
     const cds = readResponse(join(g, 'cds.json'));
-    assert.equal(cds.resources.map((r: any) => r.name), ['api', 'web']);
+    assert.equal(
+      cds.resources.map((r: any) => r.name),
+      ['api', 'web'],
+    );
     assert.ok(cds.version_info);
     const lds = readResponse(join(g, 'lds.json'));
-    assert.equal(lds.resources.map((r: any) => r.name), ['edge']);
+    assert.equal(
+      lds.resources.map((r: any) => r.name),
+      ['edge'],
+    );
     for (const name of ['api', 'web']) {
       const eds = readResponse(join(g, 'eds', `${name}.json`));
       assert.is(eds.resources.length, 1);
@@ -54,7 +67,10 @@ test('files read back as DiscoveryResponses with the real protos; CDS/LDS full s
     const rdsPath = lds.resources[0].filter_chains[0].filters[0].typed_config.rds.config_source.path_config_source.path;
     assert.ok(existsSync(rdsPath));
     // No temp files are left behind.
-    assert.equal(readdirSync(g).filter((f) => f.startsWith('.')), []);
+    assert.equal(
+      readdirSync(g).filter((f) => f.startsWith('.')),
+      [],
+    );
   } finally {
     await app.close();
   }
@@ -66,12 +82,18 @@ test('a one-endpoint change rewrites only that endpoint file; a removed cluster 
   const first = await r.render(await published(BASE));
   assert.is(first.written, 5); // cds, lds, eds/api, eds/web, rds/edge
   const cdsIno = statSync(join(out, 'default', 'cds.json')).ino;
-  const second = await r.render(await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }));
+  const second = await r.render(
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }),
+  );
   assert.equal({ written: second.written, removed: second.removed }, { written: 1, removed: 0 });
   assert.is(statSync(join(out, 'default', 'cds.json')).ino, cdsIno, 'CDS file untouched');
-  const again = await new FileRenderer({ dir: out, format: 'json', layout: 'files' }).render(await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }));
+  const again = await new FileRenderer({ dir: out, format: 'json', layout: 'files' }).render(
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }),
+  );
   assert.is(again.written, 0, 'a fresh renderer compares with what is on disk');
-  const third = await r.render(await published({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: api\n') }));
+  const third = await r.render(
+    await published({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: api\n') }),
+  );
   assert.is(third.removed, 1);
   assert.not.ok(existsSync(join(out, 'default', 'eds', 'web.json')));
 });
@@ -89,14 +111,26 @@ test('first write order: new endpoint files, then clusters, then listeners (make
 test('a reader never sees a partial file while a writer loops', async () => {
   const out = tempDir();
   const r = new FileRenderer({ dir: out, format: 'json', layout: 'files' });
-  const big = (n: number) => ({ ...BASE, 'many.yaml': Array.from({ length: 200 }, (_, i) => `kind: Service\nname: s${i}\nendpoints: [{ address: 10.1.${n % 250}.${i % 250}:80 }]\n`).join('---\n') + `---\nkind: Listener\nname: l2\nport: 9000\nvirtualHosts: [v2]\n---\nkind: VirtualHost\nname: v2\ndomains: [x]\nroutes:\n` + Array.from({ length: 200 }, (_, i) => `  - { match: { prefix: /s${i} }, to: s${i} }\n`).join('') });
+  const big = (n: number) => ({
+    ...BASE,
+    'many.yaml':
+      Array.from(
+        { length: 200 },
+        (_, i) => `kind: Service\nname: s${i}\nendpoints: [{ address: 10.1.${n % 250}.${i % 250}:80 }]\n`,
+      ).join('---\n') +
+      `---\nkind: Listener\nname: l2\nport: 9000\nvirtualHosts: [v2]\n---\nkind: VirtualHost\nname: v2\ndomains: [x]\nroutes:\n` +
+      Array.from({ length: 200 }, (_, i) => `  - { match: { prefix: /s${i} }, to: s${i} }\n`).join(''),
+  });
   const configs = [await published(big(1)), await published(big(2))];
   await r.render(configs[0]);
   const file = join(out, 'default', 'cds.json');
-  const reader = spawn(process.execPath, ['-e', `
+  const reader = spawn(process.execPath, [
+    '-e',
+    `
     const fs = require('fs'); let ok = 0, bad = 0; const until = Date.now() + 3000;
     while (Date.now() < until) { try { JSON.parse(fs.readFileSync(${JSON.stringify(file)}, 'utf8')); ok++; } catch (e) { bad++; } }
-    console.log(JSON.stringify({ ok, bad }));`]);
+    console.log(JSON.stringify({ ok, bad }));`,
+  ]);
   let text = '';
   reader.stdout.on('data', (d) => (text += d));
   const done = new Promise((res) => reader.on('close', res));
@@ -122,13 +156,19 @@ test('watched_directory layout: every version in its own folder, switched by one
   const cds = readResponse(join(g, 'current', 'cds.yaml'));
   const src = cds.resources[0].eds_cluster_config.eds_config.path_config_source;
   assert.equal(src, { path: join(g, 'current', 'eds', 'api.yaml'), watched_directory: { path: g } });
-  await r.render(await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }));
+  await r.render(
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }),
+  );
   const v2 = readlinkSync(join(g, 'current'));
   assert.is.not(v2, v1);
-  await r.render(await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.3:80') }));
+  await r.render(
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.3:80') }),
+  );
   const dirs = readdirSync(g).filter((n) => n.startsWith('.v-'));
   assert.is(dirs.length, 2, 'the current and the previous version are kept');
-  const unchanged = await r.render(await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.3:80') }));
+  const unchanged = await r.render(
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.3:80') }),
+  );
   assert.is(unchanged.written, 0);
 });
 
@@ -150,23 +190,34 @@ test('secret files are owner-only; group and resource names cannot escape the ou
   assert.ok(ds.some((d) => d.code === 'FXDS_SCHEMA' && d.path === 'name'));
 });
 
-
 test('one name rule: a node group named "a..b" is refused at validation, not by the renderer later', async () => {
   const ds = await diagnosticsOf({ ...BASE, 'groups.yaml': 'kind: NodeGroup\nname: a..b\nmatch: { cluster: x }\n' });
-  assert.ok(ds.some((d) => d.code === 'FXDS_SCHEMA' && d.path === 'name' && /no "\.\."/.test(d.message)), JSON.stringify(ds));
+  assert.ok(
+    ds.some((d) => d.code === 'FXDS_SCHEMA' && d.path === 'name' && /no "\.\."/.test(d.message)),
+    JSON.stringify(ds),
+  );
 });
 
 test('a group whose files cannot be written does not keep the others stale, and shows on the status API', async () => {
   const out = tempDir();
   // A file where the "edge" group's folder should be: that group cannot be rendered.
   writeTree({ edge: 'in the way\n' }, out);
-  const tree = { ...BASE, 'groups.yaml': 'kind: NodeGroup\nname: edge\nmatch: { cluster: edge }\n', 'edge.yaml': BASE['edge.yaml'].replace('port: 8080', 'port: 8080\ngroups: [default, edge]') };
+  const tree = {
+    ...BASE,
+    'groups.yaml': 'kind: NodeGroup\nname: edge\nmatch: { cluster: edge }\n',
+    'edge.yaml': BASE['edge.yaml'].replace('port: 8080', 'port: 8080\ngroups: [default, edge]'),
+  };
   const app = await startServer(writeTree(tree), { files: { dir: out } });
   try {
     await app.filesIdle();
     assert.ok(existsSync(join(out, 'default', 'cds.json')), 'the other group was rendered');
-    const status = (await (await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/status`)).json()) as { fileFailures: { group: string; error: string }[] };
-    assert.equal(status.fileFailures.map((f) => f.group), ['edge']);
+    const status = (await (await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/status`)).json()) as {
+      fileFailures: { group: string; error: string }[];
+    };
+    assert.equal(
+      status.fileFailures.map((f) => f.group),
+      ['edge'],
+    );
     assert.match(status.fileFailures[0].error, /EEXIST|ENOTDIR/);
   } finally {
     await app.close();
@@ -175,7 +226,14 @@ test('a group whose files cannot be written does not keep the others stale, and 
 
 test('temporary files a crash left behind are removed at start; rendered files stay', async () => {
   const out = tempDir();
-  writeTree({ 'default/.cds.json.4242.deadbeef.tmp': 'partial', 'default/eds/.api.json.4242.0badf00d.tmp': 'partial', 'default/keep.txt': 'not ours' }, out);
+  writeTree(
+    {
+      'default/.cds.json.4242.deadbeef.tmp': 'partial',
+      'default/eds/.api.json.4242.0badf00d.tmp': 'partial',
+      'default/keep.txt': 'not ours',
+    },
+    out,
+  );
   const app = await startServer(writeTree(BASE), { files: { dir: out } });
   try {
     await app.filesIdle();

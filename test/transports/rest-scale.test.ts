@@ -13,23 +13,35 @@ import { pollClusters as post } from '../helpers/rest-poll.ts';
 /** Held polls are for proxies that opted into long polling (node metadata, as `fleetxds bootstrap` writes it). */
 const LONG_POLL = { fleetxds: { long_poll_ms: 600_000 } };
 
-
 const N = 10_000;
 test(`${N} held polls are all released by one change`, async () => {
   const dir = writeTree(BASE);
   const settings = join(tempDir(), 'fleetxds.yaml');
-  writeFileSync(settings, `configDir: ${dir}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 60000, requestTimeoutMs: 90000 }\nwatch: { debounceMs: 50, maxWaitMs: 500 }\nlog: { level: info }\n`);
+  writeFileSync(
+    settings,
+    `configDir: ${dir}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 60000, requestTimeoutMs: 90000 }\nwatch: { debounceMs: 50, maxWaitMs: 500 }\nlog: { level: info }\n`,
+  );
   const server = await spawnServer(settings);
   try {
     const first = await post(server.restPort, { node: { id: 'n', cluster: 'c' } });
     const v1 = first.version;
     const polls: ReturnType<typeof post>[] = [];
     for (let i = 0; i < N; i++) {
-      polls.push(post(server.restPort, { node: { id: `node-${i}`, cluster: 'c', metadata: LONG_POLL }, version_info: v1 }));
+      polls.push(
+        post(server.restPort, { node: { id: `node-${i}`, cluster: 'c', metadata: LONG_POLL }, version_info: v1 }),
+      );
       if (i % 500 === 499) await new Promise((r) => setTimeout(r, 50)); // stay under the listen backlog
     }
-    await waitFor('all polls held', async () => (await server.admin('/api/v1/transports')).rest.heldPolls === N, 60_000, 200);
-    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'));
+    await waitFor(
+      'all polls held',
+      async () => (await server.admin('/api/v1/transports')).rest.heldPolls === N,
+      60_000,
+      200,
+    );
+    writeFileSync(
+      join(dir, 'services.yaml'),
+      BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'),
+    );
     const results = await Promise.all(polls);
     const byStatus: Record<number, number> = {};
     const versions = new Set<string>();

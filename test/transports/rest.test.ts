@@ -10,7 +10,12 @@ import { BASE, writeTree } from '../helpers/tree.ts';
 
 const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const EDS = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
-const NODE = { id: 'rest-1', cluster: 'c', user_agent_name: 'envoy', extensions: [{ name: 'envoy.filters.http.router', category: 'envoy.filters.http' }] };
+const NODE = {
+  id: 'rest-1',
+  cluster: 'c',
+  user_agent_name: 'envoy',
+  extensions: [{ name: 'envoy.filters.http.router', category: 'envoy.filters.http' }],
+};
 const HOLD_MS = 600;
 /** A proxy that opted into long polling (as `fleetxds bootstrap --mode rest` writes it). */
 const LONG_POLLER = { ...NODE, metadata: { fleetxds: { long_poll_ms: 60_000 } } };
@@ -18,7 +23,11 @@ const LONG_POLLER = { ...NODE, metadata: { fleetxds: { long_poll_ms: 60_000 } } 
 let dir: string;
 let app: RunningApp;
 
-async function poll(type: string, body: unknown, init: RequestInit = {}): Promise<{ status: number; json?: any; text: string; ms: number }> {
+async function poll(
+  type: string,
+  body: unknown,
+  init: RequestInit = {},
+): Promise<{ status: number; json?: any; text: string; ms: number }> {
   const started = Date.now();
   const res = await fetch(`http://127.0.0.1:${app.restPort}/v3/discovery:${type}`, {
     method: 'POST',
@@ -54,7 +63,10 @@ test('first poll (no version_info) gets 200 with the full state; resources carry
   assert.is(r.status, 200);
   assert.ok(r.json.version_info);
   assert.is(r.json.type_url, CDS);
-  assert.equal(r.json.resources.map((x: any) => x.name), ['api', 'web']);
+  assert.equal(
+    r.json.resources.map((x: any) => x.name),
+    ['api', 'web'],
+  );
   for (const res of r.json.resources) assert.is(res['@type'], CDS);
   assert.equal(encodeJson('envoy.service.discovery.v3.DiscoveryResponse', r.json).issues, []);
   // A REST proxy cannot use ADS: references point at the REST cluster.
@@ -66,9 +78,15 @@ test('first poll (no version_info) gets 200 with the full state; resources carry
 test('endpoints/routes polls get exactly the named resource', async () => {
   const r = await poll('endpoints', { node: NODE, resource_names: ['web'] });
   assert.is(r.status, 200);
-  assert.equal(r.json.resources.map((x: any) => x.cluster_name), ['web']);
+  assert.equal(
+    r.json.resources.map((x: any) => x.cluster_name),
+    ['web'],
+  );
   const routes = await poll('routes', { node: NODE, resource_names: ['edge'] });
-  assert.equal(routes.json.resources.map((x: any) => x.name), ['edge']);
+  assert.equal(
+    routes.json.resources.map((x: any) => x.name),
+    ['edge'],
+  );
   assert.is(routes.json.resources[0].virtual_hosts[0].name, 'site');
   const missing = await poll('routes', { node: NODE, resource_names: ['nope'] });
   assert.is(missing.status, 200);
@@ -105,10 +123,18 @@ test('each EDS subscription has its own version: polls of two clusters infer no 
   await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
   assert.equal(app.store.listNacks(), []);
   const status = app.registry.polling().find((s) => s.nodeId === NODE.id)!;
-  assert.is(status.types[EDS].ackedVersion, app.cache.current!.groups.get('default')!.types.endpoint.version, 'the type is ACKed once every subscription is');
+  assert.is(
+    status.types[EDS].ackedVersion,
+    app.cache.current!.groups.get('default')!.types.endpoint.version,
+    'the type is ACKed once every subscription is',
+  );
   // A change to web's endpoints, which the proxy then keeps reporting its old version for: rejected.
   await apply({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') });
-  const unchanged = await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
+  const unchanged = await poll('endpoints', {
+    node: NODE,
+    resource_names: ['api'],
+    version_info: api.json.version_info,
+  });
   assert.is(unchanged.status, 304, 'api did not change');
   const changed = await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
   assert.is(changed.status, 200);
@@ -135,7 +161,7 @@ test('a proxy that starts again (no version after having accepted one) is a new 
   const again = await poll('clusters', { node: NODE });
   assert.is(again.status, 200);
   assert.is(app.store.listNacks().length, 1, 'no NACK for the restart');
-  assert.is(app.registry.polling()[0].types[CDS].lastNack, undefined, 'the earlier run\'s NACK is history, not status');
+  assert.is(app.registry.polling()[0].types[CDS].lastNack, undefined, "the earlier run's NACK is history, not status");
 });
 
 test('a stale version is answered at once with 200', async () => {
@@ -155,12 +181,18 @@ test('a config change releases a held poll at once with the new version', async 
   await apply({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') });
   await new Promise((r) => setTimeout(r, 100));
   assert.is(app.rest!.heldCount(), 1);
-  await apply({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80').replace('10.0.0.2:8080', '10.0.0.3:8080') });
+  await apply({
+    'services.yaml': BASE['services.yaml']
+      .replace('10.0.1.1:80', '10.0.1.2:80')
+      .replace('10.0.0.2:8080', '10.0.0.3:8080'),
+  });
   const r = await held;
   assert.is(r.status, 200);
   assert.ok(r.ms < 2_000, `released after ${r.ms} ms`);
   assert.is.not(r.json.version_info, first.json.version_info);
-  const addrs = r.json.resources[0].endpoints[0].lb_endpoints.map((e: any) => e.endpoint.address.socket_address.address);
+  const addrs = r.json.resources[0].endpoints[0].lb_endpoints.map(
+    (e: any) => e.endpoint.address.socket_address.address,
+  );
   assert.equal(addrs, ['10.0.0.1', '10.0.0.3']);
 });
 

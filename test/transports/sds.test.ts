@@ -15,7 +15,10 @@ import { BASE, diagnosticsOf, tempDir, writeTree } from '../helpers/tree.ts';
 function tree(certDir: string): Record<string, string> {
   return {
     ...BASE,
-    'services.yaml': BASE['services.yaml'].replace('name: api\nprotocol: http2\n', 'name: api\nprotocol: http2\ntls: { sni: api.internal, caSecret: upstream-ca, clientSecret: client-cert }\n'),
+    'services.yaml': BASE['services.yaml'].replace(
+      'name: api\nprotocol: http2\n',
+      'name: api\nprotocol: http2\ntls: { sni: api.internal, caSecret: upstream-ca, clientSecret: client-cert }\n',
+    ),
     'edge.yaml': BASE['edge.yaml'].replace('port: 8080\n', 'port: 8443\ntls: { secret: edge-cert }\n'),
     'secrets.yaml': [
       `kind: Secret\nname: edge-cert\ncertificateFile: ${certDir}/edge.crt\nprivateKeyFile: ${certDir}/edge.key\n`,
@@ -29,7 +32,12 @@ function inlineCert(res: Json): string {
   return Buffer.from(res.tls_certificate.certificate_chain.inline_bytes, 'base64').toString();
 }
 
-const ack = (r: Json, extra: Json = {}) => ({ type_url: r.type_url, version_info: r.version_info, response_nonce: r.nonce, ...extra });
+const ack = (r: Json, extra: Json = {}) => ({
+  type_url: r.type_url,
+  version_info: r.version_info,
+  response_nonce: r.nonce,
+  ...extra,
+});
 
 let certDir: string;
 let edge: CertFiles, client: CertFiles, ca: CertFiles;
@@ -54,7 +62,9 @@ test('listeners and clusters reference secrets over SDS; the secrets are served 
   s.send({ node: { id: 'e1', cluster: 'x' }, type_url: T.listener });
   const lds = await s.next();
   const tls = lds.resources[0].filter_chains[0].transport_socket.typed_config;
-  assert.equal(tls.common_tls_context.tls_certificate_sds_secret_configs, [{ name: 'edge-cert', sds_config: { ads: {}, resource_api_version: 'V3' } }]);
+  assert.equal(tls.common_tls_context.tls_certificate_sds_secret_configs, [
+    { name: 'edge-cert', sds_config: { ads: {}, resource_api_version: 'V3' } },
+  ]);
   s.send({ type_url: T.cluster });
   const cds = await s.next();
   const up = cds.resources.find((r: Json) => r.name === 'api').transport_socket.typed_config.common_tls_context;
@@ -64,7 +74,13 @@ test('listeners and clusters reference secrets over SDS; the secrets are served 
   const sds = await s.next();
   assert.equal(names(sds), ['client-cert', 'edge-cert', 'upstream-ca']);
   assert.is(inlineCert(sds.resources.find((r: Json) => r.name === 'edge-cert')), edge.certPem);
-  assert.is(Buffer.from(sds.resources.find((r: Json) => r.name === 'upstream-ca').validation_context.trusted_ca.inline_bytes, 'base64').toString(), ca.certPem);
+  assert.is(
+    Buffer.from(
+      sds.resources.find((r: Json) => r.name === 'upstream-ca').validation_context.trusted_ca.inline_bytes,
+      'base64',
+    ).toString(),
+    ca.certPem,
+  );
   s.close();
   c.close();
 });
@@ -98,7 +114,9 @@ test('a renewed certificate gives exactly one new SDS response per subscribed no
   s.send(ack(r, { resource_names: ['edge-cert'] }));
   assert.ok(await s.quiet(600), 'no other response (no LDS/CDS version)');
   assert.ok(await other.quiet(100), 'a node not using the secret gets nothing');
-  const fp = (await (await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/secrets`)).json()).secrets.find((x: Json) => x.name === 'edge-cert');
+  const fp = (await (await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/secrets`)).json()).secrets.find(
+    (x: Json) => x.name === 'edge-cert',
+  );
   assert.match(fp.subject, /edge-renewed/);
   s.close();
   other.close();
@@ -135,7 +153,14 @@ test('the private key never appears in logs, status output, history or the datab
   await s.next();
   s.send({ type_url: T.secret, version_info: 'x', response_nonce: 'nope', resource_names: ['edge-cert'] });
   const outputs: string[] = [...logs];
-  for (const path of ['/api/v1/config', '/api/v1/secrets', '/api/v1/nodes', '/api/v1/versions', '/api/v1/groups/default/resources/secret', '/api/v1/nacks']) {
+  for (const path of [
+    '/api/v1/config',
+    '/api/v1/secrets',
+    '/api/v1/nodes',
+    '/api/v1/versions',
+    '/api/v1/groups/default/resources/secret',
+    '/api/v1/nacks',
+  ]) {
     outputs.push(await (await fetch(`http://127.0.0.1:${app.adminPort}${path}`)).text());
   }
   const redacted = JSON.parse(outputs[outputs.length - 2]);
@@ -147,7 +172,10 @@ test('the private key never appears in logs, status output, history or the datab
     for (const line of pemBody(k.keyPem)) {
       for (const o of outputs) assert.not.ok(o.includes(line), 'private key in status/log output');
       assert.not.ok(dbBytes.includes(line), 'private key in the database');
-      assert.not.ok(dbBytes.includes(Buffer.from(k.keyPem).toString('base64').slice(0, 40)), 'private key (base64) in the database');
+      assert.not.ok(
+        dbBytes.includes(Buffer.from(k.keyPem).toString('base64').slice(0, 40)),
+        'private key (base64) in the database',
+      );
     }
   }
   s.close();
@@ -158,8 +186,12 @@ test('several certificates on one port, chosen by SNI: one filter chain each, ev
   await app.close();
   const other = makeCert(certDir, 'other', { cn: 'other.example' });
   const files = tree(certDir);
-  files['secrets.yaml'] += `---\nkind: Secret\nname: other-cert\ncertificateFile: ${other.cert}\nprivateKeyFile: ${other.key}\n`;
-  files['edge.yaml'] = files['edge.yaml'].replace('tls: { secret: edge-cert }', 'tls: { secret: edge-cert, sni: [{ serverNames: [other.example, "*.other.example"], secret: other-cert }] }');
+  files['secrets.yaml'] +=
+    `---\nkind: Secret\nname: other-cert\ncertificateFile: ${other.cert}\nprivateKeyFile: ${other.key}\n`;
+  files['edge.yaml'] = files['edge.yaml'].replace(
+    'tls: { secret: edge-cert }',
+    'tls: { secret: edge-cert, sni: [{ serverNames: [other.example, "*.other.example"], secret: other-cert }] }',
+  );
   app = await startServer(writeTree(files));
   const c = connect(app.grpcPort);
   const s = c.open();
@@ -167,24 +199,51 @@ test('several certificates on one port, chosen by SNI: one filter chain each, ev
   const lds = await s.next();
   const l = lds.resources[0];
   assert.is(l.listener_filters[0].name, 'envoy.filters.listener.tls_inspector');
-  assert.equal(l.filter_chains.map((fc: Json) => fc.filter_chain_match?.server_names ?? 'default'), [['other.example', '*.other.example'], 'default']);
-  assert.equal(l.filter_chains.map((fc: Json) => fc.transport_socket.typed_config.common_tls_context.tls_certificate_sds_secret_configs[0].name), ['other-cert', 'edge-cert']);
+  assert.equal(
+    l.filter_chains.map((fc: Json) => fc.filter_chain_match?.server_names ?? 'default'),
+    [['other.example', '*.other.example'], 'default'],
+  );
+  assert.equal(
+    l.filter_chains.map(
+      (fc: Json) => fc.transport_socket.typed_config.common_tls_context.tls_certificate_sds_secret_configs[0].name,
+    ),
+    ['other-cert', 'edge-cert'],
+  );
   s.send({ type_url: T.secret, resource_names: ['edge-cert', 'other-cert'] });
   const sds = await s.next();
   assert.equal(names(sds), ['edge-cert', 'other-cert']);
   assert.is(inlineCert(sds.resources[1]), other.certPem);
   s.close();
   c.close();
-  const clash = await diagnosticsOf({ ...files, 'edge.yaml': files['edge.yaml'].replace('sni: [{ serverNames: [other.example, "*.other.example"], secret: other-cert }]', 'sni: [{ serverNames: [a.example], secret: other-cert }, { serverNames: [A.example], secret: client-cert }]') });
-  assert.ok(clash.some((d) => d.code === 'FXDS_CONFLICT' && /server name "A.example" is also in tls.sni\[0\]/.test(d.message)));
+  const clash = await diagnosticsOf({
+    ...files,
+    'edge.yaml': files['edge.yaml'].replace(
+      'sni: [{ serverNames: [other.example, "*.other.example"], secret: other-cert }]',
+      'sni: [{ serverNames: [a.example], secret: other-cert }, { serverNames: [A.example], secret: client-cert }]',
+    ),
+  });
+  assert.ok(
+    clash.some((d) => d.code === 'FXDS_CONFLICT' && /server name "A.example" is also in tls.sni\[0\]/.test(d.message)),
+  );
 });
 
 test('validation: mismatched key, expired and soon-expiring certificates, unreadable files, loose permissions', async () => {
   const dir = tempDir();
   const a = makeCert(dir, 'a');
   const b = makeCert(dir, 'b');
-  const mismatched = await diagnosticsOf({ ...BASE, 's.yaml': `kind: Secret\nname: s\ncertificateFile: ${a.cert}\nprivateKeyFile: ${b.key}\n` });
-  assert.ok(mismatched.some((d) => d.severity === 'error' && d.message === 'the private key does not match the certificate' && d.subject === 'Secret/s' && d.location?.file === 's.yaml'));
+  const mismatched = await diagnosticsOf({
+    ...BASE,
+    's.yaml': `kind: Secret\nname: s\ncertificateFile: ${a.cert}\nprivateKeyFile: ${b.key}\n`,
+  });
+  assert.ok(
+    mismatched.some(
+      (d) =>
+        d.severity === 'error' &&
+        d.message === 'the private key does not match the certificate' &&
+        d.subject === 'Secret/s' &&
+        d.location?.file === 's.yaml',
+    ),
+  );
   const doc = { kind: 'Secret' as const, name: 's', certificateFile: a.cert, privateKeyFile: a.key };
   const expired = await loadSecret(doc, dir, undefined, new Date(Date.now() + 400 * 86_400_000));
   assert.ok(expired.diagnostics.some((d) => d.severity === 'error' && /expired on/.test(d.message)));
@@ -192,8 +251,16 @@ test('validation: mismatched key, expired and soon-expiring certificates, unread
   const soon = await loadSecret(doc, dir, undefined, new Date(Date.now() + 360 * 86_400_000));
   assert.ok(soon.diagnostics.some((d) => d.severity === 'warning' && /expires on/.test(d.message)));
   assert.ok(soon.material);
-  const missing = await diagnosticsOf({ ...BASE, 's.yaml': `kind: Secret\nname: s\ncertificateFile: ${dir}/nope.crt\nprivateKeyFile: ${a.key}\n` });
-  assert.ok(missing.some((d) => d.severity === 'error' && /cannot read .*nope\.crt: ENOENT/.test(d.message) && d.path === 'certificateFile'));
+  const missing = await diagnosticsOf({
+    ...BASE,
+    's.yaml': `kind: Secret\nname: s\ncertificateFile: ${dir}/nope.crt\nprivateKeyFile: ${a.key}\n`,
+  });
+  assert.ok(
+    missing.some(
+      (d) =>
+        d.severity === 'error' && /cannot read .*nope\.crt: ENOENT/.test(d.message) && d.path === 'certificateFile',
+    ),
+  );
   chmodSync(a.key, 0o644);
   const loose = await loadSecret(doc, dir, undefined);
   assert.ok(loose.diagnostics.some((d) => d.severity === 'warning' && /accessible to group or others/.test(d.message)));
@@ -201,7 +268,8 @@ test('validation: mismatched key, expired and soon-expiring certificates, unread
   const junk = await loadSecret({ kind: 'Secret', name: 'j', caFile: join(dir, 'junk.crt') }, dir, undefined);
   assert.ok(junk.diagnostics.some((d) => /CA bundle does not parse/.test(d.message)));
   // Messages about secrets never carry the material.
-  for (const d of [...mismatched, ...expired.diagnostics, ...soon.diagnostics]) for (const line of pemBody(b.keyPem).concat(pemBody(a.keyPem))) assert.not.ok(d.message.includes(line));
+  for (const d of [...mismatched, ...expired.diagnostics, ...soon.diagnostics])
+    for (const line of pemBody(b.keyPem).concat(pemBody(a.keyPem))) assert.not.ok(d.message.includes(line));
 });
 
 test('secret files written for file-subscribed Envoys are owner-only', async () => {

@@ -69,7 +69,12 @@ test('a NACK is recorded with its error text and the same version is not pushed 
   const s = client.open();
   s.send({ node: { ...NODE, id: 'nacker' }, type_url: T.cluster });
   const cds = await s.next();
-  s.send({ type_url: T.cluster, version_info: '', response_nonce: cds.nonce, error_detail: { code: 13, message: 'cluster api: rejected by test' } });
+  s.send({
+    type_url: T.cluster,
+    version_info: '',
+    response_nonce: cds.nonce,
+    error_detail: { code: 13, message: 'cluster api: rejected by test' },
+  });
   assert.ok(await s.quiet(400), 'a NACK must not trigger a resend of the same content');
   const status = app.registry.byNodeId('nacker')[0].types[T.cluster];
   assert.is(status.lastNack!.message, 'cluster api: rejected by test');
@@ -80,7 +85,11 @@ test('a NACK is recorded with its error text and the same version is not pushed 
   assert.is(stored[0].message, 'cluster api: rejected by test');
   assert.is(stored[0].typeUrl, T.cluster);
   // The last good version keeps being served; a new config version is pushed.
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('10.0.0.2:8080', '10.0.0.3:8080').replace('protocol: http2', 'protocol: http1') });
+  await setTree({
+    'services.yaml': BASE['services.yaml']
+      .replace('10.0.0.2:8080', '10.0.0.3:8080')
+      .replace('protocol: http2', 'protocol: http1'),
+  });
   const next = await s.next();
   assert.is(next.type_url, T.cluster);
   assert.is.not(next.version_info, cds.version_info);
@@ -95,10 +104,20 @@ test('a request with a stale nonce is ignored', async () => {
   const second = await s.next();
   assert.is.not(second.nonce, first.nonce);
   // A request carrying the older nonce (and a new name) is stale: nothing is sent for it.
-  s.send({ type_url: T.endpoint, version_info: first.version_info, response_nonce: first.nonce, resource_names: ['api', 'web'] });
+  s.send({
+    type_url: T.endpoint,
+    version_info: first.version_info,
+    response_nonce: first.nonce,
+    resource_names: ['api', 'web'],
+  });
   assert.ok(await s.quiet(400), 'stale request answered');
   // The same change with the current nonce is honoured.
-  s.send({ type_url: T.endpoint, version_info: second.version_info, response_nonce: second.nonce, resource_names: ['api', 'web'] });
+  s.send({
+    type_url: T.endpoint,
+    version_info: second.version_info,
+    response_nonce: second.nonce,
+    resource_names: ['api', 'web'],
+  });
   const third = await s.next();
   assert.equal(names(third), ['web'], 'the newly subscribed name (api is unchanged: EDS is not full-state)');
   s.close();
@@ -142,7 +161,11 @@ test('EDS over SotW carries only what changed ("delta over SotW"), LDS/CDS alway
   s.send({ type_url: T.cluster });
   const c1 = await s.next();
   s.send(ack(c1));
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80').replace('name: web\n', 'name: web\nconnectTimeout: 3s\n') });
+  await setTree({
+    'services.yaml': BASE['services.yaml']
+      .replace('10.0.1.1:80', '10.0.1.2:80')
+      .replace('name: web\n', 'name: web\nconnectTimeout: 3s\n'),
+  });
   const c2 = await s.next();
   assert.is(c2.type_url, T.cluster);
   assert.equal(names(c2), ['api', 'web'], 'CDS is full state');
@@ -161,7 +184,11 @@ test('wildcard rules: explicit "*", then names only, then an empty list means no
   assert.equal(names(r2), ['web'], 'wildcard dropped, explicit name kept');
   s.send(ack(r2, { resource_names: [] }));
   assert.ok(await s.quiet(300), 'empty list after names: unsubscribed');
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80').replace('name: web\n', 'name: web\nconnectTimeout: 3s\n') });
+  await setTree({
+    'services.yaml': BASE['services.yaml']
+      .replace('10.0.1.1:80', '10.0.1.2:80')
+      .replace('name: web\n', 'name: web\nconnectTimeout: 3s\n'),
+  });
   assert.ok(await s.quiet(300), 'nothing pushed to an unsubscribed type');
   s.close();
 });
@@ -201,13 +228,30 @@ test('pushes are ordered CDS, EDS, LDS, RDS', async () => {
   s.send({ type_url: T.cluster });
   const initial: Json[] = [];
   for (let i = 0; i < 4; i++) initial.push(await s.next());
-  for (const r of initial) s.send(ack(r, r.type_url === T.endpoint ? { resource_names: ['api', 'web', 'new'] } : r.type_url === T.route ? { resource_names: ['edge'] } : {}));
+  for (const r of initial)
+    s.send(
+      ack(
+        r,
+        r.type_url === T.endpoint
+          ? { resource_names: ['api', 'web', 'new'] }
+          : r.type_url === T.route
+            ? { resource_names: ['edge'] }
+            : {},
+      ),
+    );
   assert.ok(await s.quiet(200));
   await setTree({
     'new.yaml': 'kind: Service\nname: new\nendpoints: [{ address: 10.7.7.7:80 }]\n',
-    'edge.yaml': BASE['edge.yaml'].replace('  - to: web', '  - match: { prefix: /new }\n    to: new\n  - to: web').replace('port: 8080', 'port: 8081'),
+    'edge.yaml': BASE['edge.yaml']
+      .replace('  - to: web', '  - match: { prefix: /new }\n    to: new\n  - to: web')
+      .replace('port: 8080', 'port: 8081'),
   });
-  const order = [(await s.next()).type_url, (await s.next()).type_url, (await s.next()).type_url, (await s.next()).type_url];
+  const order = [
+    (await s.next()).type_url,
+    (await s.next()).type_url,
+    (await s.next()).type_url,
+    (await s.next()).type_url,
+  ];
   assert.equal(order, [T.cluster, T.endpoint, T.listener, T.route]);
   s.close();
 });
@@ -220,7 +264,16 @@ test('a removed cluster is dropped only after listeners and routes stopped using
   s.send({ type_url: T.route, resource_names: ['edge'] });
   for (let i = 0; i < 4; i++) {
     const r = await s.next();
-    s.send(ack(r, r.type_url === T.endpoint ? { resource_names: ['api', 'web', 'fresh'] } : r.type_url === T.route ? { resource_names: ['edge'] } : {}));
+    s.send(
+      ack(
+        r,
+        r.type_url === T.endpoint
+          ? { resource_names: ['api', 'web', 'fresh'] }
+          : r.type_url === T.route
+            ? { resource_names: ['edge'] }
+            : {},
+      ),
+    );
   }
   await s.quiet(200);
   await setTree({
@@ -232,11 +285,16 @@ test('a removed cluster is dropped only after listeners and routes stopped using
     const r = await s.next();
     seq.push(`${r.type_url.split('.').pop()}:${names(r).join(',')}`);
   }
-  assert.equal(seq, ['Cluster:api,fresh,web', 'ClusterLoadAssignment:fresh', 'RouteConfiguration:edge', 'Cluster:api,fresh']);
+  assert.equal(seq, [
+    'Cluster:api,fresh,web',
+    'ClusterLoadAssignment:fresh',
+    'RouteConfiguration:edge',
+    'Cluster:api,fresh',
+  ]);
   s.close();
 });
 
-test('NACK containment: a node connecting while its group\'s newest version stands NACKed gets the last ACKed one', async () => {
+test("NACK containment: a node connecting while its group's newest version stands NACKed gets the last ACKed one", async () => {
   await app.close();
   app = await startServer(dir, { serveLastAckedOnNack: true });
   client.close();
@@ -247,7 +305,12 @@ test('NACK containment: a node connecting while its group\'s newest version stan
   a.send(ack(v1));
   await setTree({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 6s\n') });
   const v2 = await a.next();
-  a.send({ type_url: T.cluster, response_nonce: v2.nonce, version_info: v1.version_info, error_detail: { code: 13, message: 'bad' } });
+  a.send({
+    type_url: T.cluster,
+    response_nonce: v2.nonce,
+    version_info: v1.version_info,
+    error_detail: { code: 13, message: 'bad' },
+  });
   await a.quiet(200);
   const b = client.open();
   b.send({ node: { id: 'b', cluster: 'x' }, type_url: T.cluster });
@@ -353,7 +416,10 @@ test('an invalid tree is never served: the last good version stays', async () =>
   s.send({ node: NODE, type_url: T.cluster });
   const cds = await s.next();
   s.send(ack(cds));
-  writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'] + '---\nkind: Service\nname: broken\nendpoints: oops\n');
+  writeFileSync(
+    join(dir, 'services.yaml'),
+    BASE['services.yaml'] + '---\nkind: Service\nname: broken\nendpoints: oops\n',
+  );
   const out = (await app.reload()) as { status: string };
   assert.is(out.status, 'rejected');
   assert.ok(await s.quiet(300));

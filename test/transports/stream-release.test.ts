@@ -12,7 +12,10 @@ import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
 function grpcFrame(id: string): Buffer {
-  const { bytes } = encodeJson('envoy.service.discovery.v3.DiscoveryRequest', { node: { id, cluster: 'c' }, type_url: 'type.googleapis.com/envoy.config.cluster.v3.Cluster' });
+  const { bytes } = encodeJson('envoy.service.discovery.v3.DiscoveryRequest', {
+    node: { id, cluster: 'c' },
+    type_url: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  });
   const b = Buffer.alloc(5 + bytes.length);
   b.writeUInt32BE(bytes.length, 1);
   Buffer.from(bytes).copy(b, 5);
@@ -27,7 +30,12 @@ test('streams reset right after their first request are unregistered while the c
     let opened = 0;
     for (const when of ['now', 'tick', 'later'] as const) {
       for (let i = 0; i < 50; i++) {
-        const req = session.request({ ':method': 'POST', ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources', 'content-type': 'application/grpc', te: 'trailers' });
+        const req = session.request({
+          ':method': 'POST',
+          ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
         req.on('error', () => {});
         req.on('data', () => {});
         req.write(grpcFrame(`ghost-${when}-${i}`));
@@ -47,17 +55,27 @@ test('streams reset right after their first request are unregistered while the c
   }
 });
 
-
 test('a client that never reads is ended (RESOURCE_EXHAUSTED) once its unread responses pass the bound', async () => {
-  const services = Array.from({ length: 300 }, (_, i) => `kind: Service\nname: s${i}\nendpoints: [{ address: 10.1.${i % 250}.1:80 }]\n`).join('---\n');
+  const services = Array.from(
+    { length: 300 },
+    (_, i) => `kind: Service\nname: s${i}\nendpoints: [{ address: 10.1.${i % 250}.1:80 }]\n`,
+  ).join('---\n');
   const routes = Array.from({ length: 300 }, (_, i) => `  - { match: { prefix: /s${i}/ }, to: s${i} }`).join('\n');
-  const tree = { 'services.yaml': services, 'edge.yaml': `kind: Listener\nname: edge\nport: 8080\nvirtualHosts: [site]\n---\nkind: VirtualHost\nname: site\ndomains: ["*"]\nroutes:\n${routes}\n` };
+  const tree = {
+    'services.yaml': services,
+    'edge.yaml': `kind: Listener\nname: edge\nport: 8080\nvirtualHosts: [site]\n---\nkind: VirtualHost\nname: site\ndomains: ["*"]\nroutes:\n${routes}\n`,
+  };
   const dir = writeTree(tree);
   const app = await startServer(dir, { maxUnreadBytes: 256 * 1024 });
   const session = http2.connect(`http://127.0.0.1:${app.grpcPort}`);
   session.on('error', () => {}); // the server going away at the end of the test
   try {
-    const req = session.request({ ':method': 'POST', ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources', 'content-type': 'application/grpc', te: 'trailers' });
+    const req = session.request({
+      ':method': 'POST',
+      ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
     req.on('error', () => {});
     let status: string | undefined;
     req.on('trailers', (t) => (status = String(t['grpc-status'])));
@@ -65,7 +83,10 @@ test('a client that never reads is ended (RESOURCE_EXHAUSTED) once its unread re
     await waitFor('registered', () => app.registry.connected().length === 1);
     // Each change to every cluster's timeout is a full CDS push of ~30 KB to this stream.
     for (let k = 1; k <= 20 && app.registry.connected().length; k++) {
-      writeTree({ 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) }, dir);
+      writeTree(
+        { 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) },
+        dir,
+      );
       await app.reload();
     }
     await waitFor('the non-reading stream ended', () => app.registry.connected().length === 0, 5000);

@@ -27,7 +27,12 @@ test('well-known types round-trip through the binary encoding', () => {
 });
 
 test('unknown fields are reported, never dropped silently', () => {
-  const { issues } = encodeJson(CLUSTER, { name: 'c', connect_timeout: '1s', conect_timeout: '1s', eds_cluster_config: { eds_config: { adss: {} } } });
+  const { issues } = encodeJson(CLUSTER, {
+    name: 'c',
+    connect_timeout: '1s',
+    conect_timeout: '1s',
+    eds_cluster_config: { eds_config: { adss: {} } },
+  });
   const unknown = issues.filter((i) => /unknown field/.test(i.message));
   assert.equal(unknown.map((i) => i.path).sort(), ['conect_timeout', 'eds_cluster_config.eds_config.adss']);
   // and the config source left with no member set is reported too
@@ -58,7 +63,11 @@ test('type errors, enum names, oneofs and Any types are checked', () => {
 });
 
 test('protoc-gen-validate rules: required fields, string length, numeric and duration bounds', () => {
-  const { issues } = encodeJson('envoy.config.core.v3.HealthCheck', { interval: '0s', unhealthy_threshold: 1, http_health_check: { path: '' } });
+  const { issues } = encodeJson('envoy.config.core.v3.HealthCheck', {
+    interval: '0s',
+    unhealthy_threshold: 1,
+    http_health_check: { path: '' },
+  });
   const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
   assert.is(byPath['timeout'], 'is required');
   assert.match(byPath['interval'], /longer than 0s/);
@@ -70,7 +79,10 @@ test('oneof members are only validated when set', () => {
   const { issues } = encodeJson('envoy.config.route.v3.RouteMatch', { prefix: '/' });
   assert.equal(issues, []);
   const none = encodeJson('envoy.config.route.v3.RouteMatch', {});
-  assert.ok(none.issues.some((i) => /one of prefix, path, safe_regex/.test(i.message)), JSON.stringify(none.issues));
+  assert.ok(
+    none.issues.some((i) => /one of prefix, path, safe_regex/.test(i.message)),
+    JSON.stringify(none.issues),
+  );
 });
 
 test('64-bit integers and out-of-range 32-bit values', () => {

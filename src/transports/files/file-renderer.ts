@@ -68,7 +68,11 @@ export class FileRenderer {
 
   /** Path of a group's file for (kind, name) as Envoy sees it. */
   envoyPath(group: string, kind: ResourceKind, name?: string): string {
-    const base = join(this.opts.envoyDir ?? this.opts.dir, groupDirName(group), this.opts.layout === 'watched_directory' ? 'current' : '');
+    const base = join(
+      this.opts.envoyDir ?? this.opts.dir,
+      groupDirName(group),
+      this.opts.layout === 'watched_directory' ? 'current' : '',
+    );
     return join(base, this.relPath(kind, name));
   }
 
@@ -100,17 +104,39 @@ export class FileRenderer {
     const files: PlannedFile[] = [];
     const sourceFor = this.configSource(group);
     const doc = (kind: ResourceKind, version: string, resources: Record<string, unknown>[]) =>
-      this.serialize({ version_info: version, type_url: TypeUrls[kind], resources: resources.map((r) => ({ '@type': TypeUrls[kind], ...retargetConfigSources(r, sourceFor) })) });
+      this.serialize({
+        version_info: version,
+        type_url: TypeUrls[kind],
+        resources: resources.map((r) => ({ '@type': TypeUrls[kind], ...retargetConfigSources(r, sourceFor) })),
+      });
     for (const kind of ['cluster', 'listener'] as const) {
       const t = snap.types[kind];
-      files.push({ rel: this.relPath(kind), content: doc(kind, t.version, t.wildcard.map((r) => r.json)), mode: 0o640, phase: kind === 'cluster' ? 2 : 5 });
+      files.push({
+        rel: this.relPath(kind),
+        content: doc(
+          kind,
+          t.version,
+          t.wildcard.map((r) => r.json),
+        ),
+        mode: 0o640,
+        phase: kind === 'cluster' ? 2 : 5,
+      });
     }
-    const phases: Record<'endpoint' | 'route' | 'secret', [number, number]> = { secret: [0, 0], endpoint: [1, 3], route: [4, 6] };
+    const phases: Record<'endpoint' | 'route' | 'secret', [number, number]> = {
+      secret: [0, 0],
+      endpoint: [1, 3],
+      route: [4, 6],
+    };
     for (const kind of ['secret', 'endpoint', 'route'] as const) {
       for (const r of snap.types[kind].resources.values()) {
         const rel = this.relPath(kind, r.name);
         const [isNew, existing] = phases[kind];
-        files.push({ rel, content: doc(kind, r.version, [r.json]), mode: kind === 'secret' ? 0o600 : 0o640, phase: previous.has(rel) ? existing : isNew });
+        files.push({
+          rel,
+          content: doc(kind, r.version, [r.json]),
+          mode: kind === 'secret' ? 0o600 : 0o640,
+          phase: previous.has(rel) ? existing : isNew,
+        });
       }
     }
     return files.sort((a, b) => a.phase - b.phase || (a.rel < b.rel ? -1 : 1));
@@ -130,8 +156,15 @@ export class FileRenderer {
         else await this.renderInPlace(group, snap, stats);
         this.failures.delete(group);
       } catch (err) {
-        this.failures.set(group, { error: (err as Error).message, versionId: cfg.versionId, at: new Date().toISOString() });
-        this.opts.log?.error({ group, err }, 'rendering files for a node group failed; its proxies keep the previous files');
+        this.failures.set(group, {
+          error: (err as Error).message,
+          versionId: cfg.versionId,
+          at: new Date().toISOString(),
+        });
+        this.opts.log?.error(
+          { group, err },
+          'rendering files for a node group failed; its proxies keep the previous files',
+        );
       }
     }
     for (const g of this.failures.keys()) if (!cfg.groups.has(g)) this.failures.delete(g);
@@ -159,7 +192,8 @@ export class FileRenderer {
     const gdir = inside(this.opts.dir, groupDirName(group));
     const previous = new Set(await listFiles(gdir));
     const files = this.plan(group, snap, previous);
-    for (const sub of ['eds', 'rds', 'sds']) await mkdir(join(gdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
+    for (const sub of ['eds', 'rds', 'sds'])
+      await mkdir(join(gdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
     for (const f of files) await this.writeIfChanged(inside(gdir, f.rel), f.content, f.mode, stats);
     const keep = new Set(files.map((f) => f.rel));
     for (const rel of previous) {
@@ -203,7 +237,8 @@ export class FileRenderer {
     }
     const vdir = inside(gdir, vname);
     await rm(vdir, { recursive: true, force: true });
-    for (const sub of ['eds', 'rds', 'sds']) await mkdir(join(vdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
+    for (const sub of ['eds', 'rds', 'sds'])
+      await mkdir(join(vdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
     for (const f of files) {
       await writeFileAtomic(inside(vdir, f.rel), f.content, f.mode);
       stats.written++;

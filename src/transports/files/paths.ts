@@ -18,7 +18,8 @@ export function resourceFileName(name: string): string {
   let out = '';
   for (const byte of Buffer.from(name, 'utf8')) {
     const c = String.fromCharCode(byte);
-    out += /[A-Za-z0-9_-]/.test(c) || (c === '.' && out !== '') ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    out +=
+      /[A-Za-z0-9_-]/.test(c) || (c === '.' && out !== '') ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return out || '%';
 }

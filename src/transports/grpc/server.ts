@@ -56,8 +56,18 @@ const PER_TYPE: [string, string, ResourceKind, string][] = [
 ];
 
 const SERVICES: ServiceSpec[] = [
-  { service: 'envoy.service.discovery.v3.AggregatedDiscoveryService', method: 'StreamAggregatedResources', transport: 'grpc-ads', delta: false },
-  { service: 'envoy.service.discovery.v3.AggregatedDiscoveryService', method: 'DeltaAggregatedResources', transport: 'grpc-ads-delta', delta: true },
+  {
+    service: 'envoy.service.discovery.v3.AggregatedDiscoveryService',
+    method: 'StreamAggregatedResources',
+    transport: 'grpc-ads',
+    delta: false,
+  },
+  {
+    service: 'envoy.service.discovery.v3.AggregatedDiscoveryService',
+    method: 'DeltaAggregatedResources',
+    transport: 'grpc-ads-delta',
+    delta: true,
+  },
   ...PER_TYPE.flatMap(([service, noun, kind, short]) => [
     { service, method: `Stream${noun}`, kind, transport: `grpc-${short}`, delta: false },
     { service, method: `Delta${noun}`, kind, transport: `grpc-${short}-delta`, delta: true },
@@ -157,7 +167,11 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
         calls.add(call);
         let unread = 0;
         const prefix = opts.identityPrefix;
-        const peerCert = prefix ? (call as unknown as { getAuthContext?: () => { sslPeerCertificate?: PeerCertificateLike } }).getAuthContext?.()?.sslPeerCertificate : undefined;
+        const peerCert = prefix
+          ? (
+              call as unknown as { getAuthContext?: () => { sslPeerCertificate?: PeerCertificateLike } }
+            ).getAuthContext?.()?.sslPeerCertificate
+          : undefined;
         const streamOpts = {
           authorize: prefix ? (node: NodeIdentity) => checkNodeIdentity(node, peerCert, prefix) : undefined,
           cache: opts.cache,
@@ -176,8 +190,14 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
             // A client that does not read must not make us buffer push after push without bound.
             // (The call is an object-mode stream: its writableLength counts messages, so count bytes here.)
             if (unread + bytes.length > maxUnread) {
-              log.warn({ node: stream.streamStatus?.nodeId, unreadBytes: unread }, 'client is not reading its responses; ending the stream');
-              call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: `more than ${maxUnread} bytes of responses unread; reconnect to get the current state` });
+              log.warn(
+                { node: stream.streamStatus?.nodeId, unreadBytes: unread },
+                'client is not reading its responses; ending the stream',
+              );
+              call.emit('error', {
+                code: grpc.status.RESOURCE_EXHAUSTED,
+                details: `more than ${maxUnread} bytes of responses unread; reconnect to get the current state`,
+              });
               finish();
               return;
             }
@@ -235,14 +255,24 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
 }
 
 /** Server credentials: TLS when configured, with client certificates required when a CA is given. */
-export function grpcCredentials(tls: { certFile: string; keyFile: string; clientCaFile?: string } | undefined): grpc.ServerCredentials {
+export function grpcCredentials(
+  tls: { certFile: string; keyFile: string; clientCaFile?: string } | undefined,
+): grpc.ServerCredentials {
   if (!tls) return grpc.ServerCredentials.createInsecure();
   const ca = tls.clientCaFile ? readFileSync(tls.clientCaFile) : null;
-  return grpc.ServerCredentials.createSsl(ca, [{ cert_chain: readFileSync(tls.certFile), private_key: readFileSync(tls.keyFile) }], Boolean(ca));
+  return grpc.ServerCredentials.createSsl(
+    ca,
+    [{ cert_chain: readFileSync(tls.certFile), private_key: readFileSync(tls.keyFile) }],
+    Boolean(ca),
+  );
 }
 
 /** Binds and resolves the actual port (0 picks a free one). */
-export function bindGrpc(server: grpc.Server, address: string, credentials = grpc.ServerCredentials.createInsecure()): Promise<number> {
+export function bindGrpc(
+  server: grpc.Server,
+  address: string,
+  credentials = grpc.ServerCredentials.createInsecure(),
+): Promise<number> {
   return new Promise((resolve, reject) => {
     server.bindAsync(address, credentials, (err, port) => (err ? reject(err) : resolve(port)));
   });

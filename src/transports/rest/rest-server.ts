@@ -24,7 +24,12 @@ import type { TLSSocket } from 'node:tls';
 import type { TokenAuth } from '../../security/tokens.ts';
 import { checkNodeIdentity } from '../../security/node-identity.ts';
 import { shortHash } from '../../shared/hash.ts';
-import { restVariant, retargetConfigSources, xdsClusterName, type ConfigSourceVariant } from '../../snapshot/config-sources.ts';
+import {
+  restVariant,
+  retargetConfigSources,
+  xdsClusterName,
+  type ConfigSourceVariant,
+} from '../../snapshot/config-sources.ts';
 import { REST_XDS_CLUSTER, longPollMs } from '../../bootstrap/config-source.ts';
 import { SECRETS_REFUSED } from '../stream-base.ts';
 import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
@@ -103,8 +108,14 @@ export function restSelection(t: TypeSnapshot, names: readonly string[], variant
     // Full-state types carry the type version; a named selection gets a version of its own, so a
     // change to some other cluster's endpoints does not wake this poller.
     const version = full ? t.version : shortHash(picked.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
-    const resources = picked.map((r) => ({ '@type': TypeUrls[t.kind], ...retargetConfigSources(r.json, variant.sourceFor) }));
-    sel = { version, body: Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] })) };
+    const resources = picked.map((r) => ({
+      '@type': TypeUrls[t.kind],
+      ...retargetConfigSources(r.json, variant.sourceFor),
+    }));
+    sel = {
+      version,
+      body: Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] })),
+    };
     if (perType.size > 10_000) perType.clear();
     perType.set(`${variant.key}\u0001${key}`, sel);
   }
@@ -138,7 +149,8 @@ function nestedDeeperThan(root: unknown, max: number): boolean {
   while (stack.length) {
     const [v, depth] = stack.pop()!;
     if (depth > max) return true;
-    if (v && typeof v === 'object') for (const child of Object.values(v)) if (child && typeof child === 'object') stack.push([child, depth + 1]);
+    if (v && typeof v === 'object')
+      for (const child of Object.values(v)) if (child && typeof child === 'object') stack.push([child, depth + 1]);
   }
   return false;
 }
@@ -150,22 +162,40 @@ interface PollRequest {
 }
 
 function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('the body must be a JSON DiscoveryRequest object');
-  if (nestedDeeperThan(body, MAX_JSON_DEPTH)) throw new BadRequest(`the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new BadRequest('the body must be a JSON DiscoveryRequest object');
+  if (nestedDeeperThan(body, MAX_JSON_DEPTH))
+    throw new BadRequest(`the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const { issues } = encodeJson(DISCOVERY_REQUEST, body);
-  if (issues.length) throw new BadRequest('invalid DiscoveryRequest: ' + issues.slice(0, 5).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; '));
+  if (issues.length)
+    throw new BadRequest(
+      'invalid DiscoveryRequest: ' +
+        issues
+          .slice(0, 5)
+          .map((i) => `${i.path || '(root)'}: ${i.message}`)
+          .join('; '),
+    );
   const b = body as Record<string, any>;
   const typeUrl = b.type_url ?? b.typeUrl;
-  if (typeUrl && typeUrl !== TypeUrls[kind]) throw new BadRequest(`type_url ${typeUrl} does not match this path (${TypeUrls[kind]})`);
+  if (typeUrl && typeUrl !== TypeUrls[kind])
+    throw new BadRequest(`type_url ${typeUrl} does not match this path (${TypeUrls[kind]})`);
   const node = b.node;
   if (!node?.id) throw new BadRequest('node.id is required');
-  const identity = { id: String(node.id), cluster: String(node.cluster ?? ''), metadata: (node.metadata ?? {}) as Record<string, unknown> };
+  const identity = {
+    id: String(node.id),
+    cluster: String(node.cluster ?? ''),
+    metadata: (node.metadata ?? {}) as Record<string, unknown>,
+  };
   const tooLarge = nodeLimitViolation(identity);
   if (tooLarge) throw new BadRequest(tooLarge);
   return {
     node: {
       ...identity,
-      userAgent: displayUserAgent([node.user_agent_name ?? node.userAgentName, node.user_agent_version ?? node.userAgentVersion].filter(Boolean).join('/')),
+      userAgent: displayUserAgent(
+        [node.user_agent_name ?? node.userAgentName, node.user_agent_version ?? node.userAgentVersion]
+          .filter(Boolean)
+          .join('/'),
+      ),
     },
     names: (b.resource_names ?? b.resourceNames ?? []) as string[],
     version: String(b.version_info ?? b.versionInfo ?? ''),
@@ -182,7 +212,17 @@ export interface RestServer {
 export function createRestServer(opts: RestOptions): RestServer {
   const tls = opts.tls;
   const app = Fastify({
-    ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), ...(tls.clientCaFile ? { ca: readFileSync(tls.clientCaFile), requestCert: true, rejectUnauthorized: true } : {}) } } : {}),
+    ...(tls
+      ? {
+          https: {
+            cert: readFileSync(tls.certFile),
+            key: readFileSync(tls.keyFile),
+            ...(tls.clientCaFile
+              ? { ca: readFileSync(tls.clientCaFile), requestCert: true, rejectUnauthorized: true }
+              : {}),
+          },
+        }
+      : {}),
     // Fastify's own per-request lines only from warn up; fleetxds's lines follow the configured level.
     loggerInstance: opts.log.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
     bodyLimit: opts.bodyLimit,
@@ -199,7 +239,10 @@ export function createRestServer(opts: RestOptions): RestServer {
     let v = variants.get(key);
     if (!v) {
       if (variants.size >= 1024) variants.clear();
-      v = restVariant(clusterName, { refreshDelayMs: opts.refreshDelayMs, requestTimeoutMs: longPoll ? opts.requestTimeoutMs : undefined });
+      v = restVariant(clusterName, {
+        refreshDelayMs: opts.refreshDelayMs,
+        requestTimeoutMs: longPoll ? opts.requestTimeoutMs : undefined,
+      });
       variants.set(key, v);
     }
     return v;
@@ -208,7 +251,13 @@ export function createRestServer(opts: RestOptions): RestServer {
   app.removeContentTypeParser('text/plain');
 
   /** A 200: the subscription now waits for the proxy to report `sel.version`. */
-  const sendSelection = (reply: FastifyReply, status: StreamStatus, sub: SubscriptionState, t: TypeSnapshot, sel: Selection) => {
+  const sendSelection = (
+    reply: FastifyReply,
+    status: StreamStatus,
+    sub: SubscriptionState,
+    t: TypeSnapshot,
+    sel: Selection,
+  ) => {
     sub.sent = sel.version;
     opts.registry.sent(status, TypeUrls[t.kind], t.version, '');
     reply.code(200).type('application/json').send(sel.body);
@@ -234,12 +283,19 @@ export function createRestServer(opts: RestOptions): RestServer {
   const maybeAcked = (status: StreamStatus, state: PollerState, t: TypeSnapshot) => {
     const typeUrl = TypeUrls[t.kind];
     if (status.types[typeUrl]?.ackedVersion === t.version) return;
-    for (const sub of state.subs.values()) if (sub.kind === t.kind && sub.sent !== undefined && sub.acked !== sub.sent) return;
+    for (const sub of state.subs.values())
+      if (sub.kind === t.kind && sub.sent !== undefined && sub.acked !== sub.sent) return;
     opts.registry.acked(status, typeUrl, t.version);
   };
 
   /** Reads what a poll's version says about the subscription's last answer (ACK, inferred NACK, restart). */
-  const observe = (status: StreamStatus, state: PollerState, kind: ResourceKind, key: string, version: string): SubscriptionState => {
+  const observe = (
+    status: StreamStatus,
+    state: PollerState,
+    kind: ResourceKind,
+    key: string,
+    version: string,
+  ): SubscriptionState => {
     let sub = state.subs.get(key);
     if (!sub) {
       if (state.subs.size >= MAX_SUBSCRIPTIONS_PER_NODE) state.subs.delete(state.subs.keys().next().value as string);
@@ -277,16 +333,19 @@ export function createRestServer(opts: RestOptions): RestServer {
 
   // Subscriptions a proxy stopped polling (a removed cluster's EDS), and proxies that went away.
   const staleMs = opts.pollerExpiryMs ?? Math.max(60_000, 2 * (opts.holdMs + 2 * opts.refreshDelayMs));
-  const sweep = setInterval(() => {
-    const before = Date.now() - staleMs;
-    for (const [status, state] of pollers) {
-      for (const [key, sub] of state.subs) if (sub.lastPollAt < before) state.subs.delete(key);
-      if (state.subs.size === 0) {
-        pollers.delete(status);
-        opts.registry.expirePoller(status);
+  const sweep = setInterval(
+    () => {
+      const before = Date.now() - staleMs;
+      for (const [status, state] of pollers) {
+        for (const [key, sub] of state.subs) if (sub.lastPollAt < before) state.subs.delete(key);
+        if (state.subs.size === 0) {
+          pollers.delete(status);
+          opts.registry.expirePoller(status);
+        }
       }
-    }
-  }, Math.min(Math.max(staleMs / 2, 50), 30_000));
+    },
+    Math.min(Math.max(staleMs / 2, 50), 30_000),
+  );
   sweep.unref();
   app.addHook('onClose', async () => clearInterval(sweep));
 
@@ -300,8 +359,14 @@ export function createRestServer(opts: RestOptions): RestServer {
   app.post<{ Params: { call: string } }>('/v3/:call', async (req, reply) => {
     const m = /^discovery:([a-z_-]+)$/.exec(req.params.call);
     const kind = m ? REST_PATHS[m[1]] : undefined;
-    if (!kind) return reply.code(404).send({ error: `no REST discovery at /v3/${req.params.call} (served: ${Object.keys(REST_PATHS).map((t) => `/v3/discovery:${t}`).join(', ')})` });
-    if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization)) return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
+    if (!kind)
+      return reply.code(404).send({
+        error: `no REST discovery at /v3/${req.params.call} (served: ${Object.keys(REST_PATHS)
+          .map((t) => `/v3/discovery:${t}`)
+          .join(', ')})`,
+      });
+    if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization))
+      return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
     if (kind === 'secret' && !opts.secretsAllowed) return reply.code(403).send({ error: SECRETS_REFUSED });
     const { node, names, version } = parseRequest(req.body, kind);
     if (tls?.identityPrefix) {
@@ -311,7 +376,14 @@ export function createRestServer(opts: RestOptions): RestServer {
     }
     const at = current(node);
     if (!at) return reply.code(503).send({ error: 'no configuration applied yet' });
-    const status = opts.registry.poller({ nodeId: node.id, nodeCluster: node.cluster, group: at.group, transport: 'rest', peer: req.ip, userAgent: node.userAgent });
+    const status = opts.registry.poller({
+      nodeId: node.id,
+      nodeCluster: node.cluster,
+      group: at.group,
+      transport: 'rest',
+      peer: req.ip,
+      userAgent: node.userAgent,
+    });
     let state = pollers.get(status);
     if (!state) pollers.set(status, (state = { subs: new Map() }));
     const sub = observe(status, state, kind, `${kind}\u0001${selectionKey(kind, names)}`, version);
@@ -329,7 +401,18 @@ export function createRestServer(opts: RestOptions): RestServer {
     if (holdMs === 0 || held.size >= opts.maxHeld) return reply.code(304).send();
     // Unchanged: hold until a change releases it, or answer 304 before the proxy's request_timeout.
     await new Promise<void>((resolve) => {
-      const h: Held = { node, status, kind, names, variant, version, sub, reply, resolve, timer: setTimeout(() => answer(h), holdMs) };
+      const h: Held = {
+        node,
+        status,
+        kind,
+        names,
+        variant,
+        version,
+        sub,
+        reply,
+        resolve,
+        timer: setTimeout(() => answer(h), holdMs),
+      };
       held.add(h);
       reply.raw.on('close', () => {
         if (held.delete(h)) {
@@ -349,4 +432,3 @@ export function createRestServer(opts: RestOptions): RestServer {
     },
   };
 }
-
