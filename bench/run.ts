@@ -27,7 +27,7 @@ const quick = values.quick;
 function table(title: string, rows: Record<string, unknown>[]): void {
   console.log(`\n## ${title}\n`);
   if (!rows.length) return;
-  const cols = Object.keys(rows[0]);
+  const cols = Object.keys(rows[0] ?? {});
   console.log(`| ${cols.join(' | ')} |`);
   console.log(`|${cols.map(() => '---').join('|')}|`);
   for (const r of rows) console.log(`| ${cols.map((c) => String(r[c])).join(' | ')} |`);
@@ -35,7 +35,7 @@ function table(title: string, rows: Record<string, unknown>[]): void {
 
 function medianOf<T extends Record<string, unknown>>(results: T[]): T {
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(results[0])) {
+  for (const k of Object.keys(results[0] ?? {})) {
     const vals = results.map((r) => r[k]);
     out[k] = typeof vals[0] === 'number' ? median(vals as number[]) : vals[0];
   }
@@ -64,8 +64,8 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
     }
     const m = medianOf(results);
     lastDb = {
-      database: String(results[results.length - 1].database),
-      configDir: String(results[results.length - 1].configDir),
+      database: String(results[results.length - 1]!.database),
+      configDir: String(results[results.length - 1]!.configDir),
     };
     const { database: _d, configDir: _c, ...row } = m;
     rows.push(row);

@@ -36,7 +36,7 @@ export function vhostYaml(v: number, routes: number, services: number, variant =
       `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: [5xx, reset], count: 2 } }`,
     );
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {

@@ -16,7 +16,7 @@ export function procStats(pid: number): { cpuSeconds: number; rssMB: number } {
 export function percentile(values: number[], p: number): number {
   if (!values.length) return NaN;
   const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? Number.NaN;
 }
 
 export function median(values: number[]): number {

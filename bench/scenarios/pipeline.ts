@@ -16,7 +16,7 @@ import { generateTree, serviceYaml } from '../lib/generate.ts';
 
 const n = Number(process.argv[2] ?? 1000);
 const root = process.argv[3];
-const cfg = join(root, 'cfg');
+const cfg = join(root!, 'cfg');
 generateTree(cfg, { services: n, routesPerVhost: 100 });
 
 const t0 = performance.now();
@@ -24,7 +24,7 @@ const source = await readTree(cfg);
 const t1 = performance.now();
 const validated = validateSourceSet(source);
 const t2 = performance.now();
-if (!validated.model) throw new Error('generated tree invalid: ' + JSON.stringify(validated.diagnostics.slice(0, 3)));
+if (!validated.model) throw new Error(`generated tree invalid: ${JSON.stringify(validated.diagnostics.slice(0, 3))}`);
 const built = buildConfig(validated.model, new ResourceEncoder());
 const t3 = performance.now();
 if (!built.config) throw new Error('build failed');
@@ -33,7 +33,7 @@ const resources = [...built.config.groups.values()].reduce(
   0,
 );
 
-const database = join(root, 'state.db');
+const database = join(root!, 'state.db');
 const app = await startApp(
   {
     configDir: cfg,
@@ -75,7 +75,7 @@ console.log(
     validateMs: Math.round(t2 - t1),
     translateEncodeMs: Math.round(t3 - t2),
     coldTotalMs: Math.round(t3 - t0),
-    oneFileChangeMs: Math.round(med(changes)),
+    oneFileChangeMs: Math.round(med(changes)!),
     debounceMs: 50,
     encodedPerChange: med(applies),
     peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),

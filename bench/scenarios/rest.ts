@@ -13,9 +13,7 @@ import { pollClusters as post, type PollResult } from '../../test/helpers/rest-p
 /** Held polls are for proxies that opted into long polling (node metadata, as `fleetxds bootstrap` writes it). */
 const LONG_POLL = { fleetxds: { long_poll_ms: 600_000 } };
 
-export async function restScenario(
-  n = 10_000,
-): Promise<{
+export async function restScenario(n = 10_000): Promise<{
   held: number;
   rssIdleMB: number;
   rssHeldMB: number;

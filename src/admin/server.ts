@@ -218,8 +218,8 @@ export function fleetStatus(deps: AdminDeps): object {
         const t = g.types[kind];
         const nodes = streams.filter((s) => s.group === group && s.types[typeUrl]);
         if (!nodes.length) continue;
-        const acked = nodes.filter((s) => s.types[typeUrl].ackedVersion === t.version).length;
-        const nacked = nodes.filter((s) => s.types[typeUrl].lastNack?.version === t.version).length;
+        const acked = nodes.filter((s) => s.types[typeUrl]?.ackedVersion === t.version).length;
+        const nacked = nodes.filter((s) => s.types[typeUrl]?.lastNack?.version === t.version).length;
         rollout.push({
           group,
           typeUrl,

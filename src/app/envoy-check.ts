@@ -194,7 +194,7 @@ export class EnvoyChecker {
     const reported = new Set<string>();
     await mapLimit(jobs, availableParallelism(), async ({ g, binary }) => {
       const pieces = piecesOf(g, origins);
-      const key = sha256Hex(binary + '\n' + JSON.stringify(pieces.whole));
+      const key = sha256Hex(`${binary}\n${JSON.stringify(pieces.whole)}`);
       let verdict = this.verdicts.get(key);
       if (verdict) this.stats.skipped++;
       else {

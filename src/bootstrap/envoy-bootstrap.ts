@@ -131,7 +131,7 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
   };
   const { issues } = encodeJson('envoy.config.bootstrap.v3.Bootstrap', bootstrap);
   if (issues.length)
-    throw new Error('generated bootstrap is invalid: ' + issues.map((i) => `${i.path}: ${i.message}`).join('; '));
+    throw new Error(`generated bootstrap is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
   return bootstrap;
 }
 

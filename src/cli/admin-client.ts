@@ -44,21 +44,24 @@ export async function adminCommand(command: string, args: string[], configFile: 
       case 'rollback':
         if (args.length !== 1) return 2;
         process.stdout.write(
-          JSON.stringify(await call('POST', '/api/v1/rollback', { versionId: Number(args[0]), actor })) + '\n',
+          `${JSON.stringify(await call('POST', '/api/v1/rollback', { versionId: Number(args[0]), actor }))}\n`,
         );
         return 0;
       case 'pin':
         if (args.length !== 2) return 2;
         process.stdout.write(
-          JSON.stringify(
-            await call('PUT', `/api/v1/pins/${encodeURIComponent(args[0])}`, { versionId: Number(args[1]), actor }),
-          ) + '\n',
+          `${JSON.stringify(
+            await call('PUT', `/api/v1/pins/${encodeURIComponent(args[0] ?? '')}`, {
+              versionId: Number(args[1]),
+              actor,
+            }),
+          )}\n`,
         );
         return 0;
       case 'unpin':
         if (args.length !== 1) return 2;
         process.stdout.write(
-          JSON.stringify(await call('DELETE', `/api/v1/pins/${encodeURIComponent(args[0])}`)) + '\n',
+          `${JSON.stringify(await call('DELETE', `/api/v1/pins/${encodeURIComponent(args[0] ?? '')}`))}\n`,
         );
         return 0;
     }

@@ -31,7 +31,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
   const settings = loadServerConfig(a.config);
   const tree = await checkTree(settings.configDir);
   if (!tree.model) {
-    for (const d of tree.diagnostics) process.stderr.write(formatDiagnostic(d) + '\n');
+    for (const d of tree.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
     return 1;
   }
   const group = a.group ?? DEFAULT_GROUP;
@@ -96,6 +96,6 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       longPollMs: r?.holdMs,
     });
   }
-  process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   return 0;
 }

@@ -24,15 +24,17 @@ function shellQuote(s: string): string {
 function selfCommand(): string {
   const args = [...process.execArgv];
   for (let i = 0; i < args.length - 1; i++) {
-    if (['--import', '--require', '-r', '--loader'].includes(args[i]) && !/^(\.|\/|file:)/.test(args[i + 1])) {
+    const flag = args[i] ?? '';
+    const value = args[i + 1] ?? '';
+    if (['--import', '--require', '-r', '--loader'].includes(flag) && !/^(\.|\/|file:)/.test(value)) {
       try {
-        args[i + 1] = import.meta.resolve(args[i + 1]);
+        args[i + 1] = import.meta.resolve(value);
       } catch {
         /* leave as is */
       }
     }
   }
-  return [process.execPath, ...args, resolve(process.argv[1])].map(shellQuote).join(' ');
+  return [process.execPath, ...args, resolve(process.argv[1] ?? '')].map(shellQuote).join(' ');
 }
 
 export function gitSetupCommand(opts: {
@@ -59,7 +61,7 @@ export function gitSetupCommand(opts: {
   const repo = join(base, 'config.git');
   mkdirSync(join(base, 'releases'), { recursive: true });
   if (!existsSync(repo)) execFileSync('git', ['init', '--quiet', '--bare', `--initial-branch=${branch}`, repo]);
-  for (const [k, v] of [
+  for (const [k, v] of <[string, string][]>[
     ['receive.denyDeletes', 'true'],
     ['receive.denyNonFastForwards', 'true'],
     ['receive.fsckObjects', 'true'],
@@ -131,6 +133,6 @@ export async function releaseMetaCommand(gitDir: string | undefined, sha: string
   if (!gitDir || !sha) return 2;
   const info = await commitInfo(['--git-dir', gitDir], sha);
   if (!info) return 1;
-  process.stdout.write(JSON.stringify(info) + '\n');
+  process.stdout.write(`${JSON.stringify(info)}\n`);
   return 0;
 }

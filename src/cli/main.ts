@@ -56,7 +56,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     },
   });
   if (values.help || !command) {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write(`${USAGE}\n`);
     return command ? 0 : 2;
   }
   switch (command) {
@@ -64,7 +64,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       return serveCommand(values.config!);
     case 'validate':
       if (positionals.length !== 1) break;
-      return validateCommand(positionals[0], {
+      return validateCommand(positionals[0]!, {
         json: values.json,
         envoy: values.envoy,
         config: rest.includes('--config') ? values.config : undefined,
@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       });
     case 'render':
       if (positionals.length !== 1) break;
-      return renderCommand(positionals[0], { group: values.group, kind: values.kind });
+      return renderCommand(positionals[0]!, { group: values.group, kind: values.kind });
     case 'schema':
       return schemaCommand(values.out);
     case 'git-setup':
@@ -108,7 +108,7 @@ async function main(argv: string[]): Promise<number | undefined> {
         server: values.server,
       });
   }
-  process.stderr.write(USAGE + '\n');
+  process.stderr.write(`${USAGE}\n`);
   return 2;
 }
 

@@ -6,7 +6,7 @@ import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts
 export async function renderCommand(dir: string, opts: { group?: string; kind?: string }): Promise<number> {
   const result = await checkTree(dir);
   if (!result.config) {
-    for (const d of result.diagnostics) process.stderr.write(formatDiagnostic(d) + '\n');
+    for (const d of result.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
     return 1;
   }
   if (opts.kind && !(RESOURCE_KINDS as readonly string[]).includes(opts.kind)) {
@@ -34,6 +34,6 @@ export async function renderCommand(dir: string, opts: { group?: string; kind?: 
     process.stderr.write(`no node group "${opts.group}" (have: ${[...result.config.groups.keys()].join(', ')})\n`);
     return 2;
   }
-  process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   return 0;
 }

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { publishedJsonSchema } from '../model/schema.ts';
 
 export function schemaText(): string {
-  return JSON.stringify(publishedJsonSchema(), null, 2) + '\n';
+  return `${JSON.stringify(publishedJsonSchema(), null, 2)}\n`;
 }
 
 export function schemaCommand(out?: string): number {

@@ -25,9 +25,9 @@ export async function validateCommand(
   });
   const failed = hasErrors(result.diagnostics) || !result.config;
   if (opts.json) {
-    process.stdout.write(JSON.stringify({ ok: !failed, diagnostics: result.diagnostics }, null, 2) + '\n');
+    process.stdout.write(`${JSON.stringify({ ok: !failed, diagnostics: result.diagnostics }, null, 2)}\n`);
   } else {
-    for (const d of result.diagnostics) process.stderr.write(formatDiagnostic(d) + '\n');
+    for (const d of result.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
     const errors = result.diagnostics.filter((d) => d.severity === 'error').length;
     const warnings = result.diagnostics.length - errors;
     if (failed) process.stderr.write(`${dir}: invalid (${errors} error(s), ${warnings} warning(s))\n`);

@@ -245,7 +245,7 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
     const parts = path.split('.');
     let o = cfg;
     for (const p of parts.slice(0, -1)) o = o[p] ??= {};
-    o[parts[parts.length - 1]] = v;
+    o[parts.at(-1) ?? envName] = v;
   }
   const errors = [...Value.Errors(ServerConfigSchema, cfg)];
   if (errors.length) {

@@ -605,8 +605,8 @@ function checkGroupConflicts(
     const listeners = model.listeners.filter((l) => listenerGroups(l).includes(g));
     for (let i = 0; i < listeners.length; i++) {
       for (let j = 0; j < i; j++) {
-        const a = listeners[j],
-          b = listeners[i];
+        const a = listeners[j]!;
+        const b = listeners[i]!;
         if (a.port !== b.port) continue;
         const aa = a.address ?? '0.0.0.0',
           ba = b.address ?? '0.0.0.0';
@@ -636,8 +636,8 @@ function checkGroupConflicts(
           `target "${s.target}" is also served by GrpcService "${prev}" in node group "${g}"`,
         );
       }
-      if (listenerNames.has(s.target) && !reported.has(key + '|l')) {
-        reported.add(key + '|l');
+      if (listenerNames.has(s.target) && !reported.has(`${key}|l`)) {
+        reported.add(`${key}|l`);
         sink.error(
           Codes.CONFLICT,
           ref('GrpcService', s.name),

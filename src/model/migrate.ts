@@ -21,7 +21,7 @@ export function listMigrations(dir: string): MigrationFile[] {
     const version = Number(m[1]);
     if (version !== out.length + 1)
       throw new Error(`migrations must be numbered 0001, 0002, ... without gaps; found ${f} after ${out.length}`);
-    out.push({ version, name: m[2], sql: readFileSync(join(dir, f), 'utf8') });
+    out.push({ version, name: m[2] ?? '', sql: readFileSync(join(dir, f), 'utf8') });
   }
   return out;
 }

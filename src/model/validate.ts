@@ -72,7 +72,7 @@ export function validateSourceSet(source: SourceSet): ValidationResult {
         const msg =
           typeof kind === 'string'
             ? `unknown kind "${kind}" (expected one of ${Object.keys(KINDS).join(', ')})`
-            : 'missing `kind` (one of ' + Object.keys(KINDS).join(', ') + ')';
+            : `missing \`kind\` (one of ${Object.keys(KINDS).join(', ')})`;
         sink.error(Codes.UNKNOWN_KIND, ref, typeof kind === 'string' ? ['kind'] : [], msg);
         continue;
       }
@@ -123,7 +123,7 @@ function reportSchemaErrors(sink: DiagnosticSink, ref: DocRef, errors: Iterable<
     const key = e.path;
     // A union reports one error per branch; one message per location is enough.
     if (seen.has(key)) continue;
-    if ([...seen].some((s) => key.startsWith(s + '/')) && e.type === ValueErrorType.Union) continue;
+    if ([...seen].some((s) => key.startsWith(`${s}/`)) && e.type === ValueErrorType.Union) continue;
     seen.add(key);
     if (e.type === ValueErrorType.ObjectAdditionalProperties) {
       const field = path[path.length - 1];
@@ -164,10 +164,14 @@ function friendlyMessage(e: ValueError): string {
 }
 
 export function editDistance(a: string, b: string): number {
-  const dp = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) dp[0][j] = j;
-  for (let i = 1; i <= a.length; i++)
-    for (let j = 1; j <= b.length; j++)
-      dp[i][j] = Math.min(dp[i - 1][j] + 1, dp[i][j - 1] + 1, dp[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-  return dp[a.length][b.length];
+  // Two rows of the Levenshtein table: the previous one and the one being filled.
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
 }

@@ -35,8 +35,8 @@ export function checkNodeIdentity(
     .map((s) => s.trim())
     .filter((s) => s.startsWith('URI:'))
     .map((s) => s.slice(4));
-  const ids = uris.filter((u) => u.startsWith(prefix + 'node/')).map((u) => u.slice(prefix.length + 5));
-  const clusters = uris.filter((u) => u.startsWith(prefix + 'cluster/')).map((u) => u.slice(prefix.length + 8));
+  const ids = uris.filter((u) => u.startsWith(`${prefix}node/`)).map((u) => u.slice(prefix.length + 5));
+  const clusters = uris.filter((u) => u.startsWith(`${prefix}cluster/`)).map((u) => u.slice(prefix.length + 8));
   if (!ids.some((p) => globToRegExp(p).test(node.id)))
     return `node id "${node.id}" is not allowed by the client certificate`;
   if (clusters.length && !clusters.some((p) => globToRegExp(p).test(node.cluster)))

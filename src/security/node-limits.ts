@@ -26,5 +26,5 @@ export function nodeLimitViolation(node: {
 }
 
 export function displayUserAgent(ua: string): string {
-  return ua.length > MAX_USER_AGENT ? ua.slice(0, MAX_USER_AGENT) + '…' : ua;
+  return ua.length > MAX_USER_AGENT ? `${ua.slice(0, MAX_USER_AGENT)}…` : ua;
 }

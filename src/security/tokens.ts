@@ -26,9 +26,9 @@ export class TokenAuth {
 
   /** The token's name and role, or undefined. Accepts `Bearer <token>`. */
   check(authorization: string | undefined): { name: string; role: Role } | undefined {
-    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
-    if (!m) return undefined;
-    const digest = createHash('sha256').update(m[1]).digest();
+    const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+    if (!token) return undefined;
+    const digest = createHash('sha256').update(token).digest();
     let found: { name: string; role: Role } | undefined;
     for (const e of this.entries)
       if (e.digest.length === 32 && timingSafeEqual(e.digest, digest)) found = { name: e.name, role: e.role };

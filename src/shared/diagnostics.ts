@@ -47,7 +47,7 @@ export type DiagnosticCode = (typeof Codes)[keyof typeof Codes];
 
 export function formatDiagnostic(d: Diagnostic): string {
   const where = d.location ? `${d.location.file}:${d.location.line}:${d.location.column}` : '<tree>';
-  const subject = d.subject ? `${d.subject}${d.path ? ' ' + d.path : ''}: ` : d.path ? `${d.path}: ` : '';
+  const subject = d.subject ? `${d.subject}${d.path ? ` ${d.path}` : ''}: ` : d.path ? `${d.path}: ` : '';
   return `${where}: ${d.severity} ${d.code}: ${subject}${d.message}`;
 }
 

@@ -4,10 +4,10 @@ const re = new RegExp(DURATION_PATTERN);
 const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 export function parseDurationMs(text: string): number | undefined {
-  const m = re.exec(text);
-  if (!m) return undefined;
-  const num = Number(text.slice(0, text.length - m[2].length));
-  return num * unitMs[m[2]];
+  const unit = re.exec(text)?.[2];
+  if (unit === undefined) return undefined;
+  const num = Number(text.slice(0, text.length - unit.length));
+  return num * (unitMs[unit] ?? Number.NaN);
 }
 
 /** Milliseconds to the proto3 JSON form: seconds with up to 9 fractional digits, suffix `s`. */

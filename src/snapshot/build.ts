@@ -60,7 +60,7 @@ export function buildConfig(
           // Blame the virtual host for problems inside its part of a route configuration.
           const vh = /^virtual_hosts\[(\d+)\]/.exec(issue.path);
           const originKey = (vh && t.virtualHostOrigins?.[Number(vh[1])]) || t.origin;
-          const [kind, name] = originKey.split('/');
+          const [kind = '', name = ''] = originKey.split('/');
           const origin = model.origins[originKey];
           sink.error(
             Codes.ENVOY_RESOURCE,

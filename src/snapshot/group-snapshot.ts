@@ -19,7 +19,7 @@ export interface GroupSnapshot {
 
 export function makeTypeSnapshot(kind: ResourceKind, resources: EncodedResource[]): TypeSnapshot {
   const sorted = [...resources].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const version = shortHash(kind + '\n' + sorted.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
+  const version = shortHash(`${kind}\n${sorted.map((r) => `${r.name}\u0000${r.version}`).join('\n')}`);
   return {
     kind,
     version,

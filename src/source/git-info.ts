@@ -26,7 +26,9 @@ export async function commitInfo(gitArgs: string[], rev = 'HEAD'): Promise<Sourc
       { timeout: 10_000 },
     );
     const [commit, author, email, authoredAt, subject] = stdout.split('\0');
-    return commit ? { commit, author, email, authoredAt, subject } : undefined;
+    return commit
+      ? { commit, author: author ?? '', email: email ?? '', authoredAt: authoredAt ?? '', subject: subject ?? '' }
+      : undefined;
   } catch {
     return undefined;
   }

@@ -93,7 +93,7 @@ function parseUncached(file: string, text: string, hash: string): ParsedFile {
       diagnostics.push({
         code: Codes.YAML_SYNTAX,
         severity: 'error',
-        message: e.message.split('\n')[0],
+        message: e.message.split('\n')[0] ?? e.message,
         location: { file, line: pos.line, column: pos.col },
       });
     }

@@ -44,7 +44,7 @@ export class GroupAckTracker {
   firstServe(group: string, kind: ResourceKind, current: TypeSnapshot): TypeSnapshot {
     if (!this.serveLastAckedToNewNodes) return current;
     const e = this.entries.get(`${group}\u0000${kind}`);
-    if (!e || !e.nacked.has(current.version) || !e.lastAcked || e.lastAcked.version === current.version) return current;
+    if (!e?.nacked.has(current.version) || !e.lastAcked || e.lastAcked.version === current.version) return current;
     return e.lastAcked;
   }
 }

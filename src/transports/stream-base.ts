@@ -77,7 +77,7 @@ export abstract class StreamBase {
   /** Registers the stream on its first request; Envoy may send the node only then (SOTW-13). */
   protected ensureStarted(n: NodeInput | undefined): void {
     if (this.node) return;
-    if (!n || !n.id) throw new ProtocolError(3, 'the first request of a stream must carry node.id');
+    if (!n?.id) throw new ProtocolError(3, 'the first request of a stream must carry node.id');
     const node = { id: n.id, cluster: n.cluster ?? '', metadata: n.metadata ?? {} };
     const tooLarge = nodeLimitViolation(node);
     if (tooLarge) throw new ProtocolError(3, tooLarge);

@@ -125,7 +125,7 @@ function checkSingle(field: protobuf.Field, rules: Rules, raw: unknown, path: st
     checkNumber(num, Number(raw), path, issues);
   if (rules.enum && field.resolvedType instanceof protobuf.Enum) {
     const e = field.resolvedType;
-    const n = typeof raw === 'string' ? e.values[raw] : Number(raw);
+    const n = typeof raw === 'string' ? (e.values[raw] ?? Number.NaN) : Number(raw);
     // unknown names are already reported by the converter; only numbers can be undefined values here
     if (rules.enum.defined_only && typeof raw === 'number' && e.valuesById[n] === undefined)
       issues.push({ path, message: `${String(raw)} is not a defined ${e.name} value` });

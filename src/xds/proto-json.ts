@@ -218,8 +218,15 @@ function convertScalar(type: string, value: unknown, path: string, issues: Proto
 
 const NOT_WKT = Symbol('not-wkt');
 
+/** A field of a well-known type, present by definition (a missing one means corrupt protos). */
+function fieldOf(type: protobuf.Type, id: number): protobuf.Field {
+  const f = type.fieldsById[id];
+  if (!f) throw new Error(`${type.fullName} has no field ${id}`);
+  return f;
+}
+
 function fieldById(type: protobuf.Type, id: number): string {
-  return type.fieldsById[id].name;
+  return fieldOf(type, id).name;
 }
 
 function wktFromJson(name: string, type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): unknown {
@@ -264,14 +271,14 @@ function wktFromJson(name: string, type: protobuf.Type, json: unknown, path: str
         issues.push({ path, message: `expected an array, got ${describe(json)}` });
         return {};
       }
-      const valueType = type.fieldsById[1].resolvedType as protobuf.Type;
+      const valueType = fieldOf(type, 1).resolvedType as protobuf.Type;
       return { [fieldById(type, 1)]: json.map((v, i) => valueFromJson(valueType, v, `${path}[${i}]`, issues)) };
     }
     case 'google.protobuf.Any':
       return anyFromJson(type, json, path, issues);
     default:
       if (WRAPPERS.has(name)) {
-        const f = type.fieldsById[1];
+        const f = fieldOf(type, 1);
         return { [f.name]: convertScalar(f.type, json, path, issues) };
       }
       return NOT_WKT;
@@ -283,7 +290,7 @@ function structFromJson(type: protobuf.Type, json: unknown, path: string, issues
     issues.push({ path, message: `expected an object (Struct), got ${describe(json)}` });
     return {};
   }
-  const fieldsField = type.fieldsById[1];
+  const fieldsField = fieldOf(type, 1);
   const valueType = fieldsField.resolvedType as protobuf.Type;
   const fields: Obj = {};
   for (const [k, v] of Object.entries(json as Obj)) fields[k] = valueFromJson(valueType, v, `${path}.${k}`, issues);
@@ -297,11 +304,11 @@ function valueFromJson(type: protobuf.Type, json: unknown, path: string, issues:
   if (typeof json === 'string') return { [fieldById(type, 3)]: json };
   if (typeof json === 'boolean') return { [fieldById(type, 4)]: json };
   if (Array.isArray(json)) {
-    const listType = type.fieldsById[6].resolvedType as protobuf.Type;
+    const listType = fieldOf(type, 6).resolvedType as protobuf.Type;
     return { [fieldById(type, 6)]: wktFromJson('google.protobuf.ListValue', listType, json, path, issues) };
   }
   if (typeof json === 'object') {
-    const structType = type.fieldsById[5].resolvedType as protobuf.Type;
+    const structType = fieldOf(type, 5).resolvedType as protobuf.Type;
     return { [fieldById(type, 5)]: structFromJson(structType, json, path, issues) };
   }
   issues.push({ path, message: `unsupported JSON value ${describe(json)}` });
@@ -361,7 +368,7 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
       const s = toNum(m[fieldById(type, 1)]);
       const n = toNum(m[fieldById(type, 2)]);
       const neg = s < 0 || n < 0;
-      const frac = Math.abs(n) ? '.' + String(Math.abs(n)).padStart(9, '0').replace(/0+$/, '') : '';
+      const frac = Math.abs(n) ? `.${String(Math.abs(n)).padStart(9, '0').replace(/0+$/, '')}` : '';
       return `${neg ? '-' : ''}${Math.abs(s)}${frac}s`;
     }
     case 'google.protobuf.Timestamp': {
@@ -374,7 +381,7 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
     case 'google.protobuf.FieldMask':
       return ((m[fieldById(type, 1)] as string[]) ?? []).join(',');
     case 'google.protobuf.Struct': {
-      const valueType = type.fieldsById[1].resolvedType as protobuf.Type;
+      const valueType = fieldOf(type, 1).resolvedType as protobuf.Type;
       const out: { [k: string]: Json } = {};
       const fields = (m[fieldById(type, 1)] ?? {}) as Obj;
       for (const k of Object.keys(fields)) out[k] = messageToJson(valueType, fields[k] as Obj);
@@ -385,13 +392,13 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
       if (hasOwn(m, fieldById(type, 3))) return m[fieldById(type, 3)] as string;
       if (hasOwn(m, fieldById(type, 4))) return m[fieldById(type, 4)] as boolean;
       if (hasOwn(m, fieldById(type, 5)))
-        return messageToJson(type.fieldsById[5].resolvedType as protobuf.Type, m[fieldById(type, 5)] as Obj);
+        return messageToJson(fieldOf(type, 5).resolvedType as protobuf.Type, m[fieldById(type, 5)] as Obj);
       if (hasOwn(m, fieldById(type, 6)))
-        return messageToJson(type.fieldsById[6].resolvedType as protobuf.Type, m[fieldById(type, 6)] as Obj);
+        return messageToJson(fieldOf(type, 6).resolvedType as protobuf.Type, m[fieldById(type, 6)] as Obj);
       return null;
     }
     case 'google.protobuf.ListValue': {
-      const valueType = type.fieldsById[1].resolvedType as protobuf.Type;
+      const valueType = fieldOf(type, 1).resolvedType as protobuf.Type;
       return ((m[fieldById(type, 1)] as Obj[]) ?? []).map((v) => messageToJson(valueType, v));
     }
     case 'google.protobuf.Any': {
@@ -412,7 +419,7 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
     }
   }
   if (WRAPPERS.has(name)) {
-    const f = type.fieldsById[1];
+    const f = fieldOf(type, 1);
     return scalarToJson(f.type, m[f.name] ?? defaultScalar(f.type));
   }
   const out: { [k: string]: Json } = {};
@@ -442,7 +449,7 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
 }
 
 function hasOwn(o: object, k: string): boolean {
-  return Object.prototype.hasOwnProperty.call(o, k) && (o as Obj)[k] !== undefined && (o as Obj)[k] !== null;
+  return Object.hasOwn(o, k) && (o as Obj)[k] !== undefined && (o as Obj)[k] !== null;
 }
 
 /** protobufjs decodes 64-bit integers as Long objects when `long` is installed. */

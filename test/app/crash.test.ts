@@ -35,7 +35,7 @@ test('killed during applies, again and again: restarts serve a committed version
     }
     // Start a burst of changes and kill the process somewhere in the middle of applying them.
     for (let k = 0; k < 5; k++)
-      writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', `10.0.${i}.${k + 2}:80`));
+      writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml']!.replace('10.0.1.1:80', `10.0.${i}.${k + 2}:80`));
     await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 120)));
     await server.stop('SIGKILL');
     const after = new Database(db, { readonly: true });

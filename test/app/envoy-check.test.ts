@@ -18,12 +18,12 @@ import { BASE, writeTree } from '../helpers/tree.ts';
 
 const binaries = [envoyBinary('1.40'), envoyBinary('1.36')];
 
-const MISSING_CA = BASE['services.yaml'].replace(
+const MISSING_CA = BASE['services.yaml']!.replace(
   'name: web\n',
   'name: web\ntls: { sni: web.internal, caFile: /nonexistent/fleetxds-ca.pem }\n',
 );
 const TWO_VHOSTS =
-  BASE['edge.yaml'].replace('virtualHosts: [site]', 'virtualHosts: [site, other]') +
+  BASE['edge.yaml']!.replace('virtualHosts: [site]', 'virtualHosts: [site, other]') +
   `---
 kind: VirtualHost
 name: other
@@ -90,14 +90,14 @@ test('RE2 program size: our validator refuses exactly the regexes real Envoy 1.4
     '/items/[0-9]{1,46}',
     '/items/[0-9]{1,60}',
     '/a{0,90}',
-    '(?i)/' + 'abcdefghij'.repeat(9),
-    '(?i)/' + 'abcdefghij'.repeat(10),
+    `(?i)/${'abcdefghij'.repeat(9)}`,
+    `(?i)/${'abcdefghij'.repeat(10)}`,
     '/api/v[0-9]+/.*',
   ];
   for (const re of patterns) {
     const tree = {
       ...BASE,
-      'edge.yaml': BASE['edge.yaml'].replace(
+      'edge.yaml': BASE['edge.yaml']!.replace(
         '  - match: { prefix: /api }',
         `  - match: { regex: ${JSON.stringify(re)} }`,
       ),
@@ -173,7 +173,7 @@ test('validate --envoy from the command line', async () => {
   const dir = writeTree({ ...BASE, 'services.yaml': MISSING_CA });
   const r = spawnSync(
     process.execPath,
-    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', dir, '--envoy', binaries[0]],
+    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', dir, '--envoy', binaries[0]!],
     { cwd: projectPath(), encoding: 'utf8' },
   );
   assert.is(r.status, 1);
@@ -187,7 +187,7 @@ test('validate --envoy from the command line', async () => {
       'validate',
       join(projectPath('config'), 'services'),
       '--envoy',
-      binaries[0],
+      binaries[0]!,
     ],
     { cwd: projectPath(), encoding: 'utf8' },
   );

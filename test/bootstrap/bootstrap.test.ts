@@ -42,7 +42,7 @@ const cases: Record<string, BootstrapInput> = {
 
 function golden(name: string, value: object): void {
   const file = join(dir, `${name}.json`);
-  const text = JSON.stringify(value, null, 2) + '\n';
+  const text = `${JSON.stringify(value, null, 2)}\n`;
   if (UPDATE) {
     mkdirSync(dir, { recursive: true });
     writeFileSync(file, text);
@@ -64,30 +64,30 @@ test('bootstrap grpc (proxyless)', () => {
 });
 
 test('key properties per mode', () => {
-  const ads = envoyBootstrap(cases.ads) as any;
+  const ads = envoyBootstrap(cases.ads!) as any;
   assert.is(ads.dynamic_resources.ads_config.api_type, 'GRPC');
   assert.ok(
     ads.static_resources.clusters[0].typed_extension_protocol_options[
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions'
     ].explicit_http_config.http2_protocol_options.connection_keepalive,
   );
-  assert.is((envoyBootstrap(cases.delta) as any).dynamic_resources.ads_config.api_type, 'DELTA_GRPC');
-  assert.is((envoyBootstrap(cases.delta) as any).static_resources.clusters[0].type, 'STRICT_DNS');
-  const rest = (envoyBootstrap(cases.rest) as any).dynamic_resources.cds_config.api_config_source;
+  assert.is((envoyBootstrap(cases.delta!) as any).dynamic_resources.ads_config.api_type, 'DELTA_GRPC');
+  assert.is((envoyBootstrap(cases.delta!) as any).static_resources.clusters[0].type, 'STRICT_DNS');
+  const rest = (envoyBootstrap(cases.rest!) as any).dynamic_resources.cds_config.api_config_source;
   assert.equal({ t: rest.api_type, r: rest.refresh_delay, q: rest.request_timeout }, { t: 'REST', r: '1s', q: '30s' });
   // Long polling is opted into by node metadata, and only with a request_timeout that outlasts the hold.
-  assert.equal((envoyBootstrap(cases.rest) as any).node.metadata, { fleetxds: { long_poll_ms: 25000 } });
-  const plain = envoyBootstrap(cases['rest-no-long-poll']) as any;
+  assert.equal((envoyBootstrap(cases.rest!) as any).node.metadata, { fleetxds: { long_poll_ms: 25000 } });
+  const plain = envoyBootstrap(cases['rest-no-long-poll']!) as any;
   assert.is(plain.node.metadata, undefined);
   assert.is(plain.dynamic_resources.cds_config.api_config_source.request_timeout, undefined);
-  const perType = (envoyBootstrap(cases['per-type-delta']) as any).dynamic_resources;
+  const perType = (envoyBootstrap(cases['per-type-delta']!) as any).dynamic_resources;
   assert.is(perType.ads_config, undefined);
   assert.is(perType.cds_config.api_config_source.api_type, 'DELTA_GRPC');
   assert.equal(
-    (envoyBootstrap(cases['files-watched']) as any).dynamic_resources.lds_config.path_config_source.watched_directory,
+    (envoyBootstrap(cases['files-watched']!) as any).dynamic_resources.lds_config.path_config_source.watched_directory,
     { path: '/var/lib/fleetxds/files/edge' },
   );
-  assert.is((envoyBootstrap(cases.ads) as any).admin.address.socket_address.address, '127.0.0.1');
+  assert.is((envoyBootstrap(cases.ads!) as any).admin.address.socket_address.address, '127.0.0.1');
 });
 
 function cli(...args: string[]) {

@@ -22,7 +22,7 @@ test('validate: the bundled example config is valid', () => {
 test('validate: exits 1 and prints file:line:column, code and reason for each error', () => {
   const dir = writeTree({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace('to: api', 'to: nope').replace('port: 8080', 'port: 8080\nprot: 1'),
+    'edge.yaml': BASE['edge.yaml']!.replace('to: api', 'to: nope').replace('port: 8080', 'port: 8080\nprot: 1'),
   });
   const r = cli('validate', dir);
   assert.is(r.status, 1);
@@ -41,7 +41,7 @@ test('validate: exits 1 and prints file:line:column, code and reason for each er
     ),
     r.stderr,
   );
-  assert.match(lines[lines.length - 1], /invalid \(2 error\(s\)/);
+  assert.match(lines[lines.length - 1]!, /invalid \(2 error\(s\)/);
 });
 
 test('validate --json gives machine-readable diagnostics', () => {

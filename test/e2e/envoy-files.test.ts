@@ -15,43 +15,43 @@ import { waitFor } from '../helpers/process.ts';
 for (const layout of ['files', 'watched_directory'] as const) {
   test(`files (${layout}): Envoy routes by the rendered files and follows endpoint and split changes`, async () => {
     const [spec] = await labSpecs([['files', '1.40']]);
-    const lab = await startLab([spec], {
+    const lab = await startLab([spec!], {
       settings: { files: { enabled: true, dir: 'envoy-files', format: layout === 'files' ? 'json' : 'yaml', layout } },
     });
     try {
       const cds = join(
         lab.root,
         'envoy-files',
-        spec.id,
+        spec!.id,
         layout === 'files' ? '' : 'current',
         `cds.${layout === 'files' ? 'json' : 'yaml'}`,
       );
       // Envoy refuses a path that does not exist when its subscription starts.
       await waitFor('rendered files', () => existsSync(cds));
-      const envoy = await lab.startEnvoy(spec).catch(reportSetupFailure);
-      await lab.routesTo(spec, '/split', 'A');
-      const api = await httpsGet(spec.httpsPort, '/ep', 'api.test', lab.pki.caPem);
+      const envoy = await lab.startEnvoy(spec!).catch(reportSetupFailure);
+      await lab.routesTo(spec!, '/split', 'A');
+      const api = await httpsGet(spec!.httpsPort, '/ep', 'api.test', lab.pki.caPem);
       assert.equal([api.status, api.body, api.peerCn], [200, 'A', 'api']);
 
       const services = lab.docs['services.yaml'] as any[];
-      services.find((d) => d.name === 'ep').endpoints = [{ address: `127.0.0.1:${lab.backends.B.port}` }];
+      services.find((d) => d.name === 'ep').endpoints = [{ address: `127.0.0.1:${lab.backends.B!.port}` }];
       lab.write('services.yaml', services);
-      await lab.routesTo(spec, '/ep', 'B');
+      await lab.routesTo(spec!, '/ep', 'B');
       const routes = lab.docs['routes.yaml'] as any[];
       routes[0].routes[0].split = [
         { service: 'a', weight: 0 },
         { service: 'b', weight: 100 },
       ];
       lab.write('routes.yaml', routes);
-      await lab.routesTo(spec, '/split', 'B');
+      await lab.routesTo(spec!, '/split', 'B');
 
       assert.is(await envoy.rejected(), 0, envoy.log().slice(-2000));
-      const served = (await lab.server.admin('/api/v1/config')).groups[spec.id];
+      const served = (await lab.server.admin('/api/v1/config')).groups[spec!.id];
       const dumped = dumpedVersions(await envoy.configDump());
       for (const r of served.cluster.resources)
-        assert.is(dumped.cluster[r.name], served.cluster.version, `cluster ${r.name}`);
+        assert.is(dumped.cluster![r.name], served.cluster.version, `cluster ${r.name}`);
       for (const r of served.listener.resources)
-        assert.is(dumped.listener[r.name], served.listener.version, `listener ${r.name}`);
+        assert.is(dumped.listener![r.name], served.listener.version, `listener ${r.name}`);
     } finally {
       await lab.stop();
     }

@@ -31,12 +31,12 @@ test.after(async () => {
 
 test('Envoy NACKs a cluster: recorded with its text, on the status page, not sent again, traffic keeps flowing', async () => {
   const services = lab.docs['services.yaml'] as any[];
-  const good = (await lab.server.admin('/api/v1/config')).groups[specs[0].id].cluster.version;
+  const good = (await lab.server.admin('/api/v1/config')).groups[specs[0]!.id].cluster.version;
   services.find((d) => d.name === 'a').tls = { sni: 'a.internal', caFile: '/nonexistent/fleetxds-test-ca.pem' };
   lab.write('services.yaml', services);
   const cfg = await waitFor('the new version applied', async () => {
     const c = await lab.server.admin('/api/v1/config');
-    return c.groups[specs[0].id].cluster.version !== good && c;
+    return c.groups[specs[0]!.id].cluster.version !== good && c;
   });
   for (const s of specs) {
     const envoy = lab.envoys.get(s.id)!;

@@ -60,7 +60,7 @@ test('every Envoy starts from its fleetxds bootstrap and routes HTTP, and HTTPS 
 
 test('an endpoint change and a split change in YAML move traffic on every Envoy', async () => {
   const [services, routes] = [lab.docs['services.yaml'] as any[], lab.docs['routes.yaml'] as any[]];
-  services.find((d) => d.name === 'ep').endpoints = [{ address: `127.0.0.1:${lab.backends.B.port}` }];
+  services.find((d) => d.name === 'ep').endpoints = [{ address: `127.0.0.1:${lab.backends.B!.port}` }];
   lab.write('services.yaml', services);
   await Promise.all(specs.map((s) => lab.routesTo(s, '/ep', 'B')));
   routes[0].routes[0].split = [
@@ -83,7 +83,7 @@ test('Envoy rejected nothing and holds the versions fleetxds serves; fleetxds sh
       for (const r of served.resources) {
         // SotW and REST carry the type's version; delta carries each resource's own.
         const want = s.mode.includes('delta') ? r.version : served.version;
-        assert.is(dumped[kind][r.name], want, `${s.id}: ${kind} ${r.name} version in Envoy's config_dump`);
+        assert.is(dumped[kind]![r.name], want, `${s.id}: ${kind} ${r.name} version in Envoy's config_dump`);
       }
     }
   }
@@ -99,8 +99,8 @@ test('Envoy rejected nothing and holds the versions fleetxds serves; fleetxds sh
         const kinds = new Set<string>();
         for (const e of entries) {
           for (const [typeUrl, t] of Object.entries<any>(e.types)) {
-            kinds.add(KINDS[typeUrl]);
-            const want = cfg.groups[s.id][KINDS[typeUrl]].version;
+            kinds.add(KINDS[typeUrl]!);
+            const want = cfg.groups[s.id][KINDS[typeUrl]!].version;
             if (t.ackedVersion !== want)
               missing.push(
                 `${s.id} ${KINDS[typeUrl]}: acked ${t.ackedVersion}, sent ${t.sentVersion}, current ${want}`,
@@ -181,7 +181,7 @@ test('a GrpcService in every group: Envoy is not sent its API listener; a shadow
   ]);
   await waitFor('the new version applied', async () => {
     const cfg = await lab.server.admin('/api/v1/config');
-    return cfg.groups[specs[0].id].listener.resources.some((r: any) => r.name === 'greeter.internal:50051');
+    return cfg.groups[specs[0]!.id].listener.resources.some((r: any) => r.name === 'greeter.internal:50051');
   });
   const { versions } = await lab.server.admin('/api/v1/versions');
   const shadowed = versions[0].warnings.find((w: any) => w.code === 'FXDS_SHADOWED_ROUTE');
@@ -192,7 +192,7 @@ test('a GrpcService in every group: Envoy is not sent its API listener; a shadow
     const envoy = lab.envoys.get(s.id)!;
     assert.not.match(envoy.log(), /ApiListener/, `${s.id}: no API listener offered`);
     const dumped = dumpedVersions(await envoy.configDump());
-    assert.equal(Object.keys(dumped.listener).sort(), [`${s.id}-http`, `${s.id}-https`]);
+    assert.equal(Object.keys(dumped.listener ?? {}).sort(), [`${s.id}-http`, `${s.id}-https`]);
     assert.is(await envoy.rejected(), 0);
   }
   // The shadowed route: a request with x-beta: 1 still goes where /split sends it (b), never to a.
@@ -201,7 +201,7 @@ test('a GrpcService in every group: Envoy is not sent its API listener; a shadow
     const r = await new Promise<string>((resolve, reject) => {
       import('node:http').then(({ request }) => {
         const req = request(
-          { host: '127.0.0.1', port: s.httpPort, path: '/split', headers: { host: 'shop.test', 'x-beta': '1' } },
+          { host: '127.0.0.1', port: s!.httpPort, path: '/split', headers: { host: 'shop.test', 'x-beta': '1' } },
           (res) => {
             let body = '';
             res.on('data', (d) => (body += d));

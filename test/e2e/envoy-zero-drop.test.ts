@@ -43,7 +43,7 @@ function steadyLoad(paths: string[], workersPerEnvoy = 3): Load {
       const path = load.paths[i % load.paths.length];
       load.sent++;
       try {
-        const r = await httpGet(s.httpPort, path);
+        const r = await httpGet(s.httpPort, path!);
         if (r.status !== 200) throw new Error(`${r.status} ${r.body.slice(0, 100)}`);
       } catch (err) {
         load.failed++;
@@ -81,7 +81,7 @@ test('a split change, an added service, and a removed service whose route moves:
   for (const s of specs) await lab.routesTo(s, '/split', 'B');
 
   // (b) a new service and a route to it; then it joins the load
-  services.push({ kind: 'Service', name: 'c', endpoints: [{ address: `127.0.0.1:${lab.backends.C.port}` }] });
+  services.push({ kind: 'Service', name: 'c', endpoints: [{ address: `127.0.0.1:${lab.backends.C!.port}` }] });
   vh.routes.unshift({ name: 'c', match: { prefix: '/c' }, to: 'c' });
   lab.write('services.yaml', services);
   lab.write('routes.yaml', routes);

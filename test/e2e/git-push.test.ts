@@ -203,7 +203,7 @@ test('rollback to the first version through the CLI; the client follows; history
   await followsTo('A');
   const h = cli('history', '--config', settings);
   assert.is(h.status, 0, h.stderr);
-  assert.match(h.stdout.split('\n')[0], /^\* #\d+ .* rollback .* rollback to #\d+: initial fleet config/);
+  assert.match(h.stdout.split('\n')[0]!, /^\* #\d+ .* rollback .* rollback to #\d+: initial fleet config/);
   const audit = await server.admin('/api/v1/audit');
   assert.is(audit.audit[0].action, 'rollback');
   // The rollback sticks: the unchanged directory is not re-applied over it.

@@ -79,7 +79,7 @@ test('RPCs follow the canary split of the example config (80/20 between v1 and v
   const counts = await tally(200);
   assert.ok((counts.A ?? 0) > 0 && (counts.B ?? 0) > 0, `both versions get traffic: ${JSON.stringify(counts)}`);
   assert.is((counts.A ?? 0) + (counts.B ?? 0), 200);
-  assert.ok(counts.A > counts.B, `v1 (weight 80) gets more than v2 (weight 20): ${JSON.stringify(counts)}`);
+  assert.ok(counts.A! > counts.B!, `v1 (weight 80) gets more than v2 (weight 20): ${JSON.stringify(counts)}`);
   assert.is(c.calls, 0);
 });
 
@@ -92,7 +92,7 @@ test('the node and its ACKs show in the status API', async () => {
   assert.is(s.group, 'default');
   assert.match(s.userAgent, /gRPC Node/);
   for (const type of ['Listener', 'RouteConfiguration', 'Cluster', 'ClusterLoadAssignment']) {
-    const key = Object.keys(s.types).find((k) => k.endsWith('.' + type))!;
+    const key = Object.keys(s.types).find((k) => k.endsWith(`.${type}`))!;
     assert.ok(key, `${type} was served`);
     assert.is(s.types[key].ackedVersion, s.types[key].sentVersion, `${type} ACKed`);
   }

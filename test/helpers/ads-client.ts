@@ -27,7 +27,7 @@ function method(path: string, req: string, res: string) {
     responseStream: true,
     requestSerialize: (v: Json) => {
       const { bytes, issues } = encodeJson(req, v);
-      if (issues.length) throw new Error('bad test request: ' + JSON.stringify(issues));
+      if (issues.length) throw new Error(`bad test request: ${JSON.stringify(issues)}`);
       return Buffer.from(bytes);
     },
     requestDeserialize: (b: Buffer) => b,
@@ -58,12 +58,12 @@ export function connect(
   const def = {
     Stream: delta
       ? method(
-          SERVICES[service],
+          SERVICES[service]!,
           'envoy.service.discovery.v3.DeltaDiscoveryRequest',
           'envoy.service.discovery.v3.DeltaDiscoveryResponse',
         )
       : method(
-          SERVICES[service],
+          SERVICES[service]!,
           'envoy.service.discovery.v3.DiscoveryRequest',
           'envoy.service.discovery.v3.DiscoveryResponse',
         ),

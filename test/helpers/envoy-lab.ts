@@ -131,7 +131,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
   const backends = Object.fromEntries(
     await Promise.all(names.map(async (n) => [n, await startHttpBackend(n)] as const)),
   );
-  const ep = (n: string) => [{ address: `127.0.0.1:${backends[n].port}` }];
+  const ep = (n: string) => [{ address: `127.0.0.1:${backends[n]!.port}` }];
   const docs: Record<string, object[]> = {
     'services.yaml': [
       { kind: 'Service', name: 'a', endpoints: ep('A') },

@@ -157,15 +157,16 @@ export function dumpedVersions(dump: any): Record<string, Record<string, string>
   for (const c of dump.configs ?? []) {
     const t = String(c['@type'] ?? '');
     if (t.endsWith('ClustersConfigDump'))
-      for (const d of c.dynamic_active_clusters ?? []) out.cluster[d.cluster.name] = d.version_info;
+      for (const d of c.dynamic_active_clusters ?? []) out.cluster![d.cluster.name] = d.version_info;
     if (t.endsWith('ListenersConfigDump'))
-      for (const d of c.dynamic_listeners ?? []) if (d.active_state) out.listener[d.name] = d.active_state.version_info;
+      for (const d of c.dynamic_listeners ?? [])
+        if (d.active_state) out.listener![d.name] = d.active_state.version_info;
     if (t.endsWith('RoutesConfigDump'))
-      for (const d of c.dynamic_route_configs ?? []) out.route[d.route_config.name] = d.version_info;
+      for (const d of c.dynamic_route_configs ?? []) out.route![d.route_config.name] = d.version_info;
     if (t.endsWith('EndpointsConfigDump'))
-      for (const d of c.dynamic_endpoint_configs ?? []) out.endpoint[d.endpoint_config.cluster_name] = d.version_info;
+      for (const d of c.dynamic_endpoint_configs ?? []) out.endpoint![d.endpoint_config.cluster_name] = d.version_info;
     if (t.endsWith('SecretsConfigDump'))
-      for (const d of c.dynamic_active_secrets ?? []) out.secret[d.name] = d.version_info;
+      for (const d of c.dynamic_active_secrets ?? []) out.secret![d.name] = d.version_info;
   }
   return out;
 }

@@ -43,7 +43,7 @@ export function spawnServer(configFile: string, env: Record<string, string> = {}
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error('server did not start (it must log "fleetxds serving" at info level):\n' + out));
+      reject(new Error(`server did not start (it must log "fleetxds serving" at info level):\n${out}`));
     }, 30_000);
     const onData = () => {
       const line = out.split('\n').find((l) => l.includes('"fleetxds serving"'));

@@ -10,7 +10,7 @@ import { firstInvalidUtf8 } from '../../src/source/read-tree.ts';
 function only(ds: Diagnostic[], code: string): Diagnostic {
   const hits = ds.filter((d) => d.code === code);
   assert.is(hits.length, 1, `expected exactly one ${code}, got:\n${ds.map(formatDiagnostic).join('\n')}`);
-  return hits[0];
+  return hits[0]!;
 }
 
 function at(d: Diagnostic, file: string, line: number, column?: number): void {
@@ -61,7 +61,7 @@ test('unknown field is rejected at the key, with a suggestion', async () => {
 test('unknown nested field inside a route match', async () => {
   const ds = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace('match: { prefix: /api }', 'match: { prefix: /api, prefx: /x }'),
+    'edge.yaml': BASE['edge.yaml']!.replace('match: { prefix: /api }', 'match: { prefix: /api, prefx: /x }'),
   });
   const d = only(ds, 'FXDS_UNKNOWN_FIELD');
   assert.is(d.path, 'routes[0].match.prefx');
@@ -72,10 +72,10 @@ test('unknown kind and missing kind', async () => {
   const ds = await diagnosticsOf({ ...BASE, 'k.yaml': 'kind: Servise\nname: x\n---\nname: y\n' });
   const kinds = ds.filter((d) => d.code === 'FXDS_UNKNOWN_KIND');
   assert.is(kinds.length, 2);
-  assert.match(kinds[0].message, /unknown kind "Servise"/);
-  at(kinds[0], 'k.yaml', 1);
-  assert.match(kinds[1].message, /missing `kind`/);
-  at(kinds[1], 'k.yaml', 4);
+  assert.match(kinds[0]!.message, /unknown kind "Servise"/);
+  at(kinds[0]!, 'k.yaml', 1);
+  assert.match(kinds[1]!.message, /missing `kind`/);
+  at(kinds[1]!, 'k.yaml', 4);
 });
 
 test('missing required field names the field', async () => {
@@ -102,7 +102,7 @@ test('enum and pattern violations explain the allowed values', async () => {
 });
 
 test('dangling reference: route to a service that does not exist, with did-you-mean', async () => {
-  const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('to: api', 'to: apj') });
+  const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': BASE['edge.yaml']!.replace('to: api', 'to: apj') });
   const d = only(ds, 'FXDS_UNKNOWN_REFERENCE');
   assert.is(d.message, 'service "apj" does not exist (did you mean "api"?)');
   assert.is(d.subject, 'VirtualHost/site');
@@ -149,7 +149,7 @@ test('the same domain in two virtual hosts of one listener conflicts', async () 
   const ds = await diagnosticsOf({
     ...BASE,
     'edge.yaml':
-      BASE['edge.yaml'].replace('virtualHosts: [site]', 'virtualHosts: [site, site2]') +
+      BASE['edge.yaml']!.replace('virtualHosts: [site]', 'virtualHosts: [site, site2]') +
       '---\nkind: VirtualHost\nname: site2\ndomains: [EXAMPLE.com]\nroutes: [{ to: web }]\n',
   });
   const d = only(ds, 'FXDS_CONFLICT');
@@ -159,7 +159,7 @@ test('the same domain in two virtual hosts of one listener conflicts', async () 
 test('a route with two actions, and one with none', async () => {
   const ds = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace(
+    'edge.yaml': BASE['edge.yaml']!.replace(
       '  - to: web\n',
       '  - to: web\n    directResponse: { status: 200 }\n  - match: { prefix: /x }\n',
     ),
@@ -198,7 +198,7 @@ test('endpoint priorities must be contiguous', async () => {
 test('regexes must be RE2: no lookaround', async () => {
   const ds = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace('match: { prefix: /api }', 'match: { regex: "/api(?!/internal).*" }'),
+    'edge.yaml': BASE['edge.yaml']!.replace('match: { prefix: /api }', 'match: { regex: "/api(?!/internal).*" }'),
   });
   const d = only(ds, 'FXDS_INVALID_VALUE');
   assert.is(d.path, 'routes[0].match.regex');
@@ -210,7 +210,7 @@ test('every error of a tree is reported at once, across files, in file order', a
     ...BASE,
     'a.yaml': 'kind: Service\nname: a\nendpoints: []\nbogus: 1\n',
     'z.yaml': 'kind: Listener\nname: z\nport: 70000\nvirtualHosts: [site]\n',
-    'edge.yaml': BASE['edge.yaml'].replace('to: web', 'to: wbe'),
+    'edge.yaml': BASE['edge.yaml']!.replace('to: web', 'to: wbe'),
   });
   const errors = ds.filter((d) => d.severity === 'error');
   assert.equal(
@@ -222,7 +222,7 @@ test('every error of a tree is reported at once, across files, in file order', a
 test('protoc-gen-validate rules of the produced Envoy resources are checked and located', async () => {
   const ds = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace(
+    'edge.yaml': BASE['edge.yaml']!.replace(
       'match: { prefix: /api }',
       'match: { prefix: /api, headers: [{ name: "x-bad\\r\\nheader", exact: "1" }] }',
     ),
@@ -255,7 +255,7 @@ test('an alias bomb is refused', async () => {
     bomb.push(
       `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`,
     );
-  const ds = await diagnosticsOf({ ...BASE, 'bomb.yaml': bomb.join('\n') + '\n' });
+  const ds = await diagnosticsOf({ ...BASE, 'bomb.yaml': `${bomb.join('\n')}\n` });
   const d = only(ds, 'FXDS_YAML_LIMIT');
   assert.match(d.message, /alias/i);
   at(d, 'bomb.yaml', 1);
@@ -284,7 +284,7 @@ test('a document that is not a mapping', async () => {
 
 test('non-UTF-8 bytes are refused with file:line:column, never turned into U+FFFD and served', async () => {
   const dir = writeTree({ ...BASE });
-  const text = BASE['edge.yaml'].replace('domains: [example.com]', 'domains: [example.com]\nnote: "x"');
+  const text = BASE['edge.yaml']!.replace('domains: [example.com]', 'domains: [example.com]\nnote: "x"');
   const bytes = Buffer.concat([
     Buffer.from(text.slice(0, text.indexOf('"x"') + 1)),
     Buffer.from([0x6a, 0x6f, 0x73, 0xe9]),
@@ -303,7 +303,7 @@ test('non-UTF-8 bytes are refused with file:line:column, never turned into U+FFF
 test('a route shadowed by an earlier one of its virtual host is a warning at its match', async () => {
   const ds = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace(
+    'edge.yaml': BASE['edge.yaml']!.replace(
       '  - to: web\n',
       '  - to: web\n  - match: { prefix: /api/v2 }\n    to: api\n',
     ),
@@ -314,7 +314,7 @@ test('a route shadowed by an earlier one of its virtual host is a warning at its
   // More specific first is fine; different headers are not shadowing.
   const fine = await diagnosticsOf({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace(
+    'edge.yaml': BASE['edge.yaml']!.replace(
       '  - match: { prefix: /api }\n',
       '  - match: { prefix: /api/v2, headers: [{ name: x, exact: "1" }] }\n    to: api\n  - match: { prefix: /api }\n',
     ),
@@ -354,7 +354,7 @@ test('shadowing, case by case: which earlier match hides which later one', async
 test('regexes are RE2, not JavaScript: (?i) is accepted, a repeat over 1000 and lookahead are refused', async () => {
   const withRegex = (re: string) => ({
     ...BASE,
-    'edge.yaml': BASE['edge.yaml'].replace(
+    'edge.yaml': BASE['edge.yaml']!.replace(
       '  - match: { prefix: /api }',
       `  - match: { regex: ${JSON.stringify(re)} }`,
     ),

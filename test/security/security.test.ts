@@ -173,7 +173,7 @@ test('admin: 401 without a token; a read-only token reads but cannot roll back; 
   assert.is(audit.json.audit[0].actor, 'ops', 'the audit log names the token');
   // Tokens never appear in logs.
   for (const t of [adminTok.token, readTok.token, restTok.token]) assert.not.ok(server.output().includes(t));
-  assert.not.ok(server.output().includes(readFileSync(serverCert.key, 'utf8').split('\n')[1]));
+  assert.not.ok(server.output().includes(readFileSync(serverCert.key, 'utf8').split('\n')[1]!));
 });
 
 test.run();

@@ -21,7 +21,7 @@ test('a burst of writes gives one new version', async () => {
   try {
     assert.is(versions(app), 1);
     for (let i = 0; i < 30; i++)
-      writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', `10.0.1.${i + 2}:80`));
+      writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml']!.replace('10.0.1.1:80', `10.0.1.${i + 2}:80`));
     await waitFor('new version', () => versions(app) === 2);
     await quiet(500);
     assert.is(versions(app), 2, 'one version for the whole burst');
@@ -41,10 +41,10 @@ test('an editor save by rename is applied; a half-written file is rejected and t
   const app = await startServer(dir, { watch: true });
   try {
     writeFileSync(join(dir, '.services.yaml.swp'), 'garbage: [');
-    writeFileSync(join(dir, 'services.yaml~'), BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.77:80'));
+    writeFileSync(join(dir, 'services.yaml~'), BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.77:80'));
     renameSync(join(dir, 'services.yaml~'), join(dir, 'services.yaml'));
     await waitFor('renamed file applied', () => versions(app) === 2);
-    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].slice(0, 60)); // cut mid-document
+    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml']!.slice(0, 60)); // cut mid-document
     await waitFor('rejection', () => app.store.latestRejection() !== undefined);
     assert.is(versions(app), 2);
     assert.equal(clusterNames(app), ['api', 'web']);
@@ -57,7 +57,7 @@ test('deleting a file is a change of the whole tree (its resources go, reference
   const dir = writeTree({
     ...BASE,
     'extra.yaml': 'kind: Service\nname: extra\nendpoints: [{ address: 10.3.3.3:80 }]\n',
-    'edge.yaml': BASE['edge.yaml'].replace('  - to: web', '  - match: { prefix: /x }\n    to: extra\n  - to: web'),
+    'edge.yaml': BASE['edge.yaml']!.replace('  - to: web', '  - match: { prefix: /x }\n    to: extra\n  - to: web'),
   });
   const app = await startServer(dir, { watch: true });
   try {
@@ -66,7 +66,7 @@ test('deleting a file is a change of the whole tree (its resources go, reference
     await waitFor('rejection of the dangling reference', () =>
       app.store.latestRejection()?.diagnostics.some((d) => d.code === 'FXDS_UNKNOWN_REFERENCE'),
     );
-    writeFileSync(join(dir, 'edge.yaml'), BASE['edge.yaml']);
+    writeFileSync(join(dir, 'edge.yaml'), BASE['edge.yaml']!);
     await waitFor('applied without extra', () => versions(app) === 2);
     assert.equal(clusterNames(app), ['api', 'web']);
   } finally {
@@ -83,7 +83,7 @@ test('a symlink swap of the directory itself is followed (releases + current)', 
   try {
     assert.equal(clusterNames(app), ['api', 'web']);
     writeTree(
-      { ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: api\n') },
+      { ...BASE, 'edge.yaml': BASE['edge.yaml']!.replace('  - to: web\n', '  - to: api\n') },
       join(base, 'releases', 'r2'),
     );
     symlinkSync('releases/r2', join(base, 'current.tmp'));
@@ -112,11 +112,11 @@ test('the config folder deleted and created again is still watched (no reconcile
     const first = app.cache.current!.versionId;
     rmSync(dir, { recursive: true });
     await new Promise((r) => setTimeout(r, 400)); // the empty tree is refused meanwhile
-    writeTree({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.9:80') }, dir);
+    writeTree({ ...BASE, 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.9:80') }, dir);
     await waitFor('the recreated folder applied', () => app.cache.current!.versionId !== first, 5000);
     // ...and later edits in it too.
     const second = app.cache.current!.versionId;
-    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.8:80'));
+    writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.8:80'));
     await waitFor('a later edit applied', () => app.cache.current!.versionId !== second, 5000);
   } finally {
     await app.close();

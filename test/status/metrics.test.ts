@@ -9,7 +9,7 @@ import { BASE, writeTree } from '../helpers/tree.ts';
 function metric(text: string, name: string): number {
   const line = text
     .split('\n')
-    .find((l) => l.startsWith(name + ' ') || (l.startsWith(name + '{') && l.split(' ')[0] === name));
+    .find((l) => l.startsWith(`${name} `) || (l.startsWith(`${name}{`) && l.split(' ')[0] === name));
   return line ? Number(line.split(' ').pop()) : NaN;
 }
 
@@ -24,7 +24,7 @@ test('Prometheus metrics: clients by transport, pushes, ACKs, NACKs, push latenc
     s.send({ type_url: T.cluster, version_info: r1.version_info, response_nonce: r1.nonce });
     writeFileSync(
       join(dir, 'services.yaml'),
-      BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'),
+      BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'),
     );
     await app.reload();
     const r2 = await s.next();

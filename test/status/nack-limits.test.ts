@@ -28,14 +28,14 @@ test('the same NACK 20 times with a 2 MB message: stored and logged once, capped
     await new Promise((res) => setTimeout(res, 500));
     const stored = app.store.listNacks('noisy');
     assert.is(stored.length, 1);
-    assert.ok(stored[0].message.length < MAX_NACK_MESSAGE + 100, `stored ${stored[0].message.length} characters`);
-    assert.match(stored[0].message, /more characters not kept/);
+    assert.ok(stored[0]!.message.length < MAX_NACK_MESSAGE + 100, `stored ${stored[0]!.message.length} characters`);
+    assert.match(stored[0]!.message, /more characters not kept/);
     assert.is(logLines.filter((l) => l.includes('"msg":"NACK"')).length, 1);
     assert.ok(
       logLines.every((l) => l.length < 20_000),
       'no huge log line',
     );
-    const status = app.registry.byNodeId('noisy')[0].types[T.cluster].lastNack!;
+    const status = app.registry.byNodeId('noisy')[0]!.types[T.cluster]!.lastNack!;
     assert.is(status.repeats, 19);
     s.close();
     c.close();
@@ -57,7 +57,7 @@ test('NACKs of many versions from one node: at most NACK_REPORTS_PER_MINUTE repo
   });
   for (let v = 0; v < 100; v++) reg.nacked(s, T.cluster, `v${v}`, String(v), 13, 'bad');
   assert.is(reported.length, NACK_REPORTS_PER_MINUTE);
-  assert.is(s.types[T.cluster].lastNack!.version, 'v99', 'the status still shows the newest');
+  assert.is(s.types[T.cluster]!.lastNack!.version, 'v99', 'the status still shows the newest');
 });
 
 test.run();

@@ -44,7 +44,7 @@ for (const c of cases) {
           type_url: TypeUrls[kind],
           resources: [...t.resources.values()].map((x) => ({ '@type': TypeUrls[kind], ...body(x) })),
         };
-        rendered.set(`${group}.${kind}.json`, JSON.stringify(doc, null, 2) + '\n');
+        rendered.set(`${group}.${kind}.json`, `${JSON.stringify(doc, null, 2)}\n`);
       }
     }
     if (UPDATE) {
@@ -78,7 +78,7 @@ for (const c of cases) {
           };
           assert.is(any.type_url, TypeUrls[kind]);
           assert.equal(
-            decodeToJson(TypeUrls[kind].split('/')[1], any.value),
+            decodeToJson(TypeUrls[kind].split('/')[1]!, any.value),
             res.json,
             `${group}/${kind}/${name} does not round-trip`,
           );

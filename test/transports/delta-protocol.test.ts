@@ -20,7 +20,7 @@ async function setTree(files: Record<string, string>): Promise<void> {
 const ack = (res: Json, extra: Json = {}) => ({ type_url: res.type_url, response_nonce: res.nonce, ...extra });
 const withService = (name: string, ip: string) => ({
   [`${name}.yaml`]: `kind: Service\nname: ${name}\nendpoints: [{ address: ${ip}:80 }]\n`,
-  'edge.yaml': BASE['edge.yaml'].replace(
+  'edge.yaml': BASE['edge.yaml']!.replace(
     '  - to: web',
     `  - match: { prefix: /${name} }\n    to: ${name}\n  - to: web`,
   ),
@@ -81,9 +81,9 @@ test('subscribe and unsubscribe by name; an unsubscribe alone gets no response',
   s.send({ type_url: T.endpoint, resource_names_unsubscribe: ['web'] });
   assert.ok(await s.quiet(300));
   // Changes to an unsubscribed resource are not pushed; to a subscribed one they are.
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80') });
   assert.ok(await s.quiet(300));
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('10.0.0.2:8080', '10.0.0.3:8080') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('10.0.0.2:8080', '10.0.0.3:8080') });
   const r3 = await s.next();
   assert.equal(dnames(r3), ['api']);
   s.close();
@@ -108,12 +108,12 @@ test('only changed resources are sent; a deletion is sent as removed_resources',
   s.send({ node: NODE, type_url: T.cluster });
   const r1 = await s.next();
   s.send(ack(r1));
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 3s\n') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 3s\n') });
   const r2 = await s.next();
   assert.equal(dnames(r2), ['web'], 'only the changed cluster');
   assert.is(r2.resources[0].resource.connect_timeout, '3s');
   s.send(ack(r2));
-  await setTree({ 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: api\n') });
+  await setTree({ 'edge.yaml': BASE['edge.yaml']!.replace('  - to: web\n', '  - to: api\n') });
   const r3 = await s.next();
   assert.equal(r3.removed_resources, ['web']);
   assert.equal(r3.resources ?? [], []);
@@ -138,7 +138,7 @@ test('reconnect with initial_resource_versions: unchanged skipped, changed sent,
   s.close();
   // While disconnected: web is deleted, api changes, new appears.
   await setTree({
-    'services.yaml': BASE['services.yaml'].replace('name: api\n', 'name: api\nconnectTimeout: 4s\n'),
+    'services.yaml': BASE['services.yaml']!.replace('name: api\n', 'name: api\nconnectTimeout: 4s\n'),
     ...withService('fresh', '10.5.5.5'),
     'edge.yaml': withService('fresh', '10.5.5.5')['edge.yaml'].replace('  - to: web\n', '  - to: api\n'),
   });
@@ -176,8 +176,8 @@ test('a NACK is recorded and the NACKed version is not pushed again', async () =
   const r1 = await s.next();
   s.send({ type_url: T.cluster, response_nonce: r1.nonce, error_detail: { code: 13, message: 'nope' } });
   assert.ok(await s.quiet(400));
-  assert.is(app.registry.byNodeId('delta-nacker')[0].types[T.cluster].lastNack!.message, 'nope');
-  assert.is(app.store.listNacks('delta-nacker')[0].transport, 'grpc-ads-delta');
+  assert.is(app.registry.byNodeId('delta-nacker')[0]!.types[T.cluster]!.lastNack!.message, 'nope');
+  assert.is(app.store.listNacks('delta-nacker')[0]!.transport, 'grpc-ads-delta');
   s.close();
 });
 
@@ -189,7 +189,7 @@ test('after a cluster changes, its unchanged endpoints are sent again (no warmin
   const b = await s.next();
   s.send(ack(a));
   s.send(ack(b));
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('name: api\n', 'name: api\nconnectTimeout: 8s\n') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('name: api\n', 'name: api\nconnectTimeout: 8s\n') });
   const c1 = await s.next();
   const c2 = await s.next();
   assert.equal([c1.type_url, c2.type_url], [T.cluster, T.endpoint]);
@@ -215,7 +215,7 @@ test('ordering on one ADS stream: cluster, endpoints, listener, route; removal o
   for (let i = 0; i < 5; i++) {
     const r = await s.next();
     got.push(
-      `${r.type_url.split('.').pop()}${r.removed_resources?.length ? ' -' + r.removed_resources.join(',') : ''}`,
+      `${r.type_url.split('.').pop()}${r.removed_resources?.length ? ` -${r.removed_resources.join(',')}` : ''}`,
     );
   }
   assert.equal(got, ['Cluster', 'ClusterLoadAssignment', 'Listener', 'RouteConfiguration', 'Cluster -web']);

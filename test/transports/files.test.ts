@@ -83,16 +83,16 @@ test('a one-endpoint change rewrites only that endpoint file; a removed cluster 
   assert.is(first.written, 5); // cds, lds, eds/api, eds/web, rds/edge
   const cdsIno = statSync(join(out, 'default', 'cds.json')).ino;
   const second = await r.render(
-    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }),
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80') }),
   );
   assert.equal({ written: second.written, removed: second.removed }, { written: 1, removed: 0 });
   assert.is(statSync(join(out, 'default', 'cds.json')).ino, cdsIno, 'CDS file untouched');
   const again = await new FileRenderer({ dir: out, format: 'json', layout: 'files' }).render(
-    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }),
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80') }),
   );
   assert.is(again.written, 0, 'a fresh renderer compares with what is on disk');
   const third = await r.render(
-    await published({ ...BASE, 'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: api\n') }),
+    await published({ ...BASE, 'edge.yaml': BASE['edge.yaml']!.replace('  - to: web\n', '  - to: api\n') }),
   );
   assert.is(third.removed, 1);
   assert.not.ok(existsSync(join(out, 'default', 'eds', 'web.json')));
@@ -122,7 +122,7 @@ test('a reader never sees a partial file while a writer loops', async () => {
       Array.from({ length: 200 }, (_, i) => `  - { match: { prefix: /s${i} }, to: s${i} }\n`).join(''),
   });
   const configs = [await published(big(1)), await published(big(2))];
-  await r.render(configs[0]);
+  await r.render(configs[0]!);
   const file = join(out, 'default', 'cds.json');
   const reader = spawn(process.execPath, [
     '-e',
@@ -137,7 +137,7 @@ test('a reader never sees a partial file while a writer loops', async () => {
   let writes = 0;
   const until = Date.now() + 2500;
   for (let i = 1; Date.now() < until; i++) {
-    writes += (await r.render(configs[i % 2])).written > 0 ? 1 : 0;
+    writes += (await r.render(configs[i % 2]!)).written > 0 ? 1 : 0;
   }
   await done;
   const { ok, bad } = JSON.parse(text);
@@ -157,17 +157,17 @@ test('watched_directory layout: every version in its own folder, switched by one
   const src = cds.resources[0].eds_cluster_config.eds_config.path_config_source;
   assert.equal(src, { path: join(g, 'current', 'eds', 'api.yaml'), watched_directory: { path: g } });
   await r.render(
-    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') }),
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80') }),
   );
   const v2 = readlinkSync(join(g, 'current'));
   assert.is.not(v2, v1);
   await r.render(
-    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.3:80') }),
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.3:80') }),
   );
   const dirs = readdirSync(g).filter((n) => n.startsWith('.v-'));
   assert.is(dirs.length, 2, 'the current and the previous version are kept');
   const unchanged = await r.render(
-    await published({ ...BASE, 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.3:80') }),
+    await published({ ...BASE, 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.3:80') }),
   );
   assert.is(unchanged.written, 0);
 });
@@ -205,7 +205,7 @@ test('a group whose files cannot be written does not keep the others stale, and 
   const tree = {
     ...BASE,
     'groups.yaml': 'kind: NodeGroup\nname: edge\nmatch: { cluster: edge }\n',
-    'edge.yaml': BASE['edge.yaml'].replace('port: 8080', 'port: 8080\ngroups: [default, edge]'),
+    'edge.yaml': BASE['edge.yaml']!.replace('port: 8080', 'port: 8080\ngroups: [default, edge]'),
   };
   const app = await startServer(writeTree(tree), { files: { dir: out } });
   try {
@@ -218,7 +218,7 @@ test('a group whose files cannot be written does not keep the others stale, and 
       status.fileFailures.map((f) => f.group),
       ['edge'],
     );
-    assert.match(status.fileFailures[0].error, /EEXIST|ENOTDIR/);
+    assert.match(status.fileFailures[0]!.error, /EEXIST|ENOTDIR/);
   } finally {
     await app.close();
   }

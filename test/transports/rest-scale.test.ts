@@ -40,7 +40,7 @@ test(`${N} held polls are all released by one change`, async () => {
     );
     writeFileSync(
       join(dir, 'services.yaml'),
-      BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'),
+      BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 2s\n'),
     );
     const results = await Promise.all(polls);
     const byStatus: Record<number, number> = {};

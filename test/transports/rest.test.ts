@@ -124,12 +124,12 @@ test('each EDS subscription has its own version: polls of two clusters infer no 
   assert.equal(app.store.listNacks(), []);
   const status = app.registry.polling().find((s) => s.nodeId === NODE.id)!;
   assert.is(
-    status.types[EDS].ackedVersion,
+    status.types[EDS]!.ackedVersion,
     app.cache.current!.groups.get('default')!.types.endpoint.version,
     'the type is ACKed once every subscription is',
   );
   // A change to web's endpoints, which the proxy then keeps reporting its old version for: rejected.
-  await apply({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') });
+  await apply({ 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80') });
   const unchanged = await poll('endpoints', {
     node: NODE,
     resource_names: ['api'],
@@ -143,25 +143,29 @@ test('each EDS subscription has its own version: polls of two clusters infer no 
   await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
   const nacks = app.store.listNacks();
   assert.is(nacks.length, 1, 'recorded once');
-  assert.is(nacks[0].version, changed.json.version_info);
-  assert.match(nacks[0].message, /inferred/);
+  assert.is(nacks[0]!.version, changed.json.version_info);
+  assert.match(nacks[0]!.message, /inferred/);
 });
 
 test('a proxy that starts again (no version after having accepted one) is a new run: no NACK, earlier NACKs cleared from status', async () => {
   const first = await poll('clusters', { node: NODE });
   await poll('clusters', { node: NODE, version_info: first.json.version_info });
   // A rejected CDS version (the proxy keeps reporting the one before)...
-  await apply({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 9s\n') });
+  await apply({ 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 9s\n') });
   const second = await poll('clusters', { node: NODE, version_info: first.json.version_info });
   assert.is(second.status, 200);
   await poll('clusters', { node: NODE, version_info: first.json.version_info });
   assert.is(app.store.listNacks().length, 1);
-  assert.ok(app.registry.polling()[0].types[CDS].lastNack);
+  assert.ok(app.registry.polling()[0]!.types[CDS]!.lastNack);
   // ...then the proxy restarts.
   const again = await poll('clusters', { node: NODE });
   assert.is(again.status, 200);
   assert.is(app.store.listNacks().length, 1, 'no NACK for the restart');
-  assert.is(app.registry.polling()[0].types[CDS].lastNack, undefined, "the earlier run's NACK is history, not status");
+  assert.is(
+    app.registry.polling()[0]!.types[CDS]!.lastNack,
+    undefined,
+    "the earlier run's NACK is history, not status",
+  );
 });
 
 test('a stale version is answered at once with 200', async () => {
@@ -178,13 +182,14 @@ test('a config change releases a held poll at once with the new version', async 
   await new Promise((r) => setTimeout(r, 200));
   assert.is(app.rest!.heldCount(), 1);
   // A change to another cluster's endpoints does not wake this poll.
-  await apply({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.2:80') });
+  await apply({ 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80') });
   await new Promise((r) => setTimeout(r, 100));
   assert.is(app.rest!.heldCount(), 1);
   await apply({
-    'services.yaml': BASE['services.yaml']
-      .replace('10.0.1.1:80', '10.0.1.2:80')
-      .replace('10.0.0.2:8080', '10.0.0.3:8080'),
+    'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80').replace(
+      '10.0.0.2:8080',
+      '10.0.0.3:8080',
+    ),
   });
   const r = await held;
   assert.is(r.status, 200);
@@ -198,29 +203,29 @@ test('a config change releases a held poll at once with the new version', async 
 
 test('per node: last poll, applied version, and an inferred rejection when an older version keeps coming back', async () => {
   const v1 = await poll('clusters', { node: NODE });
-  await apply({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 9s\n') });
+  await apply({ 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 9s\n') });
   const v2 = await poll('clusters', { node: NODE, version_info: v1.json.version_info });
   assert.is(v2.status, 200);
   // The proxy rejected v2: its next poll still carries v1. v2 is not sent again (304: keep what you have).
   const v3 = await poll('clusters', { node: NODE, version_info: v1.json.version_info });
   assert.is(v3.status, 304);
   const s = app.registry.byNodeId('rest-1')[0];
-  assert.is(s.transport, 'rest');
-  assert.ok(s.lastSeenAt);
-  const t = s.types[CDS];
-  assert.is(t.sentVersion, v2.json.version_info);
-  assert.is(t.lastNack!.version, v2.json.version_info);
-  assert.match(t.lastNack!.message, /inferred/);
+  assert.is(s!.transport, 'rest');
+  assert.ok(s!.lastSeenAt);
+  const t = s!.types[CDS];
+  assert.is(t!.sentVersion, v2.json.version_info);
+  assert.is(t!.lastNack!.version, v2.json.version_info);
+  assert.match(t!.lastNack!.message, /inferred/);
   const stored = app.store.listNacks('rest-1');
   assert.is(stored.length, 1, 'recorded once, not on every poll');
-  assert.is(stored[0].transport, 'rest');
+  assert.is(stored[0]!.transport, 'rest');
   // A proxy reporting v2 after all (another instance, or a retry that succeeded) is recorded as ACKed.
   await poll('clusters', { node: NODE, version_info: v2.json.version_info });
-  assert.is(app.registry.byNodeId('rest-1')[0].types[CDS].ackedVersion, v2.json.version_info);
+  assert.is(app.registry.byNodeId('rest-1')[0]!.types[CDS]!.ackedVersion, v2.json.version_info);
 });
 
 test('a body nested 5,000 levels deep gets 400, not 500', async () => {
-  const deep = '{"a":'.repeat(5000) + '{}' + '}'.repeat(5000);
+  const deep = `${'{"a":'.repeat(5000)}{}${'}'.repeat(5000)}`;
   const r = await poll('clusters', `{"node":{"id":"rest-1","cluster":"c","metadata":${deep}}}`);
   assert.is(r.status, 400);
   assert.match(r.json.error, /nested deeper than 64 levels/);

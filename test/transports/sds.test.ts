@@ -15,11 +15,11 @@ import { BASE, diagnosticsOf, tempDir, writeTree } from '../helpers/tree.ts';
 function tree(certDir: string): Record<string, string> {
   return {
     ...BASE,
-    'services.yaml': BASE['services.yaml'].replace(
+    'services.yaml': BASE['services.yaml']!.replace(
       'name: api\nprotocol: http2\n',
       'name: api\nprotocol: http2\ntls: { sni: api.internal, caSecret: upstream-ca, clientSecret: client-cert }\n',
     ),
-    'edge.yaml': BASE['edge.yaml'].replace('port: 8080\n', 'port: 8443\ntls: { secret: edge-cert }\n'),
+    'edge.yaml': BASE['edge.yaml']!.replace('port: 8080\n', 'port: 8443\ntls: { secret: edge-cert }\n'),
     'secrets.yaml': [
       `kind: Secret\nname: edge-cert\ncertificateFile: ${certDir}/edge.crt\nprivateKeyFile: ${certDir}/edge.key\n`,
       `kind: Secret\nname: client-cert\ncertificateFile: ${certDir}/client.crt\nprivateKeyFile: ${certDir}/client.key\n`,
@@ -163,7 +163,7 @@ test('the private key never appears in logs, status output, history or the datab
   ]) {
     outputs.push(await (await fetch(`http://127.0.0.1:${app.adminPort}${path}`)).text());
   }
-  const redacted = JSON.parse(outputs[outputs.length - 2]);
+  const redacted = JSON.parse(outputs[outputs.length - 2]!);
   assert.ok(redacted.resources.every((r: Json) => r.material === '(redacted)' && r.fingerprint));
   outputs.push(JSON.stringify(app.store.listVersions()), JSON.stringify(app.store.latestVersion()));
   app.store.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -188,7 +188,7 @@ test('several certificates on one port, chosen by SNI: one filter chain each, ev
   const files = tree(certDir);
   files['secrets.yaml'] +=
     `---\nkind: Secret\nname: other-cert\ncertificateFile: ${other.cert}\nprivateKeyFile: ${other.key}\n`;
-  files['edge.yaml'] = files['edge.yaml'].replace(
+  files['edge.yaml'] = files['edge.yaml']!.replace(
     'tls: { secret: edge-cert }',
     'tls: { secret: edge-cert, sni: [{ serverNames: [other.example, "*.other.example"], secret: other-cert }] }',
   );

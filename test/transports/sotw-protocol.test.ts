@@ -76,19 +76,20 @@ test('a NACK is recorded with its error text and the same version is not pushed 
     error_detail: { code: 13, message: 'cluster api: rejected by test' },
   });
   assert.ok(await s.quiet(400), 'a NACK must not trigger a resend of the same content');
-  const status = app.registry.byNodeId('nacker')[0].types[T.cluster];
-  assert.is(status.lastNack!.message, 'cluster api: rejected by test');
-  assert.is(status.lastNack!.version, cds.version_info);
-  assert.is(status.ackedVersion, undefined);
+  const status = app.registry.byNodeId('nacker')[0]!.types[T.cluster];
+  assert.is(status!.lastNack!.message, 'cluster api: rejected by test');
+  assert.is(status!.lastNack!.version, cds.version_info);
+  assert.is(status!.ackedVersion, undefined);
   const stored = app.store.listNacks('nacker');
   assert.is(stored.length, 1);
-  assert.is(stored[0].message, 'cluster api: rejected by test');
-  assert.is(stored[0].typeUrl, T.cluster);
+  assert.is(stored[0]!.message, 'cluster api: rejected by test');
+  assert.is(stored[0]!.typeUrl, T.cluster);
   // The last good version keeps being served; a new config version is pushed.
   await setTree({
-    'services.yaml': BASE['services.yaml']
-      .replace('10.0.0.2:8080', '10.0.0.3:8080')
-      .replace('protocol: http2', 'protocol: http1'),
+    'services.yaml': BASE['services.yaml']!.replace('10.0.0.2:8080', '10.0.0.3:8080').replace(
+      'protocol: http2',
+      'protocol: http1',
+    ),
   });
   const next = await s.next();
   assert.is(next.type_url, T.cluster);
@@ -100,7 +101,7 @@ test('a request with a stale nonce is ignored', async () => {
   const s = client.open();
   s.send({ node: NODE, type_url: T.endpoint, resource_names: ['api'] });
   const first = await s.next();
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('10.0.0.2:8080', '10.0.0.3:8080') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('10.0.0.2:8080', '10.0.0.3:8080') });
   const second = await s.next();
   assert.is.not(second.nonce, first.nonce);
   // A request carrying the older nonce (and a new name) is stale: nothing is sent for it.
@@ -129,7 +130,7 @@ test('a requested resource that does not exist yet is sent when it appears', asy
   assert.ok(await s.quiet(300), 'nothing to send for a missing name');
   await setTree({
     'later.yaml': 'kind: Service\nname: later\nendpoints: [{ address: 10.9.9.9:80 }]\n',
-    'edge.yaml': BASE['edge.yaml'].replace('  - to: web', '  - match: { prefix: /later }\n    to: later\n  - to: web'),
+    'edge.yaml': BASE['edge.yaml']!.replace('  - to: web', '  - match: { prefix: /later }\n    to: later\n  - to: web'),
   });
   const res = await s.next();
   assert.is(res.type_url, T.endpoint);
@@ -162,9 +163,10 @@ test('EDS over SotW carries only what changed ("delta over SotW"), LDS/CDS alway
   const c1 = await s.next();
   s.send(ack(c1));
   await setTree({
-    'services.yaml': BASE['services.yaml']
-      .replace('10.0.1.1:80', '10.0.1.2:80')
-      .replace('name: web\n', 'name: web\nconnectTimeout: 3s\n'),
+    'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80').replace(
+      'name: web\n',
+      'name: web\nconnectTimeout: 3s\n',
+    ),
   });
   const c2 = await s.next();
   assert.is(c2.type_url, T.cluster);
@@ -185,9 +187,10 @@ test('wildcard rules: explicit "*", then names only, then an empty list means no
   s.send(ack(r2, { resource_names: [] }));
   assert.ok(await s.quiet(300), 'empty list after names: unsubscribed');
   await setTree({
-    'services.yaml': BASE['services.yaml']
-      .replace('10.0.1.1:80', '10.0.1.2:80')
-      .replace('name: web\n', 'name: web\nconnectTimeout: 3s\n'),
+    'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80').replace(
+      'name: web\n',
+      'name: web\nconnectTimeout: 3s\n',
+    ),
   });
   assert.ok(await s.quiet(300), 'nothing pushed to an unsubscribed type');
   s.close();
@@ -210,7 +213,7 @@ test('a changed cluster gets its (unchanged) endpoints again, after CDS, so it d
   const eds = await s.next();
   s.send(ack(eds, { resource_names: ['api', 'web'] }));
   assert.ok(await s.quiet(200));
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('name: api\n', 'name: api\nconnectTimeout: 7s\n') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('name: api\n', 'name: api\nconnectTimeout: 7s\n') });
   const cds2 = await s.next();
   assert.is(cds2.type_url, T.cluster, 'CDS first');
   const eds2 = await s.next();
@@ -242,9 +245,10 @@ test('pushes are ordered CDS, EDS, LDS, RDS', async () => {
   assert.ok(await s.quiet(200));
   await setTree({
     'new.yaml': 'kind: Service\nname: new\nendpoints: [{ address: 10.7.7.7:80 }]\n',
-    'edge.yaml': BASE['edge.yaml']
-      .replace('  - to: web', '  - match: { prefix: /new }\n    to: new\n  - to: web')
-      .replace('port: 8080', 'port: 8081'),
+    'edge.yaml': BASE['edge.yaml']!.replace(
+      '  - to: web',
+      '  - match: { prefix: /new }\n    to: new\n  - to: web',
+    ).replace('port: 8080', 'port: 8081'),
   });
   const order = [
     (await s.next()).type_url,
@@ -278,7 +282,7 @@ test('a removed cluster is dropped only after listeners and routes stopped using
   await s.quiet(200);
   await setTree({
     'fresh.yaml': 'kind: Service\nname: fresh\nendpoints: [{ address: 10.5.5.5:80 }]\n',
-    'edge.yaml': BASE['edge.yaml'].replace('  - to: web\n', '  - to: fresh\n'),
+    'edge.yaml': BASE['edge.yaml']!.replace('  - to: web\n', '  - to: fresh\n'),
   });
   const seq: string[] = [];
   for (let i = 0; i < 4; i++) {
@@ -303,7 +307,7 @@ test("NACK containment: a node connecting while its group's newest version stand
   a.send({ node: { id: 'a', cluster: 'x' }, type_url: T.cluster });
   const v1 = await a.next();
   a.send(ack(v1));
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 6s\n') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 6s\n') });
   const v2 = await a.next();
   a.send({
     type_url: T.cluster,
@@ -318,7 +322,7 @@ test("NACK containment: a node connecting while its group's newest version stand
   assert.is(first.version_info, v1.version_info, 'served the last ACKed version, not the NACKed one');
   b.send(ack(first));
   assert.ok(await b.quiet(300), 'and stays on it while the NACKed version is current');
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('name: web\n', 'name: web\nconnectTimeout: 7s\n') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 7s\n') });
   const v3 = await b.next();
   assert.is.not(v3.version_info, v1.version_info);
   assert.is.not(v3.version_info, v2.version_info);
@@ -334,7 +338,7 @@ test('a route change does not push clusters', async () => {
   s.send({ type_url: T.route, resource_names: ['edge'] });
   const rds = await s.next();
   s.send(ack(rds, { resource_names: ['edge'] }));
-  await setTree({ 'edge.yaml': BASE['edge.yaml'].replace('prefix: /api', 'prefix: /v2/api') });
+  await setTree({ 'edge.yaml': BASE['edge.yaml']!.replace('prefix: /api', 'prefix: /v2/api') });
   const next = await s.next();
   assert.is(next.type_url, T.route);
   assert.ok(await s.quiet(300), 'no CDS push for a route change');
@@ -394,10 +398,10 @@ test('resources are encoded once and the same bytes go to every client', async (
     got.push(await s.next());
   }
   assert.is(app.pipeline.encoder.stats.encoded, before, 'serving clients encodes nothing');
-  assert.equal(got[0].resources, got[1].resources);
-  assert.equal(got[1].resources, got[2].resources);
+  assert.equal(got[0]!.resources, got[1]!.resources);
+  assert.equal(got[1]!.resources, got[2]!.resources);
   // A one-service change re-encodes only that service's resources (cluster + endpoints).
-  await setTree({ 'services.yaml': BASE['services.yaml'].replace('10.0.1.1:80', '10.0.1.9:80') });
+  await setTree({ 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.9:80') });
   assert.is(app.pipeline.encoder.stats.encoded, before + 1, 'only the changed ClusterLoadAssignment is encoded');
   for (const s of streams) s.close();
 });
@@ -418,7 +422,7 @@ test('an invalid tree is never served: the last good version stays', async () =>
   s.send(ack(cds));
   writeFileSync(
     join(dir, 'services.yaml'),
-    BASE['services.yaml'] + '---\nkind: Service\nname: broken\nendpoints: oops\n',
+    `${BASE['services.yaml']}---\nkind: Service\nname: broken\nendpoints: oops\n`,
   );
   const out = (await app.reload()) as { status: string };
   assert.is(out.status, 'rejected');

@@ -55,10 +55,10 @@ test('type errors, enum names, oneofs and Any types are checked', () => {
     transport_socket: { name: 't', typed_config: { '@type': 'type.googleapis.com/no.such.Type' } },
   });
   const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
-  assert.match(byPath['name'], /expected a string/);
-  assert.match(byPath['lb_policy'], /"FASTEST" is not a value of LbPolicy/);
-  assert.match(byPath['connect_timeout'], /expected a duration/);
-  assert.match(byPath['transport_socket.typed_config.@type'], /unknown message type/);
+  assert.match(byPath.name!, /expected a string/);
+  assert.match(byPath.lb_policy!, /"FASTEST" is not a value of LbPolicy/);
+  assert.match(byPath.connect_timeout!, /expected a duration/);
+  assert.match(byPath['transport_socket.typed_config.@type']!, /unknown message type/);
   assert.ok(issues.some((i) => i.path === '' && /only one of type, cluster_type/.test(i.message)));
 });
 
@@ -69,10 +69,10 @@ test('protoc-gen-validate rules: required fields, string length, numeric and dur
     http_health_check: { path: '' },
   });
   const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
-  assert.is(byPath['timeout'], 'is required');
-  assert.match(byPath['interval'], /longer than 0s/);
-  assert.is(byPath['healthy_threshold'], 'is required');
-  assert.match(byPath['http_health_check.path'], /required|empty/);
+  assert.is(byPath.timeout, 'is required');
+  assert.match(byPath.interval!, /longer than 0s/);
+  assert.is(byPath.healthy_threshold, 'is required');
+  assert.match(byPath['http_health_check.path']!, /required|empty/);
 });
 
 test('oneof members are only validated when set', () => {
@@ -87,7 +87,7 @@ test('oneof members are only validated when set', () => {
 
 test('64-bit integers and out-of-range 32-bit values', () => {
   const r = encodeJson('envoy.config.cluster.v3.Cluster', { name: 'c', per_connection_buffer_limit_bytes: 4294967296 });
-  assert.match(r.issues[0].message, /out of range/);
+  assert.match(r.issues[0]!.message, /out of range/);
 });
 
 test.run();

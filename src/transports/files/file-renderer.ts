@@ -97,7 +97,7 @@ export class FileRenderer {
   }
 
   private serialize(doc: object): string {
-    return this.opts.format === 'yaml' ? toYaml(doc) : JSON.stringify(doc, null, 2) + '\n';
+    return this.opts.format === 'yaml' ? toYaml(doc) : `${JSON.stringify(doc, null, 2)}\n`;
   }
 
   private plan(group: string, snap: GroupSnapshot, previous: Set<string>): PlannedFile[] {

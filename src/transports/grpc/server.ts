@@ -76,7 +76,8 @@ const SERVICES: ServiceSpec[] = [
 
 function toNode(type: protobuf.Type, n: any): NodeInput | undefined {
   if (!n) return undefined;
-  const structType = (type.fields.node.resolvedType as protobuf.Type).fields.metadata.resolvedType as protobuf.Type;
+  const nodeType = type.fields.node?.resolvedType as protobuf.Type;
+  const structType = nodeType.fields.metadata?.resolvedType as protobuf.Type;
   return {
     id: n.id || '',
     cluster: n.cluster || '',

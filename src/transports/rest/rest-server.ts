@@ -358,7 +358,7 @@ export function createRestServer(opts: RestOptions): RestServer {
   // find-my-way cannot put a parameter right after a literal ':', so take the whole segment.
   app.post<{ Params: { call: string } }>('/v3/:call', async (req, reply) => {
     const m = /^discovery:([a-z_-]+)$/.exec(req.params.call);
-    const kind = m ? REST_PATHS[m[1]] : undefined;
+    const kind = m?.[1] ? REST_PATHS[m[1]] : undefined;
     if (!kind)
       return reply.code(404).send({
         error: `no REST discovery at /v3/${req.params.call} (served: ${Object.keys(REST_PATHS)
