@@ -7,6 +7,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { lookupType } from '../../src/xds/proto-root.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
 
 const [port, count, mode, prefix, routeName] = [
   Number(process.argv[2]),
@@ -15,12 +16,7 @@ const [port, count, mode, prefix, routeName] = [
   process.argv[5],
   process.argv[6],
 ];
-const T = {
-  cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
-  endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
-  listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
-  route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
-};
+const T = TypeUrls;
 const delta = mode === 'delta';
 const Req = lookupType(
   delta ? 'envoy.service.discovery.v3.DeltaDiscoveryRequest' : 'envoy.service.discovery.v3.DiscoveryRequest',

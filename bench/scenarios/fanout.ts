@@ -12,6 +12,7 @@ import { spawnServer } from '../../test/helpers/process.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
 import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
 import { percentile, procStats } from '../lib/proc.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
 
 export interface FanoutResult {
   n: number;
@@ -25,8 +26,8 @@ export interface FanoutResult {
   bytesPerClientRouteChange: number;
 }
 
-const RDS = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
-const EDS = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
+const RDS = TypeUrls.route;
+const EDS = TypeUrls.endpoint;
 
 function waitMsg(children: ChildProcess[], type: string, timeoutMs: number): Promise<any[]> {
   return Promise.all(

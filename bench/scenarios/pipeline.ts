@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { startApp } from '../../src/app/app.ts';
 import { validateSourceSet } from '../../src/model/validate.ts';
-import { buildConfig } from '../../src/snapshot/build.ts';
-import { ResourceEncoder } from '../../src/snapshot/encoder.ts';
+import { buildConfig, freshBuildCaches } from '../../src/snapshot/build.ts';
 import { readTree } from '../../src/source/read-tree.ts';
 import { generateTree, serviceYaml } from '../lib/generate.ts';
 
@@ -25,7 +24,7 @@ const t1 = performance.now();
 const validated = validateSourceSet(source);
 const t2 = performance.now();
 if (!validated.model) throw new Error(`generated tree invalid: ${JSON.stringify(validated.diagnostics.slice(0, 3))}`);
-const built = buildConfig(validated.model, new ResourceEncoder());
+const built = buildConfig(validated.model, freshBuildCaches());
 const t3 = performance.now();
 if (!built.config) throw new Error('build failed');
 const resources = [...built.config.groups.values()].reduce(
@@ -54,7 +53,7 @@ for (let k = 0; k < 5; k++) {
       resolve(performance.now());
     });
   });
-  const before = app.pipeline.encoder.stats.encoded;
+  const before = app.pipeline.caches.encoder.stats.encoded;
   const w = performance.now();
   writeFileSync(
     join(cfg, 'services', 'svc-0.yaml'),
@@ -62,7 +61,7 @@ for (let k = 0; k < 5; k++) {
   );
   const p = await published;
   changes.push(p - w);
-  applies.push(app.pipeline.encoder.stats.encoded - before);
+  applies.push(app.pipeline.caches.encoder.stats.encoded - before);
 }
 await app.close();
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

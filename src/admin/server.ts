@@ -4,21 +4,20 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Store } from '../model/store.ts';
-import { RollbackError, type ConfigPipeline } from '../app/pipeline.ts';
+import { FleetError } from '../shared/errors.ts';
+import type { AdminControl } from './control.ts';
 import type { Metrics } from '../status/metrics.ts';
 import type { TokenAuth } from '../security/tokens.ts';
 import { STATUS_PAGE } from './status-page.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from '../status/node-registry.ts';
-import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts';
+import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 
 export interface AdminDeps {
-  store: Store;
+  control: AdminControl;
   cache: SnapshotCache;
   registry: NodeRegistry;
   log: Logger;
-  pipeline?: ConfigPipeline;
   metrics?: Metrics;
   /** When any token is configured, every call but health checks needs one; mutations need role admin. */
   tokens?: TokenAuth;
@@ -26,8 +25,6 @@ export interface AdminDeps {
   restHeld?: () => number;
   /** Node groups whose rendered files could not be written (files transport). */
   fileFailures?: () => { group: string; error: string; versionId: number; at: string }[];
-  /** Served secrets as fingerprints and expiry (never the material). */
-  secrets?: () => { name: string; fingerprint: string; notAfter?: string; subject?: string }[];
 }
 
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
@@ -37,6 +34,11 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     requestTimeout: 30_000,
   });
 
+  // Refusals of operator decisions carry a stable code and their HTTP status (404 for an unknown version...).
+  app.setErrorHandler((err, _req, reply) => {
+    if (err instanceof FleetError) return reply.code(err.httpStatus).send({ error: err.message, code: err.code });
+    return reply.send(err);
+  });
   app.addHook('onRequest', async (req, reply) => {
     // The page itself holds no data; everything it shows comes from the API, which needs a token.
     if (!deps.tokens?.enabled || req.url === '/healthz' || req.url === '/readyz' || req.url === '/') return;
@@ -102,7 +104,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     // Secrets carry private keys: status shows who has which secret, by fingerprint, never the bytes.
     const shown =
       t.kind === 'secret'
-        ? (r: { name: string; version: string }) => redactedSecret(r.name, r.version, deps.secrets?.())
+        ? (r: { name: string; version: string }) => redactedSecret(r.name, r.version, deps.control.secrets())
         : (r: { json: object }) => r.json;
     return {
       typeUrl: TypeUrls[t.kind],
@@ -114,63 +116,48 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   app.get<{ Querystring: { limit?: string } }>('/api/v1/versions', async (req) => {
     const limit = clampLimit(req.query.limit);
     // One row more than shown: the predecessor of the oldest shown version, for its changes.
-    const rows = deps.store.listVersions(limit + 1);
+    const rows = deps.control.versions(limit + 1);
     return {
       current: deps.cache.current?.versionId,
-      pins: deps.store.listPins(),
+      pins: deps.control.pins(),
       versions: rows.slice(0, limit).map((v, i) => {
         const prev = rows[i + 1]?.id;
-        const changes = prev !== undefined && deps.pipeline ? deps.pipeline.diff(prev, v.id) : undefined;
+        const changes = prev !== undefined ? deps.control.diff(prev, v.id) : undefined;
         return { ...v, changes };
       }),
     };
   });
   app.get<{ Params: { a: string; b: string } }>('/api/v1/versions/:a/diff/:b', async (req, reply) => {
-    const d = deps.pipeline?.diff(Number(req.params.a), Number(req.params.b));
+    const d = deps.control.diff(Number(req.params.a), Number(req.params.b));
     return d ?? reply.code(404).send({ error: 'unknown version (or one without stored resources)' });
   });
   app.post<{ Body: { versionId?: unknown; actor?: unknown } }>('/api/v1/rollback', async (req, reply) => {
     const id = Number(req.body?.versionId);
     if (!Number.isInteger(id) || id < 1) return reply.code(400).send({ error: 'body must be {"versionId": <id>}' });
-    try {
-      const out = await deps.pipeline!.rollback(id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
-      return out;
-    } catch (err) {
-      if (err instanceof RollbackError) return reply.code(404).send({ error: err.message });
-      throw err;
-    }
+    return deps.control.rollback(id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
   });
-  app.get('/api/v1/pins', async () => ({ pins: deps.store.listPins() }));
+  app.get('/api/v1/pins', async () => ({ pins: deps.control.pins() }));
   app.put<{ Params: { group: string }; Body: { versionId?: unknown; actor?: unknown } }>(
     '/api/v1/pins/:group',
     async (req, reply) => {
       const id = Number(req.body?.versionId);
-      const manifest = Number.isInteger(id) ? deps.store.manifestOf(id) : undefined;
-      if (!manifest) return reply.code(404).send({ error: 'unknown version' });
-      // Only a group that exists (now, or in the version to pin it to) can be pinned.
-      const known = new Set([...(deps.cache.current?.groups.keys() ?? []), ...Object.keys(manifest)]);
-      if (!known.has(req.params.group))
-        return reply
-          .code(404)
-          .send({ error: `no node group "${req.params.group}" (known: ${[...known].sort().join(', ')})` });
-      deps.store.setPin(req.params.group, id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
-      await deps.pipeline!.republish();
+      if (!Number.isInteger(id))
+        return reply.code(404).send({ error: 'unknown version', code: 'FXDS_UNKNOWN_VERSION' });
+      await deps.control.pin(req.params.group, id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
       return { pinned: req.params.group, versionId: id };
     },
   );
-  app.delete<{ Params: { group: string } }>('/api/v1/pins/:group', async (req, reply) => {
-    if (!deps.store.deletePin(req.params.group, actorOf(req, `admin@${req.ip}`)))
-      return reply.code(404).send({ error: 'not pinned' });
-    await deps.pipeline!.republish();
+  app.delete<{ Params: { group: string } }>('/api/v1/pins/:group', async (req) => {
+    await deps.control.unpin(req.params.group, actorOf(req, `admin@${req.ip}`));
     return { unpinned: req.params.group };
   });
-  app.get('/api/v1/audit', async () => ({ audit: deps.store.listAudit() }));
+  app.get('/api/v1/audit', async () => ({ audit: deps.control.audit() }));
   app.get(
     '/api/v1/rejections/latest',
-    async (_req, reply) => deps.store.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }),
+    async (_req, reply) => deps.control.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }),
   );
 
-  app.get('/api/v1/secrets', async () => ({ secrets: deps.secrets?.() ?? [] }));
+  app.get('/api/v1/secrets', async () => ({ secrets: deps.control.secrets() }));
   app.get('/api/v1/transports', async () => ({
     grpc: { streams: deps.registry.connected().length },
     rest: deps.restHeld ? { heldPolls: deps.restHeld(), pollingNodes: deps.registry.polling().length } : null,
@@ -196,12 +183,12 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   });
   app.get<{ Params: { id: string } }>('/api/v1/nodes/:id', async (req, reply) => {
     const streams = deps.registry.byNodeId(req.params.id);
-    const nacks = deps.store.listNacks(req.params.id, 50);
+    const nacks = deps.control.nacks(req.params.id, 50);
     if (!streams.length && !nacks.length) return reply.code(404).send({ error: `node "${req.params.id}" is unknown` });
     return { id: req.params.id, streams, nacks };
   });
   app.get<{ Querystring: { limit?: string } }>('/api/v1/nacks', async (req) => ({
-    nacks: deps.store.listNacks(undefined, clampLimit(req.query.limit)),
+    nacks: deps.control.nacks(undefined, clampLimit(req.query.limit)),
   }));
   return app;
 }
@@ -249,14 +236,14 @@ export function fleetStatus(deps: AdminDeps): object {
       lastNack: nacks[0],
     };
   });
-  const history = deps.store.listVersions(20);
+  const history = deps.control.versions(20);
   return {
     version: cur
       ? (history.find((h) => h.id === cur.versionId) ?? { id: cur.versionId, appliedAt: cur.appliedAt })
       : null,
     rollout,
     nodes,
-    rejection: deps.store.latestRejection() ?? null,
+    rejection: deps.control.latestRejection() ?? null,
     fileFailures: deps.fileFailures?.() ?? [],
     history,
   };

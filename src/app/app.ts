@@ -5,10 +5,11 @@
 import type { Server } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
+import type { AdminControl } from '../admin/control.ts';
 import { createAdminServer } from '../admin/server.ts';
 import type { ServerConfig } from '../config/server-config.ts';
 import { secretsAllowed, splitListen } from '../config/server-config.ts';
-import { Store } from '../model/store.ts';
+import { openStores, type Stores } from '../store/database.ts';
 import { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
@@ -30,7 +31,7 @@ export interface RunningApp {
   files?: FileRenderer;
   /** Resolves when the files of the latest published version are on disk. */
   filesIdle(): Promise<RenderStats | undefined>;
-  store: Store;
+  stores: Stores;
   cache: SnapshotCache;
   registry: NodeRegistry;
   pipeline: ConfigPipeline;
@@ -43,14 +44,14 @@ export async function startApp(
   config: ServerConfig,
   log: Logger = pino({ level: config.log.level }),
 ): Promise<RunningApp> {
-  const store = new Store(config.database);
+  const stores = openStores(config.database);
   const cache = new SnapshotCache();
   const registry = new NodeRegistry((n) => {
     log.warn(
       { node: n.stream.nodeId, group: n.stream.group, typeUrl: n.typeUrl, version: n.version, error: n.message },
       'NACK',
     );
-    store.recordNack({
+    stores.nacks.record({
       at: n.at,
       nodeId: n.stream.nodeId,
       nodeCluster: n.stream.nodeCluster,
@@ -64,7 +65,13 @@ export async function startApp(
     });
   });
   const envoyCheck = config.envoyCheck ? new EnvoyChecker(config.envoyCheck) : undefined;
-  const pipeline = new ConfigPipeline(store, cache, log.child({ component: 'pipeline' }), config.configDir, envoyCheck);
+  const pipeline = new ConfigPipeline(
+    stores,
+    cache,
+    log.child({ component: 'pipeline' }),
+    config.configDir,
+    envoyCheck,
+  );
   const metrics = new Metrics(registry, cache);
   pipeline.events.on('applied', (ms: number) => metrics.applyDuration.observe(ms / 1000));
   pipeline.events.on('rejected', () => metrics.validationFailures.inc());
@@ -98,15 +105,25 @@ export async function startApp(
   const grpcServer: Server = grpc.server;
   const grpcPort = await bindGrpc(grpcServer, config.grpc.listen, grpcCredentials(config.grpc.tls));
   let restServer: RestServer | undefined;
+  const control: AdminControl = {
+    versions: (limit) => stores.revisions.list(limit),
+    diff: (a, b) => stores.revisions.diff(a, b),
+    pins: () => stores.pins.list(),
+    audit: (limit) => stores.audit.list(limit),
+    latestRejection: () => stores.rejections.latest(),
+    nacks: (nodeId, limit) => stores.nacks.list(nodeId, limit),
+    secrets: () => pipeline.servedSecrets,
+    rollback: (id, actor) => pipeline.rollback(id, actor),
+    pin: (group, id, actor) => pipeline.pin(group, id, actor),
+    unpin: (group, actor) => pipeline.unpin(group, actor),
+  };
   const admin: FastifyInstance = createAdminServer({
-    store,
+    control,
     cache,
     registry,
     log,
-    pipeline,
     metrics,
     tokens: new TokenAuth(config.admin.tokens ?? []),
-    secrets: () => pipeline.servedSecrets,
     restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined,
     fileFailures: () => [...(files?.failures ?? new Map())].map(([group, f]) => ({ group, ...f })),
   });
@@ -203,7 +220,7 @@ export async function startApp(
     restPort,
     rest: restServer,
     files,
-    store,
+    stores,
     cache,
     registry,
     pipeline,
@@ -223,7 +240,7 @@ export async function startApp(
       grpc.endStreams('fleetxds is shutting down');
       await new Promise((r) => setTimeout(r, 50)); // let the status frames go out
       grpcServer.forceShutdown();
-      store.close();
+      stores.close();
     },
   };
 }

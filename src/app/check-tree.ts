@@ -1,11 +1,12 @@
 import { hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
 import { resolve } from 'node:path';
-import { loadSecrets, type SecretMaterial } from '../source/secrets.ts';
+import type { SecretMaterial } from '../model/types.ts';
+import { loadSecrets } from '../source/secrets.ts';
 import { originKey } from '../model/types.ts';
 import { readTree } from '../source/read-tree.ts';
 import { validateSourceSet } from '../model/validate.ts';
 import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
-import { ResourceEncoder } from '../snapshot/encoder.ts';
+import { PipelineCaches } from './caches.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { Model } from '../model/types.ts';
 import type { EnvoyChecker } from './envoy-check.ts';
@@ -42,16 +43,16 @@ function capped(ds: Diagnostic[]): Diagnostic[] {
 /** Read, validate and build a tree offline: exactly what the server does before it applies one. */
 export async function checkTree(
   dir: string,
-  encoder = new ResourceEncoder(),
+  caches = new PipelineCaches(),
   opts: Parameters<typeof checkTreeUncapped>[2] = {},
 ): Promise<TreeCheck & { unchanged?: true }> {
-  const r = await checkTreeUncapped(dir, encoder, opts);
+  const r = await checkTreeUncapped(dir, caches, opts);
   return { ...r, diagnostics: capped(r.diagnostics) };
 }
 
 async function checkTreeUncapped(
   dir: string,
-  encoder = new ResourceEncoder(),
+  caches: PipelineCaches,
   opts: {
     unlessTreeHash?: string | (string | undefined)[];
     /** The served groups: unchanged resources keep their snapshots. */
@@ -61,9 +62,9 @@ async function checkTreeUncapped(
     envoy?: EnvoyChecker;
   } = {},
 ): Promise<TreeCheck & { unchanged?: true }> {
-  const source = await readTree(dir, undefined, opts);
+  const source = await readTree(dir, undefined, { unlessTreeHash: opts.unlessTreeHash, cache: caches.source });
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
-  const validated = validateSourceSet(source);
+  const validated = validateSourceSet(source, caches.schemaChecked);
   if (!validated.model) return { treeHash: source.treeHash, diagnostics: validated.diagnostics };
   const model = validated.model;
   const secrets = await loadSecrets(model.secrets, resolve(dir), (name) => model.origins[originKey('Secret', name)]);
@@ -71,7 +72,7 @@ async function checkTreeUncapped(
   if (hasErrors(secrets.diagnostics)) return { treeHash: source.treeHash, diagnostics };
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
   const textOf = (f: string) => texts.get(f);
-  const built = buildConfig(model, encoder, textOf, secrets.materials, opts.previous);
+  const built = buildConfig(model, caches, textOf, secrets.materials, opts.previous);
   const all = [...diagnostics, ...built.diagnostics];
   const guarded = built.config ? removalDiagnostics(model, built.config.groups, opts.against, textOf) : [];
   if (guarded.length) return { model, treeHash: source.treeHash, diagnostics: [...all, ...guarded] };

@@ -1,73 +1,64 @@
 /**
- * Applies config trees all-or-nothing: read -> validate -> build (encode + check every Envoy
- * resource) -> record in SQLite -> publish to the snapshot cache. An invalid tree is recorded as
- * rejected and never published; the last good version keeps being served. Applies are serialized.
+ * Applies config trees all-or-nothing and keeps what is served a function of explicit inputs.
+ *
+ * An apply reads, validates and builds a tree (every Envoy resource encoded and checked), records
+ * it in the revision store, and sets it as the served revision; an invalid tree is recorded as
+ * rejected and never reaches a proxy. Rollbacks, pins and certificate rotations change one input
+ * each. After every change the one `update` step reconciles the inputs into a published config
+ * (src/snapshot/reconcile.ts); nothing else publishes. Changes are serialized in one queue.
  */
-import type { Logger } from 'pino';
 import { EventEmitter } from 'node:events';
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import type { SecretMaterial } from '../model/types.ts';
+import { originKey, type Model } from '../model/types.ts';
+import { ErrorCodes, FleetError } from '../shared/errors.ts';
+import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
+import { buildConfig, buildSecrets } from '../snapshot/build.ts';
+import type { EncodedResource } from '../snapshot/encoder.ts';
+import { makeGroupSnapshot } from '../snapshot/group-snapshot.ts';
+import { reconcile, type ServedInputs } from '../snapshot/reconcile.ts';
+import { makeRevision, revisionGroups, type Revision, type RevisionGroup } from '../snapshot/revision.ts';
+import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
+import { revisionOf } from '../source/git-info.ts';
+import { loadSecrets } from '../source/secrets.ts';
+import type { Stores } from '../store/database.ts';
+import { SECRET_PREFIX, type Manifest, type StoredResource, type VersionRecord } from '../store/revisions.ts';
+import { PipelineCaches } from './caches.ts';
 import { checkTree } from './check-tree.ts';
 import type { EnvoyChecker } from './envoy-check.ts';
-import type { Store } from '../model/store.ts';
-import type { Model } from '../model/types.ts';
-import { canonicalJson } from '../shared/canonical-json.ts';
-import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
-import { sha256Hex } from '../shared/hash.ts';
-import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
-import { ResourceEncoder, type EncodedResource } from '../snapshot/encoder.ts';
-import { makeGroupSnapshot, makeTypeSnapshot, type GroupSnapshot } from '../snapshot/group-snapshot.ts';
-import { loadSecrets, secretResource, type SecretMaterial } from '../source/secrets.ts';
-import { originKey } from '../model/types.ts';
-import { resolve } from 'node:path';
-import { revisionOf } from '../source/git-info.ts';
-import { NodeGroupResolver } from '../model/node-groups.ts';
-import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 
 export type ApplyOutcome =
   | { status: 'applied'; versionId: number; diagnostics: Diagnostic[] }
   | { status: 'unchanged'; versionId: number; diagnostics: Diagnostic[] }
   | { status: 'rejected'; diagnostics: Diagnostic[] };
 
-const docHashes = new WeakMap<object, string>();
-
-/** Hash of a model: over per-document hashes, memoized by document identity (unchanged files cost nothing). */
-export function modelHash(model: Model): string {
-  const h = (doc: object) => {
-    let v = docHashes.get(doc);
-    if (!v) docHashes.set(doc, (v = sha256Hex(canonicalJson(doc))));
-    return v;
-  };
-  const parts: string[] = [];
-  for (const list of [
-    model.services,
-    model.listeners,
-    model.virtualHosts,
-    model.grpcServices,
-    model.secrets,
-    model.nodeGroups,
-    model.guards ?? [],
-  ])
-    for (const d of list) parts.push(h(d));
-  parts.push(sha256Hex(canonicalJson(model.origins)));
-  return sha256Hex(parts.join('\n'));
+export interface ServedSecret {
+  name: string;
+  fingerprint: string;
+  notAfter?: string;
+  subject?: string;
 }
 
-const SECRET_PREFIX = 'secret:';
-
-export class RollbackError extends Error {}
+/** Revisions restored from the store for pins and rollbacks, kept for reuse (a handful at most). */
+const MAX_CACHED_REVISIONS = 8;
 
 export class ConfigPipeline {
-  readonly encoder = new ResourceEncoder();
+  readonly caches = new PipelineCaches();
   /** 'applied' (ms), 'rejected' (diagnostics): for metrics. */
   readonly events = new EventEmitter();
   private queue: Promise<unknown> = Promise.resolve();
+  /** The inputs of what is served; undefined until a version exists. */
+  private inputs?: ServedInputs;
+  /** TLS material of the served model's secrets (in memory only, never stored). */
+  private material = new Map<string, SecretMaterial>();
+  private readonly restored = new Map<number, Revision>();
   private lastRejectedTree?: string;
-
-  /** The model being served and its TLS material (material only in memory, never stored). */
-  private model?: Model;
-  private secrets = new Map<string, SecretMaterial>();
+  /** Tree hash of the directory content a rollback replaced: not re-applied until it changes. */
+  private suppressedTree?: string;
 
   constructor(
-    private readonly store: Store,
+    private readonly stores: Pick<Stores, 'revisions' | 'pins' | 'audit' | 'rejections' | 'atomically'>,
     private readonly cache: SnapshotCache,
     private readonly log: Logger,
     /** The config directory Secret file paths are relative to. */
@@ -77,11 +68,11 @@ export class ConfigPipeline {
   ) {}
 
   get secretFiles(): string[] {
-    return [...this.secrets.values()].flatMap((m) => m.files);
+    return [...this.material.values()].flatMap((m) => m.files);
   }
 
-  get servedSecrets(): { name: string; fingerprint: string; notAfter?: string; subject?: string }[] {
-    return [...this.secrets.values()].map(({ name, fingerprint, notAfter, subject }) => ({
+  get servedSecrets(): ServedSecret[] {
+    return [...this.material.values()].map(({ name, fingerprint, notAfter, subject }) => ({
       name,
       fingerprint,
       notAfter,
@@ -89,223 +80,79 @@ export class ConfigPipeline {
     }));
   }
 
-  /** Keys already in the store's encoded_resources (loaded lazily). */
-  private storedKeys?: Set<string>;
+  /** The one publish path: replaces some inputs, reconciles, publishes. */
+  private update(change: Partial<ServedInputs>): void {
+    const base = this.inputs;
+    const revision = change.revision ?? base?.revision;
+    if (!revision) return;
+    this.inputs = {
+      revision,
+      pins: change.pins ?? base?.pins ?? new Map(),
+      secrets: change.secrets ?? base?.secrets ?? new Map(),
+    };
+    this.cache.publish(reconcile(this.inputs, this.cache.current));
+  }
+
+  private enqueue<T>(fn: () => Promise<T> | T): Promise<T> {
+    const run = this.queue.then(fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
 
   /**
-   * Serves the newest stored version, before the directory has been read. With a stored manifest
-   * nothing is translated or encoded: the stored bytes are served as they are.
+   * Restart: serves the newest stored version before the directory has been read. With a stored
+   * manifest nothing is translated or encoded: the stored bytes are served as they are.
    */
-  async loadLatestFromStore(): Promise<boolean> {
-    const latest = this.store.latestVersion();
-    if (!latest) return false;
-    // TLS material is never in the store: read it again from its files.
-    const model = latest.model;
-    const loaded = await loadSecrets(
-      model.secrets,
-      resolve(this.configDir),
-      (name) => model.origins[originKey('Secret', name)],
-    );
-    if (hasErrors(loaded.diagnostics))
-      this.log.error(
-        { problems: loaded.diagnostics.map(formatDiagnostic) },
+  loadLatestFromStore(): Promise<boolean> {
+    return this.enqueue(async () => {
+      const latest = this.stores.revisions.latest();
+      if (!latest) return false;
+      // TLS material is never in the store: read it again from its files.
+      const secrets = await this.readSecrets(
+        latest.model,
         'secrets of the stored version cannot be loaded; they are not served',
       );
-    this.model = model;
-    this.secrets = loaded.materials;
-    const groups = this.groupsOfVersion(latest.id);
-    if (groups) {
-      this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, {
-        groups,
-        resolver: NodeGroupResolver.forModel(latest.model),
-      });
+      const revision = this.restore(latest) ?? this.rebuild(latest);
+      if (!revision) return false;
+      this.update({ revision, pins: this.restorePins(), secrets: secrets ?? new Map() });
       this.log.info(
         { versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) },
         'serving last good version from the store',
       );
       return true;
-    }
-    const built = buildConfig(latest.model, this.encoder, undefined, this.secrets);
-    if (!built.config) {
-      // Only possible if this build of fleetxds rejects what an older one accepted.
-      this.log.error(
-        { versionId: latest.id, problems: built.diagnostics.map(formatDiagnostic) },
-        'stored version no longer builds; waiting for the directory',
-      );
-      return false;
-    }
-    this.publish(latest.id, latest.modelHash, latest.treeHash, latest.appliedAt, built.config);
-    this.log.info(
-      { versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) },
-      'serving last good version from the store',
-    );
-    return true;
-  }
-
-  /** A stored version's per-group snapshots, from its manifest (secrets from the current material). */
-  private groupsOfVersion(versionId: number): Map<string, GroupSnapshot> | undefined {
-    const stored = this.store.loadManifest(versionId);
-    if (!stored) return undefined;
-    const groups = new Map<string, GroupSnapshot>();
-    for (const [group, keys] of Object.entries(stored.manifest)) {
-      groups.set(
-        group,
-        makeGroupSnapshot(
-          group,
-          keys.flatMap((k) => {
-            if (k.startsWith(SECRET_PREFIX)) {
-              const m = this.secrets.get(k.slice(SECRET_PREFIX.length));
-              return m ? [this.encoder.encode('secret', m.name, secretResource(m))] : [];
-            }
-            const r = stored.resources.get(k)!;
-            return [this.encoder.restore(r.kind, r.name, r.key, r.json, r.any)];
-          }),
-        ),
-      );
-    }
-    return groups;
-  }
-
-  /** What changed between two versions, per node group: resources added, changed, removed. */
-  diff(
-    fromId: number,
-    toId: number,
-  ): Record<string, { added: string[]; changed: string[]; removed: string[] }> | undefined {
-    const a = this.store.manifestOf(fromId);
-    const b = this.store.manifestOf(toId);
-    if (!a || !b) return undefined;
-    const names = this.store.resourceNames(
-      new Set([...Object.values(a).flat(), ...Object.values(b).flat()].filter((k) => !k.startsWith(SECRET_PREFIX))),
-    );
-    const label = (k: string) =>
-      k.startsWith(SECRET_PREFIX)
-        ? `secret/${k.slice(SECRET_PREFIX.length)}`
-        : `${names.get(k)?.kind}/${names.get(k)?.name}`;
-    const out: Record<string, { added: string[]; changed: string[]; removed: string[] }> = {};
-    for (const group of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
-      const before = new Map((a[group] ?? []).map((k) => [label(k), k]));
-      const after = new Map((b[group] ?? []).map((k) => [label(k), k]));
-      const d = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
-      for (const [n, k] of after)
-        if (!before.has(n)) d.added.push(n);
-        else if (before.get(n) !== k) d.changed.push(n);
-      for (const n of before.keys()) if (!after.has(n)) d.removed.push(n);
-      if (d.added.length || d.changed.length || d.removed.length)
-        out[group] = { added: d.added.sort(), changed: d.changed.sort(), removed: d.removed.sort() };
-    }
-    return out;
-  }
-
-  /**
-   * Serves an earlier version again, recorded as a new version (source "rollback"). The directory
-   * is not re-applied until its content changes (a new push), so the rollback sticks.
-   */
-  rollback(toId: number, actor: string): Promise<ApplyOutcome> {
-    const run = this.queue.then(async (): Promise<ApplyOutcome> => {
-      const target = this.store.getVersion(toId);
-      const manifest = this.store.manifestOf(toId);
-      const groups = target && manifest ? this.groupsOfVersion(toId) : undefined;
-      if (!target || !manifest || !groups)
-        throw new RollbackError(`version ${toId} does not exist or has no stored resources`);
-      const cur = this.cache.current;
-      if (cur) this.suppressedTree = cur.treeHash;
-      const versionId = this.store.db.transaction(() => {
-        const id = this.store.insertVersionWithResources(
-          {
-            treeHash: target.treeHash,
-            modelHash: target.modelHash,
-            sourceKind: 'rollback',
-            source: `rollback to #${toId}`,
-            commitSha: target.commitSha ?? undefined,
-            author: actor,
-            subject: `rollback to #${toId}${target.subject ? `: ${target.subject}` : ''}`,
-            model: target.model,
-            warnings: [],
-          },
-          [],
-          manifest,
-        );
-        this.store.audit(actor, 'rollback', JSON.stringify({ from: cur?.versionId ?? null, to: toId, as: id }));
-        return id;
-      })();
-      this.model = target.model;
-      this.publish(versionId, target.modelHash, target.treeHash, new Date().toISOString(), {
-        groups,
-        resolver: NodeGroupResolver.forModel(target.model),
-      });
-      this.log.warn({ versionId, to: toId, actor }, 'rolled back');
-      return { status: 'applied', versionId, diagnostics: [] };
     });
-    this.queue = run.catch(() => undefined);
-    return run;
-  }
-
-  /** Re-publishes the current version so pin changes take effect. */
-  republish(): Promise<void> {
-    const run = this.queue.then(() => {
-      const cur = this.cache.current;
-      if (cur && this.unpinned) this.publish(cur.versionId, cur.modelHash, cur.treeHash, cur.appliedAt, this.unpinned);
-    });
-    this.queue = run.catch(() => undefined);
-    return run;
   }
 
   applyDirectory(dir: string): Promise<ApplyOutcome> {
-    const run = this.queue.then(() => this.applyNow(dir));
-    this.queue = run.catch(() => undefined);
-    return run;
+    return this.enqueue(() => this.applyNow(dir));
   }
 
   private async applyNow(dir: string): Promise<ApplyOutcome> {
     const started = performance.now();
-    const current0 = this.cache.current;
-    // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
-    const check = await checkTree(dir, this.encoder, {
-      unlessTreeHash: [current0?.treeHash, this.suppressedTree],
-      previous: this.unpinned?.groups,
+    const served = this.inputs?.revision;
+    const check = await checkTree(dir, this.caches, {
+      // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
+      unlessTreeHash: [served?.treeHash, this.suppressedTree],
+      previous: served && new Map([...served.groups].map(([name, g]) => [name, g.snapshot])),
       against: this.cache.current?.groups,
       envoy: this.envoy,
     });
-    if (check.unchanged && current0) return { status: 'unchanged', versionId: current0.versionId, diagnostics: [] };
+    if (check.unchanged && served) return { status: 'unchanged', versionId: served.id, diagnostics: [] };
     this.suppressedTree = undefined; // the directory moved on since a rollback: it is the source again
-    if (!check.model || !check.config) {
-      if (this.lastRejectedTree !== check.treeHash) {
-        this.store.recordRejection(check.treeHash, dir, check.diagnostics);
-        this.lastRejectedTree = check.treeHash;
-      }
-      this.log.warn(
-        { dir, problems: check.diagnostics.map(formatDiagnostic) },
-        'config tree rejected; still serving the last good version',
-      );
-      this.events.emit('rejected', check.diagnostics);
-      return { status: 'rejected', diagnostics: check.diagnostics };
+    const secrets = check.model && check.config && buildSecrets(check.model, check.secrets ?? new Map(), this.caches);
+    if (!check.model || !check.config || !secrets?.secrets) {
+      const diagnostics = [...check.diagnostics, ...(secrets?.diagnostics ?? [])];
+      return this.reject(check.treeHash, dir, diagnostics);
     }
     this.lastRejectedTree = undefined;
-    const hash = modelHash(check.model);
-    const current = this.cache.current;
-    if (current && current.modelHash === hash) {
-      return { status: 'unchanged', versionId: current.versionId, diagnostics: check.diagnostics };
-    }
+    const hash = this.caches.modelHash(check.model);
+    if (served && served.modelHash === hash)
+      return { status: 'unchanged', versionId: served.id, diagnostics: check.diagnostics };
     const appliedAt = new Date();
-    this.storedKeys ??= this.store.storedResourceKeys();
-    const manifest: Record<string, string[]> = {};
-    const fresh = new Map<string, EncodedResource>();
-    for (const [group, g] of check.config.groups) {
-      manifest[group] = [];
-      for (const t of Object.values(g.types)) {
-        for (const r of t.resources.values()) {
-          // Secrets hold private keys: the store keeps only their names (material is re-read from files).
-          if (r.kind === 'secret') {
-            manifest[group].push(SECRET_PREFIX + r.name);
-            continue;
-          }
-          manifest[group].push(r.key);
-          if (!this.storedKeys.has(r.key)) fresh.set(r.key, r);
-        }
-      }
-    }
+    const groups = revisionGroups(check.config.groups);
+    const { manifest, resources } = manifestOf(groups);
     const rev = await revisionOf(dir);
-    const versionId = this.store.insertVersionWithResources(
+    const id = this.stores.revisions.insert(
       {
         treeHash: check.treeHash,
         modelHash: hash,
@@ -317,102 +164,269 @@ export class ConfigPipeline {
         author: rev ? `${rev.author} <${rev.email}>` : undefined,
         subject: rev?.subject,
       },
-      [...fresh.values()],
+      resources,
       manifest,
       appliedAt,
     );
-    for (const k of fresh.keys()) this.storedKeys.add(k);
-    this.model = check.model;
-    this.secrets = check.secrets ?? new Map();
-    this.publish(versionId, hash, check.treeHash, appliedAt.toISOString(), check.config);
+    this.material = check.secrets ?? new Map();
+    const revision = makeRevision({
+      id,
+      modelHash: hash,
+      treeHash: check.treeHash,
+      appliedAt: appliedAt.toISOString(),
+      commit: rev?.commit,
+      model: check.model,
+      groups,
+    });
+    this.update({ revision, secrets: secrets.secrets });
+    const ms = performance.now() - started;
     this.log.info(
-      {
-        versionId,
-        modelHash: hash.slice(0, 12),
-        ms: Math.round(performance.now() - started),
-        warnings: check.diagnostics.length,
-      },
+      { versionId: id, modelHash: hash.slice(0, 12), ms: Math.round(ms), warnings: check.diagnostics.length },
       'applied config version',
     );
-    this.events.emit('applied', performance.now() - started);
-    return { status: 'applied', versionId, diagnostics: check.diagnostics };
+    this.events.emit('applied', ms);
+    return { status: 'applied', versionId: id, diagnostics: check.diagnostics };
+  }
+
+  private reject(treeHash: string, source: string, diagnostics: Diagnostic[]): ApplyOutcome {
+    if (this.lastRejectedTree !== treeHash) {
+      this.stores.rejections.record(treeHash, source, diagnostics);
+      this.lastRejectedTree = treeHash;
+    }
+    this.log.warn(
+      { dir: source, problems: diagnostics.map(formatDiagnostic) },
+      'config tree rejected; still serving the last good version',
+    );
+    this.events.emit('rejected', diagnostics);
+    return { status: 'rejected', diagnostics };
   }
 
   /**
-   * Certificate rotation: re-reads the served model's secret files. A valid change publishes new
-   * Secret resources only (other types keep their snapshots, so only SDS is pushed, and only to
-   * nodes that use the secret); a broken renewal keeps the last good material.
+   * Serves an earlier version again, recorded as a new version (source "rollback"). The directory
+   * is not re-applied until its content changes (a new push), so the rollback sticks.
    */
-  reloadSecrets(): Promise<'rotated' | 'unchanged' | 'rejected'> {
-    const run = this.queue.then(() => this.reloadSecretsNow());
-    this.queue = run.catch(() => undefined);
-    return run;
+  rollback(toId: number, actor: string): Promise<ApplyOutcome> {
+    return this.enqueue(() => {
+      const target = this.revision(toId);
+      const record = this.stores.revisions.get(toId)!;
+      const served = this.inputs?.revision;
+      const appliedAt = new Date();
+      const id = this.stores.atomically(() => {
+        const id = this.stores.revisions.insert(
+          {
+            treeHash: target.treeHash,
+            modelHash: target.modelHash,
+            sourceKind: 'rollback',
+            source: `rollback to #${toId}`,
+            commitSha: target.commit,
+            author: actor,
+            subject: `rollback to #${toId}${record.subject ? `: ${record.subject}` : ''}`,
+            model: target.model,
+            warnings: [],
+          },
+          [],
+          manifestOf(target.groups).manifest,
+          appliedAt,
+        );
+        this.stores.audit.append(actor, 'rollback', { from: served?.id ?? null, to: toId, as: id });
+        return id;
+      });
+      if (served) this.suppressedTree = served.treeHash;
+      this.update({ revision: { ...target, id, appliedAt: appliedAt.toISOString() } });
+      this.log.warn({ versionId: id, to: toId, actor }, 'rolled back');
+      return { status: 'applied', versionId: id, diagnostics: [] };
+    });
   }
 
-  private async reloadSecretsNow(): Promise<'rotated' | 'unchanged' | 'rejected'> {
-    const cur = this.cache.current;
-    const model = this.model;
-    if (!cur || !model) return 'unchanged';
+  /** Holds a node group at an earlier version while the rest of the fleet moves on. */
+  pin(group: string, versionId: number, actor: string): Promise<void> {
+    return this.enqueue(() => {
+      const pinned = this.revision(versionId);
+      // Only a group that exists (now, or in the version to pin it to) can be pinned.
+      const known = new Set([...(this.cache.current?.groups.keys() ?? []), ...pinned.groups.keys()]);
+      if (!known.has(group))
+        throw new FleetError(
+          ErrorCodes.UNKNOWN_GROUP,
+          `no node group "${group}" (known: ${[...known].sort().join(', ')})`,
+        );
+      this.stores.atomically(() => {
+        this.stores.pins.set(group, versionId, actor);
+        this.stores.audit.append(actor, 'pin', { group, versionId });
+      });
+      this.update({ pins: new Map(this.inputs?.pins).set(group, pinned) });
+    });
+  }
+
+  unpin(group: string, actor: string): Promise<void> {
+    return this.enqueue(() => {
+      const removed = this.stores.atomically(() => {
+        const removed = this.stores.pins.delete(group);
+        if (removed) this.stores.audit.append(actor, 'unpin', { group });
+        return removed;
+      });
+      if (!removed) throw new FleetError(ErrorCodes.NOT_PINNED, `node group "${group}" is not pinned`);
+      const pins = new Map(this.inputs?.pins);
+      pins.delete(group);
+      this.update({ pins });
+    });
+  }
+
+  /**
+   * Certificate rotation: re-reads the served model's secret files. A valid change replaces the
+   * secret input only (other types keep their snapshots, so only SDS is pushed, and only to nodes
+   * that use the secret); a broken renewal keeps the last good material.
+   */
+  reloadSecrets(): Promise<'rotated' | 'unchanged' | 'rejected'> {
+    return this.enqueue(async () => {
+      const served = this.inputs?.revision;
+      if (!served) return 'unchanged';
+      const model = served.model;
+      const loaded = await loadSecrets(
+        model.secrets,
+        resolve(this.configDir),
+        (name) => model.origins[originKey('Secret', name)],
+      );
+      const built = hasErrors(loaded.diagnostics) ? undefined : buildSecrets(model, loaded.materials, this.caches);
+      if (!built?.secrets) {
+        const diagnostics = [...loaded.diagnostics, ...(built?.diagnostics ?? [])];
+        this.log.error(
+          { problems: diagnostics.map(formatDiagnostic) },
+          'renewed secret files rejected; still serving the last good secrets',
+        );
+        this.stores.rejections.record(served.treeHash, 'secret files', diagnostics);
+        this.events.emit('rejected', diagnostics);
+        return 'rejected';
+      }
+      const changed = [...loaded.materials.values()].filter(
+        (m) => this.material.get(m.name)?.fingerprint !== m.fingerprint,
+      );
+      if (!changed.length) return 'unchanged';
+      this.material = loaded.materials;
+      this.update({ secrets: built.secrets });
+      const rotated = changed.map((m) => ({
+        name: m.name,
+        fingerprint: m.fingerprint.slice(0, 16),
+        notAfter: m.notAfter,
+      }));
+      this.log.info({ secrets: rotated }, 'rotated secrets');
+      return 'rotated';
+    });
+  }
+
+  /**
+   * Restart: reads and builds the model's secrets. Secrets whose files fail are left out (and
+   * logged); the others are served, as they were before the restart.
+   */
+  private async readSecrets(model: Model, failure: string): Promise<Map<string, EncodedResource> | undefined> {
     const loaded = await loadSecrets(
       model.secrets,
       resolve(this.configDir),
       (name) => model.origins[originKey('Secret', name)],
     );
-    if (hasErrors(loaded.diagnostics)) {
-      this.log.error(
-        { problems: loaded.diagnostics.map(formatDiagnostic) },
-        'renewed secret files rejected; still serving the last good secrets',
+    if (hasErrors(loaded.diagnostics)) this.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, failure);
+    const built = buildSecrets(model, loaded.materials, this.caches);
+    if (!built.secrets) {
+      this.log.error({ problems: built.diagnostics.map(formatDiagnostic) }, failure);
+      return undefined;
+    }
+    this.material = loaded.materials;
+    return built.secrets;
+  }
+
+  /** A stored version as a revision (restored once, then reused); throws FXDS_UNKNOWN_VERSION. */
+  private revision(id: number): Revision {
+    if (this.inputs?.revision.id === id) return this.inputs.revision;
+    const hit = this.restored.get(id);
+    if (hit) return hit;
+    const record = this.stores.revisions.get(id);
+    const revision = record && this.restore(record);
+    if (!revision)
+      throw new FleetError(
+        ErrorCodes.UNKNOWN_VERSION,
+        `unknown version ${id}: it does not exist or has no stored resources`,
       );
-      this.store.recordRejection(cur.treeHash, 'secret files', loaded.diagnostics);
-      this.events.emit('rejected', loaded.diagnostics);
-      return 'rejected';
-    }
-    const changed = [...loaded.materials.values()].filter(
-      (m) => this.secrets.get(m.name)?.fingerprint !== m.fingerprint,
-    );
-    if (!changed.length) return 'unchanged';
-    this.secrets = loaded.materials;
-    const groups = new Map<string, GroupSnapshot>();
-    for (const [name, g] of this.unpinned?.groups ?? cur.groups) {
-      const secrets = [...g.types.secret.resources.keys()].flatMap((n) => {
-        const m = this.secrets.get(n);
-        return m ? [this.encoder.encode('secret', n, secretResource(m))] : [];
-      });
-      groups.set(name, { group: name, types: { ...g.types, secret: makeTypeSnapshot('secret', secrets) } });
-    }
-    this.publish(cur.versionId, cur.modelHash, cur.treeHash, cur.appliedAt, { groups, resolver: cur.resolver });
-    this.log.info(
-      {
-        secrets: changed.map((m) => ({ name: m.name, fingerprint: m.fingerprint.slice(0, 16), notAfter: m.notAfter })),
-      },
-      'rotated secrets',
-    );
-    return 'rotated';
+    if (this.restored.size >= MAX_CACHED_REVISIONS) this.restored.delete(this.restored.keys().next().value as number);
+    this.restored.set(id, revision);
+    return revision;
   }
 
-  /** What the newest version serves per group before pins are applied. */
-  private unpinned?: BuiltConfig;
-  /** Tree hash of the directory content a rollback replaced: not re-applied until it changes. */
-  private suppressedTree?: string;
-
-  /** Pinned groups keep the snapshots of their pinned version. */
-  private publish(versionId: number, hash: string, treeHash: string, appliedAt: string, config: BuiltConfig): void {
-    this.unpinned = config;
-    const groups = new Map(config.groups);
-    for (const pin of this.store.listPins()) {
-      const pinned = this.groupsOfVersion(pin.versionId)?.get(pin.group);
-      if (pinned) groups.set(pin.group, pinned);
+  private restorePins(): Map<string, Revision> {
+    const pins = new Map<string, Revision>();
+    for (const pin of this.stores.pins.list()) {
+      try {
+        pins.set(pin.group, this.revision(pin.versionId));
+      } catch (err) {
+        this.log.error(
+          { group: pin.group, versionId: pin.versionId, err },
+          'pinned version cannot be restored; group follows the newest',
+        );
+      }
     }
-    const commit = this.store.commitOf(versionId);
-    const controlPlane = `fleetxds version ${versionId}${commit ? ` commit ${commit}` : ''}`;
-    this.cache.publish({
-      versionId,
-      modelHash: hash,
-      treeHash,
-      appliedAt,
-      controlPlane,
-      groups,
-      resolver: config.resolver,
-    });
+    return pins;
   }
+
+  /** From the stored manifest and encoded bytes: nothing translated or encoded. */
+  private restore(record: VersionRecord & { model: Model }): Revision | undefined {
+    const manifest = this.stores.revisions.manifest(record.id);
+    const stored = manifest && this.stores.revisions.resources(manifest);
+    if (!manifest || !stored) return undefined;
+    const groups = new Map<string, RevisionGroup>();
+    for (const [group, keys] of Object.entries(manifest)) {
+      const resources: EncodedResource[] = [];
+      const secretNames: string[] = [];
+      for (const k of keys) {
+        if (k.startsWith(SECRET_PREFIX)) secretNames.push(k.slice(SECRET_PREFIX.length));
+        else {
+          const r = stored.get(k)!;
+          resources.push(this.caches.encoder.restore(r.kind, r.name, r.key, r.json, r.any));
+        }
+      }
+      groups.set(group, { snapshot: makeGroupSnapshot(group, resources), secretNames });
+    }
+    return makeRevision({ ...revisionFields(record), groups });
+  }
+
+  /** A version stored without a manifest (older databases): built again from its model. */
+  private rebuild(record: VersionRecord & { model: Model }): Revision | undefined {
+    const built = buildConfig(record.model, this.caches, undefined, this.material);
+    if (!built.config) {
+      // Only possible if this build of fleetxds rejects what an older one accepted.
+      this.log.error(
+        { versionId: record.id, problems: built.diagnostics.map(formatDiagnostic) },
+        'stored version no longer builds; waiting for the directory',
+      );
+      return undefined;
+    }
+    return makeRevision({ ...revisionFields(record), groups: revisionGroups(built.config.groups) });
+  }
+}
+
+function revisionFields(r: VersionRecord & { model: Model }): Omit<Revision, 'resolver' | 'groups'> {
+  return {
+    id: r.id,
+    modelHash: r.modelHash,
+    treeHash: r.treeHash,
+    appliedAt: r.appliedAt,
+    commit: r.commitSha ?? undefined,
+    model: r.model,
+  };
+}
+
+/** The manifest of a revision's groups and the encoded resources it names (secrets by name only). */
+function manifestOf(groups: ReadonlyMap<string, RevisionGroup>): { manifest: Manifest; resources: StoredResource[] } {
+  const manifest: Manifest = {};
+  const resources = new Map<string, StoredResource>();
+  for (const [name, g] of groups) {
+    const keys: string[] = [];
+    for (const t of Object.values(g.snapshot.types)) {
+      for (const r of t.resources.values()) {
+        keys.push(r.key);
+        resources.set(r.key, r);
+      }
+    }
+    // Secrets hold private keys: the store keeps only their names (material is re-read from files).
+    for (const s of g.secretNames) keys.push(SECRET_PREFIX + s);
+    manifest[name] = keys;
+  }
+  return { manifest, resources: [...resources.values()] };
 }

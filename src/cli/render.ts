@@ -1,6 +1,6 @@
 import { checkTree } from '../app/check-tree.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
-import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/type-urls.ts';
+import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 
 /** Prints, per node group and type, the DiscoveryResponse-shaped JSON a tree produces. */
 export async function renderCommand(dir: string, opts: { group?: string; kind?: string }): Promise<number> {

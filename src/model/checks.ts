@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { RE2JS } from 're2js';
 import { Codes } from '../shared/diagnostics.ts';
-import type { PathSegment } from '../source/parse-yaml.ts';
+import type { PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
 import type {
   GrpcRouteDoc,
@@ -19,7 +19,7 @@ import type {
   VirtualHostDoc,
 } from './schema.ts';
 import { DEFAULT_GROUP, groupNames, listenerGroups, type Model } from './types.ts';
-import { editDistance } from './validate.ts';
+import { editDistance } from '../shared/edit-distance.ts';
 import { parseHostPort } from './addresses.ts';
 
 type RefOf = (kind: string, name: string) => DocRef | undefined;

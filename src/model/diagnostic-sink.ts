@@ -1,5 +1,6 @@
 import { Codes, type Diagnostic, type DiagnosticCode, type Severity } from '../shared/diagnostics.ts';
-import { locate, type PathSegment } from '../source/parse-yaml.ts';
+import type { PathSegment } from '../shared/diagnostics.ts';
+import { YamlLocator } from './yaml-locate.ts';
 import type { Origin } from './types.ts';
 
 /** A document as validation sees it: its origin plus the text needed to locate fields lazily. */
@@ -22,6 +23,7 @@ export function formatPath(path: readonly PathSegment[]): string {
  */
 export class DiagnosticSink {
   readonly diagnostics: Diagnostic[] = [];
+  private readonly locator = new YamlLocator();
 
   constructor(private readonly textOf: (file: string) => string | undefined) {}
 
@@ -38,7 +40,10 @@ export class DiagnosticSink {
       d.subject = `${ref.kind}/${ref.name}`;
       if (path.length) d.path = formatPath(path);
       const text = this.textOf(ref.origin.file);
-      const pos = text !== undefined ? locate(text, ref.origin.index, path, at) : { line: ref.origin.line, column: 1 };
+      const pos =
+        text !== undefined
+          ? this.locator.locate(text, ref.origin.index, path, at)
+          : { line: ref.origin.line, column: 1 };
       d.location = { file: ref.origin.file, line: pos.line, column: pos.column };
     }
     this.diagnostics.push(d);

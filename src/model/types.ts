@@ -65,3 +65,21 @@ export function groupNames(model: Model): string[] {
 export function listenerGroups(l: { groups?: string[] }): string[] {
   return l.groups ?? [DEFAULT_GROUP];
 }
+
+/**
+ * TLS material read for a Secret document: an input of translation like the model, but never
+ * stored (only its fingerprint is shown or persisted).
+ */
+export interface SecretMaterial {
+  name: string;
+  certificateChain?: string;
+  privateKey?: string;
+  ca?: string;
+  /** sha256 over the PEM contents (what status pages show instead of the material). */
+  fingerprint: string;
+  /** Leaf certificate expiry, ISO time. */
+  notAfter?: string;
+  subject?: string;
+  /** Absolute paths read, to be watched. */
+  files: string[];
+}

@@ -9,13 +9,15 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import type { TSchema } from '@sinclair/typebox';
 import { Codes, sortDiagnostics, type Diagnostic } from '../shared/diagnostics.ts';
-import type { PathSegment } from '../source/parse-yaml.ts';
-import type { SourceSet } from '../source/types.ts';
+import type { PathSegment } from '../shared/diagnostics.ts';
+import type { SourceSet } from './sources.ts';
 import { checkModel } from './checks.ts';
+import { editDistance } from '../shared/edit-distance.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
 import { KINDS, type KindName } from './schema.ts';
 import { emptyModel, originKey, type Model } from './types.ts';
 
+/** Validators compiled from the static schemas: code, not data, so the same for every pipeline. */
 const checkers = new Map<string, TypeCheck<TSchema>>();
 function checkerFor(kind: KindName): TypeCheck<TSchema> {
   let c = checkers.get(kind);
@@ -25,8 +27,6 @@ function checkerFor(kind: KindName): TypeCheck<TSchema> {
   }
   return c;
 }
-
-const schemaChecked = new WeakSet<object>();
 
 const LIST_OF: Record<KindName, keyof Omit<Model, 'schemaVersion' | 'origins'>> = {
   Service: 'services',
@@ -44,7 +44,12 @@ export interface ValidationResult {
   diagnostics: Diagnostic[];
 }
 
-export function validateSourceSet(source: SourceSet): ValidationResult {
+/**
+ * `schemaChecked`: documents already found schema-valid. Parsed documents of unchanged files are
+ * the same objects as last time (source cache), so a pipeline passes its set and each document is
+ * checked once; a fresh set checks everything.
+ */
+export function validateSourceSet(source: SourceSet, schemaChecked = new WeakSet<object>()): ValidationResult {
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
   const sink = new DiagnosticSink((file) => texts.get(file));
   sink.push(...source.diagnostics);
@@ -161,17 +166,4 @@ function friendlyMessage(e: ValueError): string {
   if (e.type === ValueErrorType.Literal)
     return `must be ${JSON.stringify((e.schema as unknown as { const: unknown }).const)}`;
   return e.message.charAt(0).toLowerCase() + e.message.slice(1);
-}
-
-export function editDistance(a: string, b: string): number {
-  // Two rows of the Levenshtein table: the previous one and the one being filled.
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = row;
-  }
-  return prev[b.length]!;
 }

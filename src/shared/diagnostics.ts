@@ -4,6 +4,9 @@
  */
 export type Severity = 'error' | 'warning';
 
+/** A step into a document: a field name or an array index (`['routes', 0, 'match']`). */
+export type PathSegment = string | number;
+
 export interface SourceLocation {
   /** Path relative to the config directory, with forward slashes. */
   file: string;

@@ -8,18 +8,12 @@ import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import { groupNames, type Model } from '../model/types.ts';
-import { translateGroup } from '../translate/index.ts';
-import type { SecretMaterial } from '../source/secrets.ts';
-import type { EncodedResource, ResourceEncoder } from './encoder.ts';
+import { translateGroup, translateSecret, type TranslatedResource } from '../translate/index.ts';
+import type { SecretMaterial } from '../model/types.ts';
+import { ResourceEncoder, type EncodedResource } from './encoder.ts';
+import { TranslationMemo } from '../translate/memo.ts';
 import { makeGroupSnapshot, type GroupSnapshot } from './group-snapshot.ts';
-
-const ENVOY_NAMES = {
-  cluster: 'Cluster',
-  endpoint: 'ClusterLoadAssignment',
-  listener: 'Listener',
-  route: 'RouteConfiguration',
-  secret: 'Secret',
-} as const;
+import { ResourceTypes } from '../xds/resource-types.ts';
 
 /** Which operator document a resource comes from (`Kind/name`), to report problems found later. */
 export interface ResourceOrigin {
@@ -39,9 +33,19 @@ export interface BuildResult {
   diagnostics: Diagnostic[];
 }
 
+/** What a build reuses from earlier builds of the same pipeline. */
+export interface BuildCaches {
+  readonly encoder: ResourceEncoder;
+  readonly memo: TranslationMemo;
+}
+
+export function freshBuildCaches(): BuildCaches {
+  return { encoder: new ResourceEncoder(), memo: new TranslationMemo() };
+}
+
 export function buildConfig(
   model: Model,
-  encoder: ResourceEncoder,
+  { encoder, memo }: BuildCaches = freshBuildCaches(),
   textOf: (file: string) => string | undefined = () => undefined,
   secrets: ReadonlyMap<string, SecretMaterial> = new Map(),
   previous?: ReadonlyMap<string, GroupSnapshot>,
@@ -52,23 +56,11 @@ export function buildConfig(
   const origins = new Map<string, ResourceOrigin>();
   for (const group of groupNames(model)) {
     const encoded: EncodedResource[] = [];
-    for (const t of translateGroup(model, group, secrets)) {
+    for (const t of translateGroup(model, group, secrets, memo)) {
       const r = encoder.encode(t.kind, t.name, t.json);
-      if (r.issues.length && !reported.has(r)) {
+      if (!reported.has(r)) {
         reported.add(r);
-        for (const issue of r.issues) {
-          // Blame the virtual host for problems inside its part of a route configuration.
-          const vh = /^virtual_hosts\[(\d+)\]/.exec(issue.path);
-          const originKey = (vh && t.virtualHostOrigins?.[Number(vh[1])]) || t.origin;
-          const [kind = '', name = ''] = originKey.split('/');
-          const origin = model.origins[originKey];
-          sink.error(
-            Codes.ENVOY_RESOURCE,
-            origin ? { origin, kind, name } : undefined,
-            [],
-            `produces an invalid Envoy ${ENVOY_NAMES[t.kind]} "${t.name}": ${issue.path || '(root)'}: ${issue.message}`,
-          );
-        }
+        reportIssues(sink, model, t, r);
       }
       encoded.push(r);
       origins.set(`${t.kind}/${t.name}`, { origin: t.origin, virtualHostOrigins: t.virtualHostOrigins });
@@ -78,4 +70,43 @@ export function buildConfig(
   encoder.finishBuild();
   if (sink.diagnostics.length) return { diagnostics: sink.diagnostics };
   return { config: { groups, resolver: NodeGroupResolver.forModel(model), origins }, diagnostics: [] };
+}
+
+/** Problems the encoder found in a resource, reported against the operator document it comes from. */
+function reportIssues(sink: DiagnosticSink, model: Model, t: TranslatedResource, r: EncodedResource): void {
+  for (const issue of r.issues) {
+    // Blame the virtual host for problems inside its part of a route configuration.
+    const vh = /^virtual_hosts\[(\d+)\]/.exec(issue.path);
+    const originKey = (vh && t.virtualHostOrigins?.[Number(vh[1])]) || t.origin;
+    const [kind = '', name = ''] = originKey.split('/');
+    const origin = model.origins[originKey];
+    const what = `${ResourceTypes[t.kind].envoyName} "${t.name}"`;
+    sink.error(
+      Codes.ENVOY_RESOURCE,
+      origin ? { origin, kind, name } : undefined,
+      [],
+      `produces an invalid Envoy ${what}: ${issue.path || '(root)'}: ${issue.message}`,
+    );
+  }
+}
+
+/**
+ * The Secret resources of TLS material, with the builder and checks of a full build: what an
+ * apply, a restart and a certificate rotation all serve secrets from.
+ */
+export function buildSecrets(
+  model: Model,
+  materials: ReadonlyMap<string, SecretMaterial>,
+  { encoder, memo }: BuildCaches,
+  textOf: (file: string) => string | undefined = () => undefined,
+): { secrets?: Map<string, EncodedResource>; diagnostics: Diagnostic[] } {
+  const sink = new DiagnosticSink(textOf);
+  const secrets = new Map<string, EncodedResource>();
+  for (const m of materials.values()) {
+    const t = translateSecret(m, memo);
+    const r = encoder.encode(t.kind, t.name, t.json);
+    reportIssues(sink, model, t, r);
+    secrets.set(m.name, r);
+  }
+  return sink.diagnostics.length ? { diagnostics: sink.diagnostics } : { secrets, diagnostics: [] };
 }

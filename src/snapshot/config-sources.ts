@@ -16,9 +16,10 @@
  * variant); versions stay those of the underlying resources (a proxy always gets one variant).
  */
 import { msToProtoDuration } from '../shared/duration.ts';
-import type { ResourceKind } from '../xds/type-urls.ts';
+import { ResourceTypes, type ResourceKind } from '../xds/resource-types.ts';
 import { encodeVariant, type EncodedResource } from './encoder.ts';
 import type { TypeSnapshot } from './group-snapshot.ts';
+import { derive } from './derived.ts';
 
 export type ConfigSourceFor = (kind: ResourceKind, name: string) => Record<string, unknown>;
 
@@ -128,37 +129,33 @@ export function retargetConfigSources(json: Obj, sourceFor: ConfigSourceFor): Ob
   });
 }
 
-/** Kinds whose resources can carry config sources. */
-const CARRIES_SOURCES: ReadonlySet<ResourceKind> = new Set(['cluster', 'listener']);
+/** Views per resource or type snapshot: one per transport variant a fleet uses (cluster names, REST timing). */
 const MAX_VARIANTS = 16;
 
-const resourceViews = new WeakMap<EncodedResource, Map<string, EncodedResource>>();
-const typeViews = new WeakMap<TypeSnapshot, Map<string, TypeSnapshot>>();
-
 function resourceView(r: EncodedResource, v: ConfigSourceVariant): EncodedResource {
-  let byVariant = resourceViews.get(r);
-  if (!byVariant) resourceViews.set(r, (byVariant = new Map()));
-  let out = byVariant.get(v.key);
-  if (!out) {
-    const json = retargetConfigSources(r.json, v.sourceFor);
-    out = JSON.stringify(json) === JSON.stringify(r.json) ? r : encodeVariant(r, json);
-    if (byVariant.size >= MAX_VARIANTS) byVariant.delete(byVariant.keys().next().value as string);
-    byVariant.set(v.key, out);
-  }
-  return out;
+  return derive(
+    r,
+    'view',
+    v.key,
+    () => {
+      const json = retargetConfigSources(r.json, v.sourceFor);
+      return JSON.stringify(json) === JSON.stringify(r.json) ? r : encodeVariant(r, json);
+    },
+    MAX_VARIANTS,
+  );
 }
 
 /** The type snapshot as a proxy of that variant must see it (the same object for ADS, or for kinds without references). */
 export function viewOf(t: TypeSnapshot, v: ConfigSourceVariant | undefined): TypeSnapshot {
-  if (!v || !CARRIES_SOURCES.has(t.kind)) return t;
-  let byVariant = typeViews.get(t);
-  if (!byVariant) typeViews.set(t, (byVariant = new Map()));
-  let view = byVariant.get(v.key);
-  if (!view) {
-    const resources = new Map([...t.resources].map(([name, r]) => [name, resourceView(r, v)]));
-    view = { kind: t.kind, version: t.version, resources, wildcard: t.wildcard.map((r) => resources.get(r.name)!) };
-    if (byVariant.size >= MAX_VARIANTS) byVariant.delete(byVariant.keys().next().value as string);
-    byVariant.set(v.key, view);
-  }
-  return view;
+  if (!v || !ResourceTypes[t.kind].carriesConfigSources) return t;
+  return derive(
+    t,
+    'view',
+    v.key,
+    (): TypeSnapshot => {
+      const resources = new Map([...t.resources].map(([name, r]) => [name, resourceView(r, v)]));
+      return { kind: t.kind, version: t.version, resources, wildcard: t.wildcard.map((r) => resources.get(r.name)!) };
+    },
+    MAX_VARIANTS,
+  );
 }

@@ -1,11 +1,12 @@
 import { canonicalJson } from '../shared/canonical-json.ts';
+import type { Derivable } from './derived.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { encodeJson, type ProtoIssue } from '../xds/proto-json.ts';
-import { TypeUrls, messageName, type ResourceKind } from '../xds/type-urls.ts';
+import { TypeUrls, messageName, type ResourceKind } from '../xds/resource-types.ts';
 import { DR, encodeAny, lenField } from '../xds/wire.ts';
 
 /** One resource, encoded once; every transport and every client reuses these bytes. */
-export interface EncodedResource {
+export interface EncodedResource extends Derivable {
   readonly kind: ResourceKind;
   readonly name: string;
   /** sha256 of kind + canonical JSON: the cache (and store) key. */
@@ -40,7 +41,8 @@ export function encodeVariant(r: EncodedResource, json: Record<string, unknown>)
   const typeUrl = TypeUrls[r.kind];
   const { bytes, issues } = encodeJson(messageName(typeUrl), json);
   const any = encodeAny(typeUrl, bytes);
-  return { ...r, json, any, framed: lenField(DR.resources, any), issues };
+  const { derived: _cachesOfTheOriginal, ...own } = r;
+  return { ...own, json, any, framed: lenField(DR.resources, any), issues };
 }
 
 export interface EncoderStats {

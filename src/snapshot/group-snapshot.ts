@@ -1,8 +1,9 @@
 import { shortHash } from '../shared/hash.ts';
-import { RESOURCE_KINDS, type ResourceKind } from '../xds/type-urls.ts';
+import { RESOURCE_KINDS, type ResourceKind } from '../xds/resource-types.ts';
+import type { Derivable } from './derived.ts';
 import type { EncodedResource } from './encoder.ts';
 
-export interface TypeSnapshot {
+export interface TypeSnapshot extends Derivable {
   readonly kind: ResourceKind;
   /** Hash of the sorted (name, version) pairs: changes iff any resource of the type changes. */
   readonly version: string;

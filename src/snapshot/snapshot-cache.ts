@@ -1,8 +1,9 @@
 import type { NodeGroupResolver } from '../model/node-groups.ts';
+import type { Derivable } from './derived.ts';
 import type { GroupSnapshot } from './group-snapshot.ts';
 
 /** A complete, applied configuration: what every transport serves until the next one. */
-export interface PublishedConfig {
+export interface PublishedConfig extends Derivable {
   /** Row id in config_versions. */
   readonly versionId: number;
   readonly modelHash: string;
@@ -19,6 +20,7 @@ export type PublishListener = (next: PublishedConfig, prev: PublishedConfig | un
 /**
  * Holds the one published configuration. Transports read `current` and subscribe to changes;
  * they never see a half-applied config because a new one replaces the old in a single assignment.
+ * Only the pipeline's reconcile step publishes.
  */
 export class SnapshotCache {
   private cur: PublishedConfig | undefined;

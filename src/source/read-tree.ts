@@ -3,8 +3,8 @@ import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
-import { cachedParse, parseYamlFile, retainOnly } from './parse-yaml.ts';
-import type { ParsedFile, SourceSet } from './types.ts';
+import { SourceCache } from './source-cache.ts';
+import type { ParsedFile, SourceSet } from '../model/sources.ts';
 
 export interface TreeLimits {
   /** Largest single YAML file accepted (bytes). */
@@ -36,21 +36,6 @@ export function isConfigFile(name: string): boolean {
   return /\.ya?ml$/i.test(name) && !isIgnoredName(name);
 }
 
-interface FileStamp {
-  dev: bigint;
-  ino: bigint;
-  size: bigint;
-  mtimeNs: bigint;
-  hash: string;
-}
-
-/**
- * Content hashes by file identity (device, inode, size, mtime in ns): an unchanged file is not
- * even read again. Editors and git replace files (new inode) or bump mtime, so a change always
- * shows.
- */
-const stamps = new Map<string, FileStamp>();
-
 interface Entry {
   rel: string;
   abs: string;
@@ -68,8 +53,9 @@ interface Entry {
 export async function readTree(
   dir: string,
   limits: TreeLimits = DEFAULT_LIMITS,
-  opts: { unlessTreeHash?: string | (string | undefined)[] } = {},
+  opts: { unlessTreeHash?: string | (string | undefined)[]; cache?: SourceCache } = {},
 ): Promise<SourceSet & { unchanged?: true }> {
+  const cache = opts.cache ?? new SourceCache();
   const diagnostics: Diagnostic[] = [];
   let root: string;
   try {
@@ -109,19 +95,13 @@ export async function readTree(
         });
         break;
       }
-      const known = stamps.get(abs);
-      if (
-        known &&
-        known.dev === st.dev &&
-        known.ino === st.ino &&
-        known.size === st.size &&
-        known.mtimeNs === st.mtimeNs
-      ) {
-        entries.push({ rel, abs, hash: known.hash });
+      const known = cache.hashIfUnchanged(abs, st);
+      if (known) {
+        entries.push({ rel, abs, hash: known });
       } else {
         const bytes = await readFile(abs);
         const hash = sha256Hex(bytes);
-        stamps.set(abs, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, hash });
+        cache.stamp(abs, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, hash });
         entries.push({ rel, abs, hash, bytes });
       }
     } catch (err) {
@@ -133,10 +113,7 @@ export async function readTree(
       });
     }
   }
-  if (stamps.size > entries.length * 2 + 1000) {
-    const live = new Set(entries.map((e) => e.abs));
-    for (const k of [...stamps.keys()]) if (!live.has(k)) stamps.delete(k);
-  }
+  cache.pruneStamps(entries.map((e) => e.abs));
   const treeHash = combineHashes(entries.map((e) => ({ file: e.rel, hash: e.hash })));
   if (
     (Array.isArray(opts.unlessTreeHash) ? opts.unlessTreeHash.includes(treeHash) : opts.unlessTreeHash === treeHash) &&
@@ -146,7 +123,7 @@ export async function readTree(
   const files: ParsedFile[] = [];
   let sliceStart = performance.now();
   for (const e of entries) {
-    let parsed = cachedParse(e.rel, e.hash);
+    let parsed = cache.parsedFile(e.rel, e.hash);
     if (!parsed) {
       // Parsing a large tree must not starve the xDS servers or the watchdog: yield every ~20 ms.
       if (performance.now() - sliceStart > 20) {
@@ -168,7 +145,7 @@ export async function readTree(
           });
           continue;
         }
-        parsed = parseYamlFile(e.rel, bytes.toString('utf8'));
+        parsed = cache.parse(e.rel, bytes.toString('utf8'));
       } catch (err) {
         diagnostics.push({
           code: Codes.FILE_UNREADABLE,
@@ -181,7 +158,7 @@ export async function readTree(
     }
     files.push(parsed);
   }
-  retainOnly(files);
+  cache.retainOnly(files);
   return { root, treeHash, files, diagnostics };
 }
 

@@ -9,21 +9,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import type { SecretDoc } from '../model/schema.ts';
-import type { Origin } from '../model/types.ts';
-
-export interface SecretMaterial {
-  name: string;
-  certificateChain?: string;
-  privateKey?: string;
-  ca?: string;
-  /** sha256 over the PEM contents (what status pages show instead of the material). */
-  fingerprint: string;
-  /** Leaf certificate expiry, ISO time. */
-  notAfter?: string;
-  subject?: string;
-  /** Absolute paths read, to be watched. */
-  files: string[];
-}
+import type { Origin, SecretMaterial } from '../model/types.ts';
 
 export const EXPIRY_WARN_DAYS = 14;
 
@@ -116,20 +102,6 @@ export async function loadSecret(
     .update(ca ?? '')
     .digest('hex');
   return { material, diagnostics };
-}
-
-/** The Envoy Secret resource (proto3 JSON). Holds key material: never log or persist it. */
-export function secretResource(m: SecretMaterial): Record<string, unknown> {
-  const out: Record<string, unknown> = { name: m.name };
-  if (m.certificateChain) {
-    out.tls_certificate = {
-      certificate_chain: { inline_bytes: Buffer.from(m.certificateChain).toString('base64') },
-      private_key: { inline_bytes: Buffer.from(m.privateKey ?? '').toString('base64') },
-    };
-  } else if (m.ca) {
-    out.validation_context = { trusted_ca: { inline_bytes: Buffer.from(m.ca).toString('base64') } };
-  }
-  return out;
 }
 
 /** Loads every Secret of a model; errors mean the tree must not be applied. */

@@ -3,15 +3,15 @@
  * model always yields the same JSON (and therefore the same bytes and versions on every replica).
  */
 import type { GrpcServiceDoc, ServiceDoc } from '../model/schema.ts';
-import { listenerGroups, originKey, type Model } from '../model/types.ts';
-import type { ResourceKind } from '../xds/type-urls.ts';
+import { listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
+import type { ResourceKind } from '../xds/resource-types.ts';
 import { buildCluster } from './cluster.ts';
 import type { JsonObject } from './common.ts';
 import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, grpcRoute } from './route.ts';
-import { memo1, memoWith } from './memo.ts';
-import { secretResource, type SecretMaterial } from '../source/secrets.ts';
+import { TranslationMemo } from './memo.ts';
+import { secretResource } from './secret.ts';
 
 export interface TranslatedResource {
   kind: ResourceKind;
@@ -31,6 +31,8 @@ export function translateGroup(
   model: Model,
   group: string,
   secrets: ReadonlyMap<string, SecretMaterial> = new Map(),
+  /** Results by document identity, kept across builds by the caller (a fresh one: nothing reused). */
+  memo: TranslationMemo = new TranslationMemo(),
 ): TranslatedResource[] {
   const out: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
@@ -51,13 +53,13 @@ export function translateGroup(
     out.push({
       kind: 'listener',
       name: l.name,
-      json: memo1('listener', l, buildListener),
+      json: memo.once('listener', l, buildListener),
       origin: originKey('Listener', l.name),
     });
     out.push({
       kind: 'route',
       name: l.name,
-      json: memoWith('route', l, vs, () => buildRouteConfiguration(l.name, vs)),
+      json: memo.with('route', l, vs, () => buildRouteConfiguration(l.name, vs)),
       origin: originKey('Listener', l.name),
       virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)),
     });
@@ -68,36 +70,50 @@ export function translateGroup(
     out.push({
       kind: 'listener',
       name: g.target,
-      json: memo1('api-listener', g, buildApiListener),
+      json: memo.once('api-listener', g, buildApiListener),
       origin: originKey('GrpcService', g.name),
     });
     out.push({
       kind: 'route',
       name: g.target,
-      json: memo1('grpc-route', g, grpcRouteConfiguration),
+      json: memo.once('grpc-route', g, grpcRouteConfiguration),
       origin: originKey('GrpcService', g.name),
     });
   }
   for (const name of [...used].sort()) {
     const s = services.get(name) as ServiceDoc;
     for (const n of [s.tls?.caSecret, s.tls?.clientSecret]) if (n) secretRefs.add(n);
-    out.push({ kind: 'cluster', name, json: memo1('cluster', s, buildCluster), origin: originKey('Service', name) });
+    out.push({
+      kind: 'cluster',
+      name,
+      json: memo.once('cluster', s, buildCluster),
+      origin: originKey('Service', name),
+    });
     if (!s.dns)
       out.push({
         kind: 'endpoint',
         name,
-        json: memo1('endpoint', s, buildLoadAssignment),
+        json: memo.once('endpoint', s, buildLoadAssignment),
         origin: originKey('Service', name),
       });
   }
   for (const name of [...secretRefs].sort()) {
     const m = secrets.get(name);
-    if (m)
-      out.push({ kind: 'secret', name, json: memo1('secret', m, secretResource), origin: originKey('Secret', name) });
+    if (m) out.push(translateSecret(m, memo));
   }
   return out.sort((a, b) =>
     a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1,
   );
+}
+
+/** The Envoy Secret of one secret's TLS material (also used alone when certificates rotate). */
+export function translateSecret(m: SecretMaterial, memo: TranslationMemo = new TranslationMemo()): TranslatedResource {
+  return {
+    kind: 'secret',
+    name: m.name,
+    json: memo.once('secret', m, secretResource),
+    origin: originKey('Secret', m.name),
+  };
 }
 
 function forEachTarget(r: { to?: string; split?: { service: string }[] }, fn: (name: string) => void): void {

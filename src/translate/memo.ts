@@ -1,29 +1,34 @@
 /**
- * Translation is pure and operator documents are immutable once parsed (the parse cache hands
+ * Translation is pure and operator documents are immutable once parsed (the source cache hands
  * back the very same objects for unchanged files), so results can be memoized by document
  * identity: a one-file change re-translates only the documents of that file, and the encoder
  * recognises the untouched JSON objects without hashing them again.
+ *
+ * One memo belongs to one pipeline (it is passed in, never global): two servers in one process,
+ * or two builds a test wants independent, share nothing.
  */
-const single = new WeakMap<object, Map<string, unknown>>();
+export class TranslationMemo {
+  private readonly single = new WeakMap<object, Map<string, unknown>>();
+  private readonly multi = new WeakMap<object, Map<string, { parts: readonly object[]; value: unknown }>>();
 
-/** `fn(doc)` computed once per (document object, key). */
-export function memo1<D extends object, R>(key: string, doc: D, fn: (doc: D) => R): R {
-  let m = single.get(doc);
-  if (!m) single.set(doc, (m = new Map()));
-  if (m.has(key)) return m.get(key) as R;
-  const r = fn(doc);
-  m.set(key, r);
-  return r;
-}
+  /** `fn(doc)` computed once per (document object, key). */
+  once<D extends object, R>(key: string, doc: D, fn: (doc: D) => R): R {
+    let m = this.single.get(doc);
+    if (!m) this.single.set(doc, (m = new Map()));
+    if (m.has(key)) return m.get(key) as R;
+    const r = fn(doc);
+    m.set(key, r);
+    return r;
+  }
 
-/** `fn(doc, parts)` recomputed only when any of `parts` is a different object than last time. */
-const multi = new WeakMap<object, Map<string, { parts: readonly object[]; value: unknown }>>();
-export function memoWith<D extends object, R>(key: string, doc: D, parts: readonly object[], fn: () => R): R {
-  let m = multi.get(doc);
-  if (!m) multi.set(doc, (m = new Map()));
-  const hit = m.get(key);
-  if (hit && hit.parts.length === parts.length && hit.parts.every((p, i) => p === parts[i])) return hit.value as R;
-  const value = fn();
-  m.set(key, { parts, value });
-  return value;
+  /** `fn()` for `doc`, recomputed only when any of `parts` is a different object than last time. */
+  with<D extends object, R>(key: string, doc: D, parts: readonly object[], fn: () => R): R {
+    let m = this.multi.get(doc);
+    if (!m) this.multi.set(doc, (m = new Map()));
+    const hit = m.get(key);
+    if (hit && hit.parts.length === parts.length && hit.parts.every((p, i) => p === parts[i])) return hit.value as R;
+    const value = fn();
+    m.set(key, { parts, value });
+    return value;
+  }
 }

@@ -8,11 +8,12 @@
  * removed, unchanged ones skipped); an initial wildcard request is answered even when empty.
  * A NACKed version is not pushed again. Upserts go CDS -> EDS -> LDS -> RDS, removals after.
  */
+import { derive } from '../snapshot/derived.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
-import { TypeUrls, supportsWildcard, type ResourceKind } from '../xds/type-urls.ts';
+import { RESOURCE_KINDS, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DDR, encodeResourceWrapper, lenField, stringField } from '../xds/wire.ts';
-import { PUSH_ORDER, StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
+import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
 
 export interface DeltaRequest {
@@ -38,11 +39,8 @@ interface DeltaTypeState extends PinHolder {
 }
 
 /** Each resource's Resource-wrapper framing, computed once per encoded resource. */
-const deltaFramed = new WeakMap<EncodedResource, Buffer>();
 function framed(r: EncodedResource): Buffer {
-  let b = deltaFramed.get(r);
-  if (!b) deltaFramed.set(r, (b = lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, r.any))));
-  return b;
+  return derive(r, 'delta-framed', '', () => lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, r.any)));
 }
 
 const MAX_PENDING = 32;
@@ -63,7 +61,7 @@ export class DeltaStream extends StreamBase {
         kind,
         (ts = {
           kind,
-          sub: new Subscription(supportsWildcard(kind)),
+          sub: new Subscription(ResourceTypes[kind].wildcard),
           started: false,
           known: new Map(),
           pending: new Map(),
@@ -76,21 +74,14 @@ export class DeltaStream extends StreamBase {
       const snap = ts.pending.get(req.response_nonce);
       if (snap) {
         ts.pending.delete(req.response_nonce);
-        const typeUrl = TypeUrls[kind];
-        if (req.error_detail) {
-          this.opts.registry.nacked(
-            this.status!,
-            typeUrl,
-            snap.version,
-            req.response_nonce,
-            req.error_detail.code ?? 0,
-            req.error_detail.message ?? '',
-          );
-          this.opts.acks?.nacked(this.group!, kind, snap.version);
-        } else {
-          this.opts.registry.acked(this.status!, typeUrl, snap.version);
-          this.opts.acks?.acked(this.group!, snap);
-        }
+        const error = req.error_detail;
+        this.recordReply({
+          kind,
+          version: snap.version,
+          nonce: req.response_nonce,
+          snapshot: snap,
+          error: error ? { code: error.code ?? 0, message: error.message ?? '' } : undefined,
+        });
       }
     }
     if (first) for (const [n, v] of Object.entries(req.initial_resource_versions ?? {})) ts.known.set(n, v);
@@ -120,7 +111,7 @@ export class DeltaStream extends StreamBase {
     }
     const unchanged = (ts: DeltaTypeState, kind: ResourceKind) =>
       !ts.pinned && ts.servedFrom === snap.types[kind] && !(kind === 'endpoint' && rewarm.size);
-    const todo = PUSH_ORDER.filter((kind) => {
+    const todo = RESOURCE_KINDS.filter((kind) => {
       const ts = this.types.get(kind);
       return ts?.started && !unchanged(ts, kind);
     });

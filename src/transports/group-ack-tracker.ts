@@ -6,7 +6,7 @@
  * version is served normally.
  */
 import type { TypeSnapshot } from '../snapshot/group-snapshot.ts';
-import type { ResourceKind } from '../xds/type-urls.ts';
+import type { ResourceKind } from '../xds/resource-types.ts';
 
 interface Entry {
   lastAcked?: TypeSnapshot;

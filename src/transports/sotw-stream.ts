@@ -7,14 +7,13 @@
  * exist, CLA resent after its cluster changes, pushes ordered CDS -> EDS -> LDS -> RDS with
  * removed clusters dropped only after listeners and routes stopped using them.
  */
+import { derive } from '../snapshot/derived.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
-import { TypeUrls, supportsWildcard, type ResourceKind } from '../xds/type-urls.ts';
+import { RESOURCE_KINDS, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DR, stringField } from '../xds/wire.ts';
-import { PUSH_ORDER, StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
+import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
-
-export { ProtocolError } from './stream-base.ts';
 
 /** The fields of a DiscoveryRequest the state machine uses. */
 export interface SotwRequest {
@@ -40,22 +39,13 @@ interface TypeState extends PinHolder {
 }
 
 /** Response bodies (all but the nonce) shared by every stream asking for the same selection. */
-const bodyCache = new WeakMap<TypeSnapshot, Map<string, Buffer>>();
-const BODY_CACHE_MAX = 64;
-
 function responseBody(t: TypeSnapshot, key: string, selected: EncodedResource[]): Buffer {
-  let perType = bodyCache.get(t);
-  if (!perType) bodyCache.set(t, (perType = new Map()));
-  let body = perType.get(key);
-  if (!body) {
+  return derive(t, 'sotw-body', key, () => {
     const parts: Buffer[] = [stringField(DR.versionInfo, t.version)];
     for (const r of selected) parts.push(r.framed);
     parts.push(stringField(DR.typeUrl, TypeUrls[t.kind]));
-    body = Buffer.concat(parts);
-    if (perType.size >= BODY_CACHE_MAX) perType.delete(perType.keys().next().value as string);
-    perType.set(key, body);
-  }
-  return body;
+    return Buffer.concat(parts);
+  });
 }
 
 export class SotwStream extends StreamBase {
@@ -67,29 +57,22 @@ export class SotwStream extends StreamBase {
     const kind = this.kindOf(req.type_url);
     if (!kind) return; // a type we do not serve (RTDS, ECDS, ...): the client's initial_fetch_timeout applies
     let ts = this.types.get(kind);
-    if (!ts) this.types.set(kind, (ts = { kind, sub: new Subscription(supportsWildcard(kind)), sent: new Map() }));
+    if (!ts)
+      this.types.set(kind, (ts = { kind, sub: new Subscription(ResourceTypes[kind].wildcard), sent: new Map() }));
 
     const first = ts.nonce === undefined;
     if (!first) {
       // Only the newest response of a type may be answered; older nonces are stale (§4.6).
       if (req.response_nonce !== ts.nonce) return;
-      const typeUrl = TypeUrls[kind];
-      const version = ts.sentSnapshot?.version ?? '';
-      if (req.error_detail) {
-        this.opts.registry.nacked(
-          this.status!,
-          typeUrl,
-          version,
-          ts.nonce!,
-          req.error_detail.code ?? 0,
-          req.error_detail.message ?? '',
-        );
-        this.opts.acks?.nacked(this.group!, kind, version);
-      } else {
-        this.opts.registry.acked(this.status!, typeUrl, req.version_info ?? '');
-        if (ts.sentSnapshot && req.version_info === ts.sentSnapshot.version)
-          this.opts.acks?.acked(this.group!, ts.sentSnapshot);
-      }
+      const error = req.error_detail;
+      this.recordReply({
+        kind,
+        // A NACK is about what was sent; an ACK says which version the client now holds.
+        version: error ? (ts.sentSnapshot?.version ?? '') : (req.version_info ?? ''),
+        nonce: ts.nonce!,
+        snapshot: ts.sentSnapshot,
+        error: error ? { code: error.code ?? 0, message: error.message ?? '' } : undefined,
+      });
     }
     const before = ts.sub.size;
     const added = ts.sub.setSotw(req.resource_names ?? []);
@@ -117,7 +100,7 @@ export class SotwStream extends StreamBase {
     const interim = cds && removed.length > 0 && cds.nonce !== undefined;
     if (interim)
       this.push(cds, false, makeTypeSnapshot('cluster', [...snap.types.cluster.resources.values(), ...removed]));
-    for (const kind of PUSH_ORDER) {
+    for (const kind of RESOURCE_KINDS) {
       const ts = this.types.get(kind);
       if (!ts || (interim && kind === 'cluster')) continue;
       const rewarm =
@@ -165,7 +148,7 @@ export class SotwStream extends StreamBase {
       ts.sent = new Map();
       return; // unsubscribed from everything: send nothing further (SOTW-11)
     }
-    const fullState = supportsWildcard(kind);
+    const fullState = ResourceTypes[kind].wildcard;
     // Nothing to send: the client holds this version too (not for the interim snapshot of a removal).
     const settled = () =>
       override ? undefined : this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);

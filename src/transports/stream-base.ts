@@ -5,35 +5,24 @@
  */
 import type { NodeIdentity } from '../model/node-groups.ts';
 import { viewOf, type ConfigSourceVariant } from '../snapshot/config-sources.ts';
+import { derive } from '../snapshot/derived.ts';
+import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import type { PublishedConfig, SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
-import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/type-urls.ts';
+import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/resource-types.ts';
 import { lenField, stringField } from '../xds/wire.ts';
 import { displayUserAgent, nodeLimitViolation } from '../security/node-limits.ts';
 import type { GroupAckTracker } from './group-ack-tracker.ts';
+import { recordReply, type Reply } from './replies.ts';
 
 /** Per-type stream state that NACK containment may pin to an older snapshot. */
 export interface PinHolder {
   pinned?: { snapshot: TypeSnapshot; instead: string };
 }
 
-const controlPlaneCache = new WeakMap<PublishedConfig, Map<number, Buffer>>();
-
 export const SECRETS_REFUSED =
   'TLS secrets are served only to authenticated clients (mTLS with node identities); this transport did not authenticate the node';
-
-export class ProtocolError extends Error {
-  constructor(
-    readonly grpcCode: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Make before break: clusters, then their endpoints, then listeners, then routes; secrets last (rules §4.7). */
-export const PUSH_ORDER: readonly ResourceKind[] = ['cluster', 'endpoint', 'listener', 'route', 'secret'];
 
 export interface NodeInput extends NodeIdentity {
   userAgent?: string;
@@ -77,12 +66,12 @@ export abstract class StreamBase {
   /** Registers the stream on its first request; Envoy may send the node only then (SOTW-13). */
   protected ensureStarted(n: NodeInput | undefined): void {
     if (this.node) return;
-    if (!n?.id) throw new ProtocolError(3, 'the first request of a stream must carry node.id');
+    if (!n?.id) throw new FleetError(ErrorCodes.BAD_REQUEST, 'the first request of a stream must carry node.id');
     const node = { id: n.id, cluster: n.cluster ?? '', metadata: n.metadata ?? {} };
     const tooLarge = nodeLimitViolation(node);
-    if (tooLarge) throw new ProtocolError(3, tooLarge);
+    if (tooLarge) throw new FleetError(ErrorCodes.BAD_REQUEST, tooLarge);
     const refusal = this.opts.authorize?.(node);
-    if (refusal) throw new ProtocolError(7, refusal);
+    if (refusal) throw new FleetError(ErrorCodes.FORBIDDEN, refusal);
     this.node = node;
     const cfg = this.opts.cache.current;
     this.group = cfg ? cfg.resolver.resolve(this.node) : 'default';
@@ -100,13 +89,13 @@ export abstract class StreamBase {
   /** The kind a request is about; undefined for types we do not serve. */
   protected kindOf(typeUrl: string | undefined): ResourceKind | undefined {
     const url = typeUrl || (this.opts.fixedKind ? TypeUrls[this.opts.fixedKind] : '');
-    if (!url) throw new ProtocolError(3, 'type_url is required on an aggregated stream');
+    if (!url) throw new FleetError(ErrorCodes.BAD_REQUEST, 'type_url is required on an aggregated stream');
     const kind = kindOfTypeUrl(url);
     if (this.opts.fixedKind && kind !== this.opts.fixedKind)
-      throw new ProtocolError(3, `this service serves ${TypeUrls[this.opts.fixedKind]}, not ${url}`);
+      throw new FleetError(ErrorCodes.BAD_REQUEST, `this service serves ${TypeUrls[this.opts.fixedKind]}, not ${url}`);
     if (kind === 'secret' && !this.opts.secretsAllowed) {
       // Never hand private keys to a client nobody authenticated. On ADS the rest of the stream goes on.
-      if (this.opts.fixedKind) throw new ProtocolError(7, SECRETS_REFUSED);
+      if (this.opts.fixedKind) throw new FleetError(ErrorCodes.FORBIDDEN, SECRETS_REFUSED);
       if (!this.secretsRefused) this.opts.onRefusal?.(SECRETS_REFUSED);
       this.secretsRefused = true;
       return undefined;
@@ -148,16 +137,18 @@ export abstract class StreamBase {
   protected controlPlaneField(field: number): Buffer {
     const cfg = this.opts.cache.current;
     if (!cfg?.controlPlane) return Buffer.alloc(0);
-    let byField = controlPlaneCache.get(cfg);
-    if (!byField) controlPlaneCache.set(cfg, (byField = new Map()));
-    let b = byField.get(field);
-    if (!b) byField.set(field, (b = lenField(field, stringField(1, cfg.controlPlane))));
-    return b;
+    const identifier = cfg.controlPlane;
+    return derive(cfg, 'control-plane', String(field), () => lenField(field, stringField(1, identifier)));
   }
 
   /** What this client is sent of a type snapshot: config sources pointed the way it fetches. */
   protected view(t: TypeSnapshot): TypeSnapshot {
     return viewOf(t, this.opts.variant);
+  }
+
+  /** The client answered a response of ours (ACK or NACK). */
+  protected recordReply(r: Reply): void {
+    recordReply(this.opts, this.status!, this.group ?? 'default', r);
   }
 
   protected nextNonce(): string {

@@ -19,11 +19,11 @@ test('PUT /api/v1/pins/:group refuses unknown groups (404) and pins known ones',
       assert.is(r.status, 404, group);
       assert.match(((await r.json()) as { error: string }).error, /no node group .* \(known: default\)/);
     }
-    assert.equal(app.store.listPins(), []);
-    assert.equal(app.store.listAudit(), [], 'nothing audited');
+    assert.equal(app.stores.pins.list(), []);
+    assert.equal(app.stores.audit.list(), [], 'nothing audited');
     const ok = await put('default');
     assert.is(ok.status, 200);
-    assert.is(app.store.listPins().length, 1);
+    assert.is(app.stores.pins.list().length, 1);
   } finally {
     await app.close();
   }

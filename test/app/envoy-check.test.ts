@@ -162,7 +162,7 @@ test('the apply pipeline refuses what Envoy rejects and keeps serving the last g
     assert.is(outcome.status, 'rejected');
     assert.ok(outcome.diagnostics.some((d) => d.code === 'FXDS_ENVOY_REJECTED'));
     assert.is(app.cache.current!.versionId, good);
-    assert.match(JSON.stringify(app.store.latestRejection()), /Invalid path/);
+    assert.match(JSON.stringify(app.stores.rejections.latest()), /Invalid path/);
   } finally {
     await app.close();
   }

@@ -19,7 +19,7 @@ test('on restart the last good version is served from SQLite, even when the dire
     assert.ok(second.cache.current, 'serving');
     assert.is(second.cache.current!.versionId, v1.versionId);
     assert.is(second.cache.current!.modelHash, v1.modelHash);
-    assert.ok(second.store.latestRejection(), 'the broken tree was recorded as rejected');
+    assert.ok(second.stores.rejections.latest(), 'the broken tree was recorded as rejected');
     const c = connect(second.grpcPort);
     const s = c.open();
     s.send({ node: { id: 'n', cluster: 'x' }, type_url: T.cluster });
@@ -40,7 +40,7 @@ test('a restart serves the stored bytes: nothing is translated or encoded, nothi
   await first.close();
   const second = await startServer(dir, { database: db });
   try {
-    assert.is(second.pipeline.encoder.stats.encoded, 0, 'no resource encoded on restart');
+    assert.is(second.pipeline.caches.encoder.stats.encoded, 0, 'no resource encoded on restart');
     const cur = second.cache.current!;
     assert.is(cur.versionId, before.versionId);
     for (const [group, g] of before.groups) {
@@ -48,7 +48,7 @@ test('a restart serves the stored bytes: nothing is translated or encoded, nothi
         assert.is(cur.groups.get(group)!.types[kind as 'cluster'].version, t.version, `${group}/${kind}`);
     }
     assert.ok(Buffer.compare(cur.groups.get('default')!.types.cluster.resources.get('api')!.any, anyBefore) === 0);
-    assert.is(second.store.listVersions().length, 1, 'the unchanged directory made no new version');
+    assert.is(second.stores.revisions.list().length, 1, 'the unchanged directory made no new version');
   } finally {
     await second.close();
   }
@@ -75,7 +75,7 @@ test('an unchanged tree does not create a new version', async () => {
   try {
     const out = (await app.reload()) as { status: string };
     assert.is(out.status, 'unchanged');
-    assert.is(app.store.listVersions().length, 1);
+    assert.is(app.stores.revisions.list().length, 1);
   } finally {
     await app.close();
   }

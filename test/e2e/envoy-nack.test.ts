@@ -9,8 +9,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { labSpecs, reportSetupFailure, startLab, type Lab, type LabEnvoySpec } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
 
-const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+const CDS = TypeUrls.cluster;
 let lab: Lab;
 let specs: LabEnvoySpec[];
 

@@ -12,17 +12,12 @@ import * as assert from 'uvu/assert';
 import { dumpedVersions } from '../helpers/envoy.ts';
 import { httpsGet, labSpecs, reportSetupFailure, startLab, type Lab, type LabEnvoySpec } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
+import { RESOURCE_TYPES } from '../../src/xds/resource-types.ts';
 
 let lab: Lab;
 let specs: LabEnvoySpec[];
 
-const KINDS: Record<string, string> = {
-  'type.googleapis.com/envoy.config.cluster.v3.Cluster': 'cluster',
-  'type.googleapis.com/envoy.config.listener.v3.Listener': 'listener',
-  'type.googleapis.com/envoy.config.route.v3.RouteConfiguration': 'route',
-  'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment': 'endpoint',
-  'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret': 'secret',
-};
+const KINDS: Record<string, string> = Object.fromEntries(RESOURCE_TYPES.map((t) => [t.typeUrl, t.kind]));
 
 test.before(async () => {
   specs = await labSpecs([

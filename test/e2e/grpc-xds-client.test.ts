@@ -11,6 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { docOf, editYamlDocs, type Doc } from '../helpers/yaml-edit.ts';
 import { projectPath } from '../../src/shared/paths.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
 import {
   startBackend,
   xdsBootstrap,
@@ -143,10 +144,10 @@ test('a config the client rejects is recorded as a NACK for that node, with its 
     return n.nacks?.[0];
   });
   assert.is(nack.nodeId, 'e2e-client-1');
-  assert.is(nack.typeUrl, 'type.googleapis.com/envoy.config.cluster.v3.Cluster');
+  assert.is(nack.typeUrl, TypeUrls.cluster);
   assert.match(nack.message, /LEAST_REQUEST/);
   const node = await server.admin('/api/v1/nodes/e2e-client-1');
-  const cds = node.streams[0].types['type.googleapis.com/envoy.config.cluster.v3.Cluster'];
+  const cds = node.streams[0].types[TypeUrls.cluster];
   assert.match(cds.lastNack.message, /LEAST_REQUEST/);
   assert.is.not(cds.ackedVersion, cds.sentVersion, 'the NACKed version is not ACKed');
   // The client keeps routing with what it had accepted.

@@ -4,6 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { decodeToJson, encodeJson } from '../../src/xds/proto-json.ts';
+import { RESOURCE_TYPES, TypeUrls } from '../../src/xds/resource-types.ts';
 
 export type Json = Record<string, any>;
 
@@ -38,14 +39,13 @@ function method(path: string, req: string, res: string) {
 
 const SERVICES: Record<string, string> = {
   ads: '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-  cds: '/envoy.service.cluster.v3.ClusterDiscoveryService/StreamClusters',
-  eds: '/envoy.service.endpoint.v3.EndpointDiscoveryService/StreamEndpoints',
-  lds: '/envoy.service.listener.v3.ListenerDiscoveryService/StreamListeners',
-  rds: '/envoy.service.route.v3.RouteDiscoveryService/StreamRoutes',
-  sds: '/envoy.service.secret.v3.SecretDiscoveryService/StreamSecrets',
   'delta-ads': '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources',
-  'delta-cds': '/envoy.service.cluster.v3.ClusterDiscoveryService/DeltaClusters',
-  'delta-eds': '/envoy.service.endpoint.v3.EndpointDiscoveryService/DeltaEndpoints',
+  ...Object.fromEntries(
+    RESOURCE_TYPES.flatMap((t) => [
+      [t.short, `/${t.grpcService}/Stream${t.grpcNoun}`],
+      [`delta-${t.short}`, `/${t.grpcService}/Delta${t.grpcNoun}`],
+    ]),
+  ),
 };
 
 export function connect(
@@ -111,13 +111,8 @@ export function connect(
   };
 }
 
-export const T = {
-  cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
-  endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
-  listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
-  route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
-  secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
-};
+/** Type URLs by kind, from the server's descriptors. */
+export const T = TypeUrls;
 
 export const names = (res: Json): string[] => (res.resources ?? []).map((r: Json) => r.name ?? r.cluster_name);
 /** Delta: names of the Resource wrappers, and their versions. */

@@ -3,8 +3,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { listMigrations, migrate } from '../../src/model/migrate.ts';
-import { Store } from '../../src/model/store.ts';
+import { openStores } from '../../src/store/database.ts';
+import { listMigrations, migrate } from '../../src/store/migrate.ts';
 import { emptyModel } from '../../src/model/types.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { tempDir } from '../helpers/tree.ts';
@@ -56,25 +56,52 @@ test('versions persist across reopen, in WAL mode with synchronous=FULL', () => 
   const dir = tempDir();
   mkdirSync(dir, { recursive: true });
   const path = join(dir, 'x.db');
-  const s1 = new Store(path);
+  const s1 = openStores(path);
   const model = { ...emptyModel(), services: [{ kind: 'Service' as const, name: 'a', endpoints: [] }] };
-  const id = s1.insertVersion({
+  const version = {
     treeHash: 't',
     modelHash: 'm',
-    sourceKind: 'directory',
+    sourceKind: 'directory' as const,
     source: '/cfg',
     model,
     warnings: [],
-  });
-  assert.is(s1.db.pragma('journal_mode', { simple: true }), 'wal');
-  assert.is(s1.db.pragma('synchronous', { simple: true }), 2);
+  };
+  const id = s1.revisions.insert(version, [], { default: [] });
+  assert.equal(s1.settings(), { journalMode: 'wal', synchronous: 2, integrity: 'ok' });
   s1.close();
-  const s2 = new Store(path);
-  const latest = s2.latestVersion()!;
+  const s2 = openStores(path);
+  const latest = s2.revisions.latest()!;
   assert.is(latest.id, id);
   assert.equal(latest.model, model);
-  assert.is(s2.db.pragma('integrity_check', { simple: true }), 'ok');
+  assert.equal(s2.revisions.manifest(id), { default: [] });
+  assert.is(s2.settings().integrity, 'ok');
   s2.close();
+});
+
+test('a resource shared by versions is stored once; a diff names what changed per group', () => {
+  const s = openStores(':memory:');
+  const model = emptyModel();
+  const v = { treeHash: 't', modelHash: 'm', sourceKind: 'directory' as const, source: '/cfg', model, warnings: [] };
+  const res = (key: string, name: string) => ({
+    key,
+    kind: 'cluster' as const,
+    name,
+    json: { name },
+    any: Buffer.from(key),
+  });
+  const a = s.revisions.insert(v, [res('k1', 'web'), res('k2', 'api')], { edge: ['k1', 'k2', 'secret:cert'] });
+  const b = s.revisions.insert(v, [res('k1', 'web'), res('k3', 'api'), res('k4', 'db')], {
+    edge: ['k1', 'k3', 'k4'],
+    mesh: ['k1'],
+  });
+  assert.equal([...s.revisions.resources(s.revisions.manifest(a)!)!.keys()].sort(), ['k1', 'k2']);
+  assert.equal([...s.revisions.resources(s.revisions.manifest(b)!)!.keys()].sort(), ['k1', 'k3', 'k4']);
+  assert.equal(s.revisions.diff(a, b), {
+    edge: { added: ['cluster/db'], changed: ['cluster/api'], removed: ['secret/cert'] },
+    mesh: { added: ['cluster/web'], changed: [], removed: [] },
+  });
+  assert.is(s.revisions.diff(a, 99), undefined);
+  s.close();
 });
 
 test.run();

@@ -50,7 +50,7 @@ test('thousands of problems: the first ones and a count; the server keeps servin
       outcome.diagnostics[MAX_DIAGNOSTICS]!.message,
       /and 2800 more problems not shown \(3000 errors in all\)/,
     );
-    assert.ok(JSON.stringify(app.store.latestRejection()).length < 100_000, 'a bounded rejection row');
+    assert.ok(JSON.stringify(app.stores.rejections.latest()).length < 100_000, 'a bounded rejection row');
     assert.is(app.cache.current!.versionId, good);
   } finally {
     await app.close();

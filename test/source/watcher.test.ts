@@ -11,7 +11,7 @@ import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
-const versions = (app: RunningApp) => app.store.listVersions().length;
+const versions = (app: RunningApp) => app.stores.revisions.list().length;
 const clusterNames = (app: RunningApp) => [...app.cache.current!.groups.get('default')!.types.cluster.resources.keys()];
 const quiet = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -45,7 +45,7 @@ test('an editor save by rename is applied; a half-written file is rejected and t
     renameSync(join(dir, 'services.yaml~'), join(dir, 'services.yaml'));
     await waitFor('renamed file applied', () => versions(app) === 2);
     writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml']!.slice(0, 60)); // cut mid-document
-    await waitFor('rejection', () => app.store.latestRejection() !== undefined);
+    await waitFor('rejection', () => app.stores.rejections.latest() !== undefined);
     assert.is(versions(app), 2);
     assert.equal(clusterNames(app), ['api', 'web']);
   } finally {
@@ -64,7 +64,7 @@ test('deleting a file is a change of the whole tree (its resources go, reference
     assert.equal(clusterNames(app), ['api', 'extra', 'web']);
     unlinkSync(join(dir, 'extra.yaml'));
     await waitFor('rejection of the dangling reference', () =>
-      app.store.latestRejection()?.diagnostics.some((d) => d.code === 'FXDS_UNKNOWN_REFERENCE'),
+      app.stores.rejections.latest()?.diagnostics.some((d) => d.code === 'FXDS_UNKNOWN_REFERENCE'),
     );
     writeFileSync(join(dir, 'edge.yaml'), BASE['edge.yaml']!);
     await waitFor('applied without extra', () => versions(app) === 2);

@@ -26,7 +26,7 @@ test('the same NACK 20 times with a 2 MB message: stored and logged once, capped
         error_detail: { code: 13, message: huge },
       });
     await new Promise((res) => setTimeout(res, 500));
-    const stored = app.store.listNacks('noisy');
+    const stored = app.stores.nacks.list('noisy');
     assert.is(stored.length, 1);
     assert.ok(stored[0]!.message.length < MAX_NACK_MESSAGE + 100, `stored ${stored[0]!.message.length} characters`);
     assert.match(stored[0]!.message, /more characters not kept/);

@@ -11,7 +11,7 @@ import { checkTree } from '../../src/app/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { decodeToJson } from '../../src/xds/proto-json.ts';
-import { RESOURCE_KINDS, TypeUrls } from '../../src/xds/type-urls.ts';
+import { RESOURCE_KINDS, TypeUrls } from '../../src/xds/resource-types.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';

@@ -177,7 +177,7 @@ test('a NACK is recorded and the NACKed version is not pushed again', async () =
   s.send({ type_url: T.cluster, response_nonce: r1.nonce, error_detail: { code: 13, message: 'nope' } });
   assert.ok(await s.quiet(400));
   assert.is(app.registry.byNodeId('delta-nacker')[0]!.types[T.cluster]!.lastNack!.message, 'nope');
-  assert.is(app.store.listNacks('delta-nacker')[0]!.transport, 'grpc-ads-delta');
+  assert.is(app.stores.nacks.list('delta-nacker')[0]!.transport, 'grpc-ads-delta');
   s.close();
 });
 

@@ -7,9 +7,10 @@ import type { RunningApp } from '../../src/app/app.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
 
-const CDS = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
-const EDS = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
+const CDS = TypeUrls.cluster;
+const EDS = TypeUrls.endpoint;
 const NODE = {
   id: 'rest-1',
   cluster: 'c',
@@ -121,7 +122,7 @@ test('each EDS subscription has its own version: polls of two clusters infer no 
   assert.is.not(api.json.version_info, web.json.version_info);
   await poll('endpoints', { node: NODE, resource_names: ['api'], version_info: api.json.version_info });
   await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
-  assert.equal(app.store.listNacks(), []);
+  assert.equal(app.stores.nacks.list(), []);
   const status = app.registry.polling().find((s) => s.nodeId === NODE.id)!;
   assert.is(
     status.types[EDS]!.ackedVersion,
@@ -141,7 +142,7 @@ test('each EDS subscription has its own version: polls of two clusters infer no 
   const again = await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
   assert.is(again.status, 304, 'the rejected version is not sent again');
   await poll('endpoints', { node: NODE, resource_names: ['web'], version_info: web.json.version_info });
-  const nacks = app.store.listNacks();
+  const nacks = app.stores.nacks.list();
   assert.is(nacks.length, 1, 'recorded once');
   assert.is(nacks[0]!.version, changed.json.version_info);
   assert.match(nacks[0]!.message, /inferred/);
@@ -155,12 +156,12 @@ test('a proxy that starts again (no version after having accepted one) is a new 
   const second = await poll('clusters', { node: NODE, version_info: first.json.version_info });
   assert.is(second.status, 200);
   await poll('clusters', { node: NODE, version_info: first.json.version_info });
-  assert.is(app.store.listNacks().length, 1);
+  assert.is(app.stores.nacks.list().length, 1);
   assert.ok(app.registry.polling()[0]!.types[CDS]!.lastNack);
   // ...then the proxy restarts.
   const again = await poll('clusters', { node: NODE });
   assert.is(again.status, 200);
-  assert.is(app.store.listNacks().length, 1, 'no NACK for the restart');
+  assert.is(app.stores.nacks.list().length, 1, 'no NACK for the restart');
   assert.is(
     app.registry.polling()[0]!.types[CDS]!.lastNack,
     undefined,
@@ -216,7 +217,7 @@ test('per node: last poll, applied version, and an inferred rejection when an ol
   assert.is(t!.sentVersion, v2.json.version_info);
   assert.is(t!.lastNack!.version, v2.json.version_info);
   assert.match(t!.lastNack!.message, /inferred/);
-  const stored = app.store.listNacks('rest-1');
+  const stored = app.stores.nacks.list('rest-1');
   assert.is(stored.length, 1, 'recorded once, not on every poll');
   assert.is(stored[0]!.transport, 'rest');
   // A proxy reporting v2 after all (another instance, or a retry that succeeded) is recorded as ACKed.

@@ -134,7 +134,7 @@ test('a broken renewal (key not matching) keeps the last good secret and is repo
   const rej = await (async () => {
     for (let i = 0; i < 50; i++) {
       await new Promise((res) => setTimeout(res, 100));
-      const last = app.store.latestRejection();
+      const last = app.stores.rejections.latest();
       if (last?.source === 'secret files') return last;
     }
     return undefined;
@@ -165,9 +165,9 @@ test('the private key never appears in logs, status output, history or the datab
   }
   const redacted = JSON.parse(outputs[outputs.length - 2]!);
   assert.ok(redacted.resources.every((r: Json) => r.material === '(redacted)' && r.fingerprint));
-  outputs.push(JSON.stringify(app.store.listVersions()), JSON.stringify(app.store.latestVersion()));
-  app.store.db.pragma('wal_checkpoint(TRUNCATE)');
-  const dbBytes = readFileSync((app.store.db as unknown as { name: string }).name).toString('latin1');
+  outputs.push(JSON.stringify(app.stores.revisions.list()), JSON.stringify(app.stores.revisions.latest()));
+  app.stores.checkpoint();
+  const dbBytes = readFileSync(app.stores.path).toString('latin1');
   for (const k of [edge, client]) {
     for (const line of pemBody(k.keyPem)) {
       for (const o of outputs) assert.not.ok(o.includes(line), 'private key in status/log output');

@@ -80,7 +80,7 @@ test('a NACK is recorded with its error text and the same version is not pushed 
   assert.is(status!.lastNack!.message, 'cluster api: rejected by test');
   assert.is(status!.lastNack!.version, cds.version_info);
   assert.is(status!.ackedVersion, undefined);
-  const stored = app.store.listNacks('nacker');
+  const stored = app.stores.nacks.list('nacker');
   assert.is(stored.length, 1);
   assert.is(stored[0]!.message, 'cluster api: rejected by test');
   assert.is(stored[0]!.typeUrl, T.cluster);
@@ -390,19 +390,19 @@ test('per-type services: StreamClusters defaults the type and refuses another', 
 });
 
 test('resources are encoded once and the same bytes go to every client', async () => {
-  const before = app.pipeline.encoder.stats.encoded;
+  const before = app.pipeline.caches.encoder.stats.encoded;
   const streams = [client.open(), client.open(), client.open()];
   const got: Json[] = [];
   for (const [i, s] of streams.entries()) {
     s.send({ node: { id: `n${i}`, cluster: 'c' }, type_url: T.cluster });
     got.push(await s.next());
   }
-  assert.is(app.pipeline.encoder.stats.encoded, before, 'serving clients encodes nothing');
+  assert.is(app.pipeline.caches.encoder.stats.encoded, before, 'serving clients encodes nothing');
   assert.equal(got[0]!.resources, got[1]!.resources);
   assert.equal(got[1]!.resources, got[2]!.resources);
   // A one-service change re-encodes only that service's resources (cluster + endpoints).
   await setTree({ 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.9:80') });
-  assert.is(app.pipeline.encoder.stats.encoded, before + 1, 'only the changed ClusterLoadAssignment is encoded');
+  assert.is(app.pipeline.caches.encoder.stats.encoded, before + 1, 'only the changed ClusterLoadAssignment is encoded');
   for (const s of streams) s.close();
 });
 
@@ -428,7 +428,7 @@ test('an invalid tree is never served: the last good version stays', async () =>
   assert.is(out.status, 'rejected');
   assert.ok(await s.quiet(300));
   assert.is(app.cache.current!.groups.get('default')!.types.cluster.version, cds.version_info);
-  const rej = app.store.latestRejection()!;
+  const rej = app.stores.rejections.latest()!;
   assert.ok(rej.diagnostics.some((d) => d.location?.file === 'services.yaml' && /endpoints/.test(d.path ?? '')));
   s.close();
 });

@@ -10,11 +10,12 @@ import { encodeJson } from '../../src/xds/proto-json.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
 
 function grpcFrame(id: string): Buffer {
   const { bytes } = encodeJson('envoy.service.discovery.v3.DiscoveryRequest', {
     node: { id, cluster: 'c' },
-    type_url: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+    type_url: TypeUrls.cluster,
   });
   const b = Buffer.alloc(5 + bytes.length);
   b.writeUInt32BE(bytes.length, 1);

@@ -21,7 +21,7 @@ import { fsyncDir, isAtomicWriteTemp, writeFileAtomic } from '../../shared/atomi
 import { retargetConfigSources, type ConfigSourceFor } from '../../snapshot/config-sources.ts';
 import type { GroupSnapshot } from '../../snapshot/group-snapshot.ts';
 import type { PublishedConfig } from '../../snapshot/snapshot-cache.ts';
-import { TypeUrls, type ResourceKind } from '../../xds/type-urls.ts';
+import { TypeUrls, type ResourceKind } from '../../xds/resource-types.ts';
 import { groupDirName, inside, resourceFileName } from './paths.ts';
 
 export interface FileRendererOptions {

@@ -11,8 +11,14 @@ import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
 import { messageToJson } from '../../xds/proto-json.ts';
 import { lookupType } from '../../xds/proto-root.ts';
-import { DELTA_DISCOVERY_REQUEST, DISCOVERY_REQUEST, type ResourceKind } from '../../xds/type-urls.ts';
-import { ProtocolError, SotwStream, type SotwRequest } from '../sotw-stream.ts';
+import {
+  DELTA_DISCOVERY_REQUEST,
+  DISCOVERY_REQUEST,
+  RESOURCE_TYPES,
+  type ResourceKind,
+} from '../../xds/resource-types.ts';
+import { SotwStream, type SotwRequest } from '../sotw-stream.ts';
+import { FleetError } from '../../shared/errors.ts';
 import { DeltaStream, type DeltaRequest } from '../delta-stream.ts';
 import type { GroupAckTracker } from '../group-ack-tracker.ts';
 import { checkNodeIdentity, type PeerCertificateLike } from '../../security/node-identity.ts';
@@ -47,14 +53,6 @@ interface ServiceSpec {
   delta: boolean;
 }
 
-const PER_TYPE: [string, string, ResourceKind, string][] = [
-  ['envoy.service.cluster.v3.ClusterDiscoveryService', 'Clusters', 'cluster', 'cds'],
-  ['envoy.service.endpoint.v3.EndpointDiscoveryService', 'Endpoints', 'endpoint', 'eds'],
-  ['envoy.service.listener.v3.ListenerDiscoveryService', 'Listeners', 'listener', 'lds'],
-  ['envoy.service.route.v3.RouteDiscoveryService', 'Routes', 'route', 'rds'],
-  ['envoy.service.secret.v3.SecretDiscoveryService', 'Secrets', 'secret', 'sds'],
-];
-
 const SERVICES: ServiceSpec[] = [
   {
     service: 'envoy.service.discovery.v3.AggregatedDiscoveryService',
@@ -68,7 +66,7 @@ const SERVICES: ServiceSpec[] = [
     transport: 'grpc-ads-delta',
     delta: true,
   },
-  ...PER_TYPE.flatMap(([service, noun, kind, short]) => [
+  ...RESOURCE_TYPES.flatMap(({ grpcService: service, grpcNoun: noun, kind, short }) => [
     { service, method: `Stream${noun}`, kind, transport: `grpc-${short}`, delta: false },
     { service, method: `Delta${noun}`, kind, transport: `grpc-${short}-delta`, delta: true },
   ]),
@@ -226,8 +224,8 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
             const s = stream.streamStatus as StreamStatus | undefined;
             if (!opened && s) log.debug({ node: s.nodeId, group: s.group }, 'stream opened');
           } catch (err) {
-            const code = err instanceof ProtocolError ? err.grpcCode : grpc.status.INTERNAL;
-            if (!(err instanceof ProtocolError)) log.error({ err }, 'stream failed');
+            const code = err instanceof FleetError ? grpc.status[err.grpcStatus] : grpc.status.INTERNAL;
+            if (!(err instanceof FleetError)) log.error({ err }, 'stream failed');
             else log.warn({ reason: err.message }, 'protocol error; closing stream');
             call.emit('error', { code, details: (err as Error).message });
             finish();

@@ -35,18 +35,19 @@ import { SECRETS_REFUSED } from '../stream-base.ts';
 import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
 import type { PublishedConfig, SnapshotCache } from '../../snapshot/snapshot-cache.ts';
+import { derive } from '../../snapshot/derived.ts';
+import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
+import { recordReply } from '../replies.ts';
 import { encodeJson } from '../../xds/proto-json.ts';
-import { DISCOVERY_REQUEST, TypeUrls, supportsWildcard, type ResourceKind } from '../../xds/type-urls.ts';
-
-/** REST paths (google.api.http annotations of the Fetch* methods). */
-export const REST_PATHS: Record<string, ResourceKind> = {
-  clusters: 'cluster',
-  endpoints: 'endpoint',
-  listeners: 'listener',
-  routes: 'route',
-  secrets: 'secret',
-};
+import {
+  DISCOVERY_REQUEST,
+  RESOURCE_TYPES,
+  ResourceTypes,
+  TypeUrls,
+  kindOfRestPath,
+  type ResourceKind,
+} from '../../xds/resource-types.ts';
 
 export interface RestOptions {
   cache: SnapshotCache;
@@ -88,38 +89,34 @@ interface Held {
   timer: NodeJS.Timeout;
 }
 
-class BadRequest extends Error {}
-
-/** Bodies per type snapshot and selection: computed once per version, shared by every poll. */
-const selectionCache = new WeakMap<TypeSnapshot, Map<string, Selection>>();
+/** Distinct selections kept per type snapshot (bodies computed once per version, shared by every poll). */
+const MAX_SELECTIONS = 10_000;
 
 export function selectionKey(kind: ResourceKind, names: readonly string[]): string {
-  return supportsWildcard(kind) ? '*' : [...new Set(names)].sort().join('\u0000');
+  return ResourceTypes[kind].wildcard ? '*' : [...new Set(names)].sort().join('\u0000');
 }
 
 export function restSelection(t: TypeSnapshot, names: readonly string[], variant: ConfigSourceVariant): Selection {
-  const full = supportsWildcard(t.kind);
+  const full = ResourceTypes[t.kind].wildcard;
   const key = selectionKey(t.kind, names);
-  let perType = selectionCache.get(t);
-  if (!perType) selectionCache.set(t, (perType = new Map()));
-  let sel = perType.get(`${variant.key}\u0001${key}`);
-  if (!sel) {
-    const picked = full ? t.wildcard : key.split('\u0000').flatMap((n) => t.resources.get(n) ?? []);
-    // Full-state types carry the type version; a named selection gets a version of its own, so a
-    // change to some other cluster's endpoints does not wake this poller.
-    const version = full ? t.version : shortHash(picked.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
-    const resources = picked.map((r) => ({
-      '@type': TypeUrls[t.kind],
-      ...retargetConfigSources(r.json, variant.sourceFor),
-    }));
-    sel = {
-      version,
-      body: Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] })),
-    };
-    if (perType.size > 10_000) perType.clear();
-    perType.set(`${variant.key}\u0001${key}`, sel);
-  }
-  return sel;
+  return derive(
+    t,
+    'rest-selection',
+    `${variant.key}\u0001${key}`,
+    (): Selection => {
+      const picked = full ? t.wildcard : key.split('\u0000').flatMap((n) => t.resources.get(n) ?? []);
+      // Full-state types carry the type version; a named selection gets a version of its own, so a
+      // change to some other cluster's endpoints does not wake this poller.
+      const version = full ? t.version : shortHash(picked.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
+      const resources = picked.map((r) => ({
+        '@type': TypeUrls[t.kind],
+        ...retargetConfigSources(r.json, variant.sourceFor),
+      }));
+      const body = Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] }));
+      return { version, body };
+    },
+    MAX_SELECTIONS,
+  );
 }
 
 /** One REST subscription of a node (a type, and for EDS/RDS/SDS one set of names). */
@@ -163,12 +160,13 @@ interface PollRequest {
 
 function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
   if (!body || typeof body !== 'object' || Array.isArray(body))
-    throw new BadRequest('the body must be a JSON DiscoveryRequest object');
+    throw new FleetError(ErrorCodes.BAD_REQUEST, 'the body must be a JSON DiscoveryRequest object');
   if (nestedDeeperThan(body, MAX_JSON_DEPTH))
-    throw new BadRequest(`the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    throw new FleetError(ErrorCodes.BAD_REQUEST, `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const { issues } = encodeJson(DISCOVERY_REQUEST, body);
   if (issues.length)
-    throw new BadRequest(
+    throw new FleetError(
+      ErrorCodes.BAD_REQUEST,
       'invalid DiscoveryRequest: ' +
         issues
           .slice(0, 5)
@@ -178,16 +176,16 @@ function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
   const b = body as Record<string, any>;
   const typeUrl = b.type_url ?? b.typeUrl;
   if (typeUrl && typeUrl !== TypeUrls[kind])
-    throw new BadRequest(`type_url ${typeUrl} does not match this path (${TypeUrls[kind]})`);
+    throw new FleetError(ErrorCodes.BAD_REQUEST, `type_url ${typeUrl} does not match this path (${TypeUrls[kind]})`);
   const node = b.node;
-  if (!node?.id) throw new BadRequest('node.id is required');
+  if (!node?.id) throw new FleetError(ErrorCodes.BAD_REQUEST, 'node.id is required');
   const identity = {
     id: String(node.id),
     cluster: String(node.cluster ?? ''),
     metadata: (node.metadata ?? {}) as Record<string, unknown>,
   };
   const tooLarge = nodeLimitViolation(identity);
-  if (tooLarge) throw new BadRequest(tooLarge);
+  if (tooLarge) throw new FleetError(ErrorCodes.BAD_REQUEST, tooLarge);
   return {
     node: {
       ...identity,
@@ -285,7 +283,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     if (status.types[typeUrl]?.ackedVersion === t.version) return;
     for (const sub of state.subs.values())
       if (sub.kind === t.kind && sub.sent !== undefined && sub.acked !== sub.sent) return;
-    opts.registry.acked(status, typeUrl, t.version);
+    recordReply(opts, status, status.group, { kind: t.kind, version: t.version, nonce: '', snapshot: t });
   };
 
   /** Reads what a poll's version says about the subscription's last answer (ACK, inferred NACK, restart). */
@@ -314,7 +312,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     } else if (version === (sub.acked ?? '') && sub.nackedSent !== sub.sent) {
       sub.nackedSent = sub.sent;
       const message = `inferred: node reports version "${version || '(none)'}" after receiving "${sub.sent}"; REST carries no error detail, see the proxy's log ("REST config for ... rejected")`;
-      opts.registry.nacked(status, TypeUrls[kind], sub.sent, '', 0, message);
+      recordReply(opts, status, status.group, { kind, version: sub.sent, nonce: '', error: { code: 0, message } });
     }
     return sub;
   };
@@ -350,7 +348,8 @@ export function createRestServer(opts: RestOptions): RestServer {
   app.addHook('onClose', async () => clearInterval(sweep));
 
   app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
-    const status = err instanceof BadRequest ? 400 : err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
+    const status =
+      err instanceof FleetError ? err.httpStatus : err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
     if (status >= 500) opts.log.error({ err }, 'REST request failed');
     reply.code(status).send({ error: err.message });
   });
@@ -358,10 +357,10 @@ export function createRestServer(opts: RestOptions): RestServer {
   // find-my-way cannot put a parameter right after a literal ':', so take the whole segment.
   app.post<{ Params: { call: string } }>('/v3/:call', async (req, reply) => {
     const m = /^discovery:([a-z_-]+)$/.exec(req.params.call);
-    const kind = m?.[1] ? REST_PATHS[m[1]] : undefined;
+    const kind = m?.[1] ? kindOfRestPath(m[1]) : undefined;
     if (!kind)
       return reply.code(404).send({
-        error: `no REST discovery at /v3/${req.params.call} (served: ${Object.keys(REST_PATHS)
+        error: `no REST discovery at /v3/${req.params.call} (served: ${RESOURCE_TYPES.map((t) => t.restPath)
           .map((t) => `/v3/discovery:${t}`)
           .join(', ')})`,
       });

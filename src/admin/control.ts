@@ -1,0 +1,33 @@
+/**
+ * What the admin API needs from the rest of the server: reads of the stores and the operator
+ * decisions (rollback, pin, unpin). A small interface, so `admin/` depends on no pipeline class
+ * and can be tested against a fake.
+ */
+import type { AuditEntry } from '../store/audit.ts';
+import type { NackEvent } from '../store/nacks.ts';
+import type { Pin } from '../store/pins.ts';
+import type { Rejection } from '../store/rejections.ts';
+import type { GroupChanges, VersionRecord } from '../store/revisions.ts';
+
+export interface ServedSecretInfo {
+  name: string;
+  fingerprint: string;
+  notAfter?: string;
+  subject?: string;
+}
+
+export interface AdminControl {
+  versions(limit: number): VersionRecord[];
+  /** Per group, what changed between two versions; undefined if either has no stored resources. */
+  diff(fromId: number, toId: number): Record<string, GroupChanges> | undefined;
+  pins(): Pin[];
+  audit(limit?: number): AuditEntry[];
+  latestRejection(): Rejection | undefined;
+  nacks(nodeId?: string, limit?: number): NackEvent[];
+  /** Served secrets as fingerprints and expiry (never the material). */
+  secrets(): ServedSecretInfo[];
+  /** Decisions; each is audited and fails with a FleetError (FXDS_UNKNOWN_VERSION, ...). */
+  rollback(versionId: number, actor: string): Promise<{ status: string; versionId?: number }>;
+  pin(group: string, versionId: number, actor: string): Promise<void>;
+  unpin(group: string, actor: string): Promise<void>;
+}

@@ -1,0 +1,44 @@
+/**
+ * Everything the pipeline keeps from one apply to the next so that a change costs what it
+ * changes: file hashes and parses (source), documents already schema-checked (validation),
+ * translations and encodings (build), per-document hashes (model hash). One object per pipeline,
+ * never module state: two pipelines in one process share nothing, and a fresh object gives a
+ * build that reuses nothing (what the determinism tests compare against).
+ */
+import type { Model } from '../model/types.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
+import { sha256Hex } from '../shared/hash.ts';
+import type { BuildCaches } from '../snapshot/build.ts';
+import { ResourceEncoder } from '../snapshot/encoder.ts';
+import { SourceCache } from '../source/source-cache.ts';
+import { TranslationMemo } from '../translate/memo.ts';
+
+export class PipelineCaches implements BuildCaches {
+  readonly source = new SourceCache();
+  readonly schemaChecked = new WeakSet<object>();
+  readonly memo = new TranslationMemo();
+  readonly encoder = new ResourceEncoder();
+  private readonly docHashes = new WeakMap<object, string>();
+
+  /** Hash of a model: over per-document hashes, memoized by document identity (unchanged files cost nothing). */
+  modelHash(model: Model): string {
+    const h = (doc: object) => {
+      let v = this.docHashes.get(doc);
+      if (!v) this.docHashes.set(doc, (v = sha256Hex(canonicalJson(doc))));
+      return v;
+    };
+    const parts: string[] = [];
+    for (const list of [
+      model.services,
+      model.listeners,
+      model.virtualHosts,
+      model.grpcServices,
+      model.secrets,
+      model.nodeGroups,
+      model.guards ?? [],
+    ])
+      for (const d of list) parts.push(h(d));
+    parts.push(sha256Hex(canonicalJson(model.origins)));
+    return sha256Hex(parts.join('\n'));
+  }
+}

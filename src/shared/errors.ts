@@ -1,0 +1,49 @@
+/**
+ * System errors: what fleetxds refuses at run time (as opposed to the FXDS_* diagnostics of a
+ * config tree). Each has a stable code that scripts and tests can match, and one table says how
+ * each transport reports it: the HTTP status of the admin and REST APIs, the gRPC status name.
+ */
+export const ErrorCodes = {
+  /** A config version that does not exist, or has no stored resources. */
+  UNKNOWN_VERSION: 'FXDS_UNKNOWN_VERSION',
+  /** A node group that exists neither now nor in the version named. */
+  UNKNOWN_GROUP: 'FXDS_UNKNOWN_GROUP',
+  /** Unpinning a group that is not pinned. */
+  NOT_PINNED: 'FXDS_NOT_PINNED',
+  /** A request that breaks the xDS protocol or our limits (missing node, wrong type for the service...). */
+  BAD_REQUEST: 'FXDS_BAD_REQUEST',
+  /** What the client asked for is not for it (node identity not allowed, secrets without authentication). */
+  FORBIDDEN: 'FXDS_FORBIDDEN',
+} as const;
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/** gRPC status names (keys of grpc-js `status`), so this folder needs no transport library. */
+export type GrpcStatusName = 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'PERMISSION_DENIED';
+
+export const ERROR_STATUS: Readonly<Record<ErrorCode, { http: number; grpc: GrpcStatusName }>> = {
+  FXDS_UNKNOWN_VERSION: { http: 404, grpc: 'NOT_FOUND' },
+  FXDS_UNKNOWN_GROUP: { http: 404, grpc: 'NOT_FOUND' },
+  FXDS_NOT_PINNED: { http: 404, grpc: 'NOT_FOUND' },
+  FXDS_BAD_REQUEST: { http: 400, grpc: 'INVALID_ARGUMENT' },
+  FXDS_FORBIDDEN: { http: 403, grpc: 'PERMISSION_DENIED' },
+};
+
+export class FleetError extends Error {
+  override readonly name = 'FleetError';
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+
+  get httpStatus(): number {
+    return ERROR_STATUS[this.code].http;
+  }
+
+  get grpcStatus(): GrpcStatusName {
+    return ERROR_STATUS[this.code].grpc;
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * What is served is a function of three inputs and nothing else:
+ *  - the applied revision (model, encoded resources per group);
+ *  - pins: node groups held at an earlier revision;
+ *  - secret material: the current encoded Secret of every secret name.
+ * Every trigger (apply, rollback, pin, unpin, certificate rotation, restart) changes one input
+ * and calls `reconcile`; the pipeline publishes its result and has no other way to publish.
+ *
+ * `previous` is only an optimisation: a type whose version is unchanged keeps the previous
+ * TypeSnapshot object, so streams see "nothing changed" in O(1) and the response bodies cached on
+ * it stay valid. It never changes what is served.
+ */
+import { RESOURCE_KINDS, type ResourceKind } from '../xds/resource-types.ts';
+import type { EncodedResource } from './encoder.ts';
+import { makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from './group-snapshot.ts';
+import type { Revision, RevisionGroup } from './revision.ts';
+import type { PublishedConfig } from './snapshot-cache.ts';
+
+export interface ServedInputs {
+  readonly revision: Revision;
+  /** group -> the revision it is pinned to. */
+  readonly pins: ReadonlyMap<string, Revision>;
+  /** Encoded Secret resources by name, from the TLS material read last. */
+  readonly secrets: ReadonlyMap<string, EncodedResource>;
+}
+
+export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): PublishedConfig {
+  const { revision } = inputs;
+  const groups = new Map<string, GroupSnapshot>();
+  const serve = (name: string, g: RevisionGroup) =>
+    groups.set(name, servedGroup(name, g, inputs.secrets, previous?.groups.get(name)));
+  for (const [name, g] of revision.groups) serve(name, g);
+  // A pin holds its group at the pinned revision (also a group the newest revision no longer has).
+  for (const [name, pinned] of inputs.pins) {
+    const g = pinned.groups.get(name);
+    if (g) serve(name, g);
+  }
+  return {
+    versionId: revision.id,
+    modelHash: revision.modelHash,
+    treeHash: revision.treeHash,
+    appliedAt: revision.appliedAt,
+    controlPlane: `fleetxds version ${revision.id}${revision.commit ? ` commit ${revision.commit}` : ''}`,
+    groups,
+    resolver: revision.resolver,
+  };
+}
+
+function servedGroup(
+  name: string,
+  g: RevisionGroup,
+  secrets: ReadonlyMap<string, EncodedResource>,
+  prev: GroupSnapshot | undefined,
+): GroupSnapshot {
+  const types = {} as Record<ResourceKind, TypeSnapshot>;
+  for (const kind of RESOURCE_KINDS) {
+    const fresh =
+      kind === 'secret'
+        ? makeTypeSnapshot(
+            'secret',
+            g.secretNames.flatMap((n) => secrets.get(n) ?? []),
+          )
+        : g.snapshot.types[kind];
+    const before = prev?.types[kind];
+    types[kind] = before && before.version === fresh.version ? before : fresh;
+  }
+  return { group: name, types };
+}

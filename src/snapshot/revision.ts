@@ -1,0 +1,46 @@
+/**
+ * An applied version as the reconciler sees it: immutable, built once (by an apply) or restored
+ * once (from the store, for a restart, a rollback or a pin), then shared by every publish that
+ * serves it. Secret material is not part of it: a revision only names the secrets each group
+ * references, and their current material is an input of its own.
+ */
+import { NodeGroupResolver } from '../model/node-groups.ts';
+import type { Model } from '../model/types.ts';
+import { makeTypeSnapshot, type GroupSnapshot } from './group-snapshot.ts';
+
+export interface RevisionGroup {
+  /** Every type but secrets (the secret type is empty here). */
+  readonly snapshot: GroupSnapshot;
+  /** Secrets the group's listeners and clusters reference, served from the current material. */
+  readonly secretNames: readonly string[];
+}
+
+export interface Revision {
+  /** Row id in config_versions. */
+  readonly id: number;
+  readonly modelHash: string;
+  readonly treeHash: string;
+  readonly appliedAt: string;
+  readonly commit?: string;
+  readonly model: Model;
+  readonly resolver: NodeGroupResolver;
+  readonly groups: ReadonlyMap<string, RevisionGroup>;
+}
+
+const NO_SECRETS = makeTypeSnapshot('secret', []);
+
+/** Splits built group snapshots into what a revision keeps: snapshots without secrets, and secret names. */
+export function revisionGroups(built: ReadonlyMap<string, GroupSnapshot>): Map<string, RevisionGroup> {
+  const out = new Map<string, RevisionGroup>();
+  for (const [name, g] of built) {
+    out.set(name, {
+      snapshot: { group: name, types: { ...g.types, secret: NO_SECRETS } },
+      secretNames: [...g.types.secret.resources.keys()],
+    });
+  }
+  return out;
+}
+
+export function makeRevision(fields: Omit<Revision, 'resolver'>): Revision {
+  return { ...fields, resolver: NodeGroupResolver.forModel(fields.model) };
+}

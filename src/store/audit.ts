@@ -1,0 +1,25 @@
+import type { Sqlite } from './database.ts';
+
+export interface AuditEntry {
+  at: string;
+  actor: string;
+  action: string;
+  detail: string;
+}
+
+/** Who decided what at run time (rollback, pin, unpin): append-only. */
+export class AuditLog {
+  constructor(private readonly db: Sqlite) {}
+
+  append(actor: string, action: string, detail: unknown, at = new Date()): void {
+    this.db
+      .prepare('INSERT INTO audit_log (at, actor, action, detail) VALUES (?, ?, ?, ?)')
+      .run(at.toISOString(), actor, action, JSON.stringify(detail));
+  }
+
+  list(limit = 100): AuditEntry[] {
+    return this.db
+      .prepare('SELECT at, actor, action, detail FROM audit_log ORDER BY id DESC LIMIT ?')
+      .all(limit) as AuditEntry[];
+  }
+}
