@@ -72,7 +72,8 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
   }
   if (selected.includes('pipeline'))
     table(
-      'Pipeline: read + parse, validate, translate + encode (cold); one-file change to new snapshot (incl. 50 ms debounce); peak RSS',
+      'Pipeline: read + parse, validate, translate + encode (cold); one-file change to new snapshot (incl. 50 ms ' +
+        'debounce); peak RSS',
       rows,
     );
 }
@@ -96,7 +97,8 @@ if (selected.includes('fanout')) {
     }
   }
   table(
-    'Fan-out: one-route change to all N ADS clients holding it (ms, incl. 50 ms debounce); server CPU s and RSS MB; bytes per client',
+    'Fan-out: one-route change to all N ADS clients holding it (ms, incl. 50 ms debounce); server CPU s and RSS ' +
+      'MB; bytes per client',
     rows as unknown as Record<string, unknown>[],
   );
 }
@@ -129,7 +131,8 @@ if (selected.includes('envoy-check')) {
     for (const line of out.stdout.trim().split('\n')) rows.push(JSON.parse(line));
   }
   table(
-    'Envoy pre-check (envoyCheck.binaries): `envoy --mode validate` per node group, ms (checkTree without it for scale)',
+    'Envoy pre-check (envoyCheck.binaries): `envoy --mode validate` per node group, ms (checkTree without it for ' +
+      'scale)',
     rows,
   );
 }

@@ -28,7 +28,8 @@ if (files.some((f) => f.includes('envoy'))) {
   const r = spawnSync('bash', [join(root, 'test', 'envoy', 'install.sh')], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) console.log('warning: installing Envoy failed; the Envoy tests will fail');
 }
-const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
+const ESC = String.fromCharCode(27);
+const strip = (s) => s.replaceAll(new RegExp(`${ESC}\\[[0-9;]*m`, 'g'), '');
 
 function runFile(file) {
   return new Promise((resolve) => {

@@ -33,7 +33,8 @@ export function vhostYaml(v: number, routes: number, services: number, variant =
   for (let r = 0; r < routes; r++) {
     const svc = (v * routes + r) % services;
     lines.push(
-      `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: [5xx, reset], count: 2 } }`,
+      `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: ` +
+        `[5xx, reset], count: 2 } }`,
     );
   }
   return `${lines.join('\n')}\n`;

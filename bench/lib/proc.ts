@@ -25,7 +25,10 @@ export function median(values: number[]): number {
 
 export function machineInfo(): string {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-  return `${os.availableParallelism()} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
+  return (
+    `${os.availableParallelism()} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ` +
+    `${process.version}, ${os.platform()} ${os.release()}`
+  );
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -54,7 +54,8 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
   const settings = join(dir, 'fleetxds.yaml');
   writeFileSync(
     settings,
-    `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
+    `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: ` +
+      `127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
   );
   const server = await spawnServer(settings);
   const children: ChildProcess[] = [];
@@ -71,7 +72,9 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
     }
     await waitMsg(children, 'ready', 300_000);
     const measure = async (typeUrl: string, change: () => void) => {
-      children.forEach((c) => c.send({ type: 'watch', typeUrl }));
+      children.forEach((c) => {
+        c.send({ type: 'watch', typeUrl });
+      });
       await waitMsg(children, 'watching', 10_000);
       const before = procStats(server.child.pid!);
       const t0 = Date.now();

@@ -27,7 +27,9 @@ export async function restScenario(n = 10_000): Promise<{
   const settings = join(dir, 'fleetxds.yaml');
   writeFileSync(
     settings,
-    `configDir: ${cfg}\ndatabase: ${join(dir, 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 120000, requestTimeoutMs: 150000 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
+    `configDir: ${cfg}\ndatabase: ${join(dir, 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: ` +
+      `127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 120000, requestTimeoutMs: 150000 }\nwatch: { ` +
+      `debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
   );
   const server = await spawnServer(settings);
   try {

@@ -18,7 +18,8 @@ export async function restartScenario(
   const settings = join(tempDir('fleetxds-bench-'), 'fleetxds.yaml');
   writeFileSync(
     settings,
-    `configDir: ${configDir}\ndatabase: ${database}\ngrpc: { listen: 127.0.0.1:${port} }\nadmin: { listen: 127.0.0.1:0 }\nlog: { level: warn }\n`,
+    `configDir: ${configDir}\ndatabase: ${database}\ngrpc: { listen: 127.0.0.1:${port} }\nadmin: { listen: ` +
+      `127.0.0.1:0 }\nlog: { level: warn }\n`,
   );
   const t0 = Date.now();
   const child = spawn(process.execPath, [projectPath('dist', 'src', 'cli', 'main.js'), 'serve', '--config', settings], {

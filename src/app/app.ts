@@ -83,13 +83,15 @@ export async function startApp(
   const sds = secretsAllowed(config);
   if (config.sds?.insecureLoopbackOnly)
     log.warn(
-      'sds.insecureLoopbackOnly: TLS private keys are served to unauthenticated clients on loopback; never use this in production',
+      'sds.insecureLoopbackOnly: TLS private keys are served to unauthenticated clients on loopback; never use ' +
+        'this in production',
     );
   for (const [transport, allowed] of Object.entries(sds)) {
     if (!allowed && (transport === 'grpc' || config.rest))
       log.info(
         { transport },
-        'TLS secrets (SDS) are refused on this transport: it does not authenticate nodes (configure mTLS with identityPrefix, or REST tokens)',
+        'TLS secrets (SDS) are refused on this transport: it does not authenticate nodes (configure mTLS with ' +
+          'identityPrefix, or REST tokens)',
       );
   }
   const grpc = createGrpcServer({

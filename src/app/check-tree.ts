@@ -57,7 +57,10 @@ async function checkTreeUncapped(
     unlessTreeHash?: string | (string | undefined)[];
     /** The served groups: unchanged resources keep their snapshots. */
     previous?: ReadonlyMap<string, GroupSnapshot>;
-    /** What mass removals are measured against (the served config, or another tree); none = only the empty-tree rule. */
+    /**
+     * What mass removals are measured against (the served config, or another tree); none = only the
+     * empty-tree rule.
+     */
     against?: ReadonlyMap<string, GroupSnapshot>;
     envoy?: EnvoyChecker;
   } = {},

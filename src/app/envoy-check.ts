@@ -31,6 +31,8 @@ export interface EnvoyCheckSettings {
   timeoutMs?: number;
 }
 
+// Envoy resource JSON walked structurally (listeners, filter chains): shapes are Envoy's, not ours.
+// biome-ignore lint/suspicious/noExplicitAny: proto3 JSON of arbitrary Envoy messages
 type Obj = Record<string, any>;
 
 interface Piece {

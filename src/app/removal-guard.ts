@@ -42,7 +42,8 @@ export function removalDiagnostics(
       Codes.EMPTY_TREE,
       at,
       [],
-      `the tree defines nothing to serve (no Listener or GrpcService in any node group): applying it would remove every listener from every proxy; ${how} with \`allowEmpty: true\``,
+      'the tree defines nothing to serve (no Listener or GrpcService in any node group): applying it would ' +
+        `remove every listener from every proxy; ${how} with \`allowEmpty: true\``,
     );
   }
   if (!previous || listeners === 0) return sink.diagnostics; // emptiness is the rule above
@@ -58,7 +59,9 @@ export function removalDiagnostics(
       Codes.MASS_REMOVAL,
       at,
       [],
-      `node group "${group}" would lose ${removed.length} of its ${had.size} listeners and clusters at once (${pct}%, over the ${maxPercent}% one change may remove): ${list}; ${how} with \`maxRemovalPercent: ${Math.min(100, pct)}\`, and remove it afterwards`,
+      `node group "${group}" would lose ${removed.length} of its ${had.size} listeners and clusters` +
+        ` at once (${pct}%, over the ${maxPercent}% one change may remove): ${list}; ` +
+        `${how} with \`maxRemovalPercent: ${Math.min(100, pct)}\`, and remove it afterwards`,
     );
   }
   return sink.diagnostics;

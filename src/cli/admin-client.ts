@@ -4,6 +4,16 @@
  */
 import { loadServerConfig, splitListen } from '../config/server-config.ts';
 
+interface VersionRow {
+  id: number;
+  appliedAt: string;
+  sourceKind: string;
+  commitSha?: string | null;
+  author?: string | null;
+  subject?: string | null;
+  changes?: Record<string, { added: string[]; changed: string[]; removed: string[] }>;
+}
+
 export async function adminCommand(command: string, args: string[], configFile: string): Promise<number> {
   const settings = loadServerConfig(configFile);
   const { host, port } = splitListen(settings.admin.listen);
@@ -21,7 +31,7 @@ export async function adminCommand(command: string, args: string[], configFile: 
   try {
     switch (command) {
       case 'history': {
-        const h = (await call('GET', '/api/v1/versions')) as { current: number; versions: Record<string, any>[] };
+        const h = (await call('GET', '/api/v1/versions')) as { current: number; versions: VersionRow[] };
         for (const v of h.versions) {
           const changes = v.changes
             ? Object.entries(v.changes as Record<string, { added: string[]; changed: string[]; removed: string[] }>)
@@ -29,7 +39,8 @@ export async function adminCommand(command: string, args: string[], configFile: 
                 .join('; ')
             : '';
           process.stdout.write(
-            `${v.id === h.current ? '*' : ' '} #${v.id}  ${v.appliedAt}  ${v.sourceKind.padEnd(9)} ${(v.commitSha ?? '').slice(0, 12).padEnd(12)} ${v.author ?? ''}  ${v.subject ?? ''}  ${changes}\n`,
+            `${v.id === h.current ? '*' : ' '} #${v.id}  ${v.appliedAt}  ${v.sourceKind.padEnd(9)} ` +
+              `${(v.commitSha ?? '').slice(0, 12).padEnd(12)} ${v.author ?? ''}  ${v.subject ?? ''}  ${changes}\n`,
           );
         }
         return 0;

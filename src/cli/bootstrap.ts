@@ -51,7 +51,8 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
   });
   if (resolved !== group) {
     process.stderr.write(
-      `a node with id "${nodeId}" and cluster "${nodeCluster}" would join group "${resolved}", not "${group}"; pass --node-id/--node-cluster that match it\n`,
+      `a node with id "${nodeId}" and cluster "${nodeCluster}" would join group "${resolved}", not "${group}"; ` +
+        `pass --node-id/--node-cluster that match it\n`,
     );
     return 2;
   }

@@ -77,7 +77,9 @@ set -uo pipefail
 zero=0000000000000000000000000000000000000000
 status=0
 while read -r old new ref; do
-  if [ "$ref" != "refs/heads/${branch}" ]; then echo "fleetxds: only ${branch} may be pushed (not $ref)"; status=1; continue; fi
+  if [ "$ref" != "refs/heads/${branch}" ]; then
+    echo "fleetxds: only ${branch} may be pushed (not $ref)"; status=1; continue
+  fi
   if [ "$new" = "$zero" ]; then echo "fleetxds: deleting ${branch} is not allowed"; status=1; continue; fi
   bad=$(git ls-tree -r "$new" | awk '$1=="120000" || $1=="160000" {print $4}')
   if [ -n "$bad" ]; then echo "fleetxds: symlinks and submodules are refused: $bad"; status=1; continue; fi
@@ -92,7 +94,9 @@ while read -r old new ref; do
   fi
   # No folder (every file deleted: git keeps no empty folders) is an empty tree, judged as such.
   mkdir -p "$tmp/${subdir}"
-  if ! ${self} validate "$tmp/${subdir}"${envoyArgs} $prev; then echo "fleetxds: push rejected: the config at \${new:0:12} is invalid (nothing was deployed)"; status=1; fi
+  if ! ${self} validate "$tmp/${subdir}"${envoyArgs} $prev; then
+    echo "fleetxds: push rejected: the config at \${new:0:12} is invalid (nothing was deployed)"; status=1
+  fi
   rm -rf "$tmp" "$old_tree"
 done
 exit $status
@@ -123,7 +127,8 @@ done
   chmodSync(join(repo, 'hooks', 'pre-receive'), 0o755);
   chmodSync(join(repo, 'hooks', 'post-receive'), 0o755);
   process.stdout.write(
-    `bare repository: ${repo}\nserve from:      ${join(base, 'current', subdir === '.' ? '' : subdir)}\npush with:       git remote add fleet ssh://<vm>${repo} && git push fleet ${branch}\n`,
+    `bare repository: ${repo}\nserve from:      ${join(base, 'current', subdir === '.' ? '' : subdir)}\npush ` +
+      `with:       git remote add fleet ssh://<vm>${repo} && git push fleet ${branch}\n`,
   );
   return 0;
 }

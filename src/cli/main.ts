@@ -22,7 +22,8 @@ const USAGE = `usage: fleetxds <command> [options]
   validate <dir> [--json]                       validate a config tree; exit 1 if invalid
   render   <dir> [--group NAME] [--kind KIND]   print the Envoy resources the tree produces
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
-  bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc [--node-id ID] [--node-cluster C] [--server HOST:PORT]
+  bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc
+            [--node-id ID] [--node-cluster C] [--server HOST:PORT]
                                                 print an Envoy (or proxyless gRPC) bootstrap for a node of that group
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them
@@ -94,7 +95,8 @@ async function main(argv: string[]): Promise<number | undefined> {
     case 'token': {
       const t = newToken();
       process.stdout.write(
-        `token:  ${t.token}\nsha256: ${t.sha256}\n(put the sha256 in admin.tokens or rest.tokens; give the token to the client)\n`,
+        `token:  ${t.token}\nsha256: ${t.sha256}\n(put the sha256 in admin.tokens or rest.tokens; give the token ` +
+          `to the client)\n`,
       );
       return 0;
     }

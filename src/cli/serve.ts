@@ -5,7 +5,7 @@ import { ConfigError, loadServerConfig } from '../config/server-config.ts';
 
 /** Runs until SIGINT/SIGTERM; SIGHUP re-reads the config directory. */
 export async function serveCommand(configFile: string): Promise<number | undefined> {
-  let config;
+  let config: ReturnType<typeof loadServerConfig>;
   try {
     config = loadServerConfig(configFile);
   } catch (err) {

@@ -62,7 +62,8 @@ export const ServerConfigSchema = Type.Object(
         serveLastAckedOnNack: Type.Optional(
           Type.Boolean({
             description:
-              "NACK containment: a node connecting while its group's newest version of a type stands NACKed first gets the last version the group ACKed.",
+              "NACK containment: a node connecting while its group's newest version of a type stands NACKed " +
+              'first gets the last version the group ACKed.',
           }),
         ),
       },
@@ -89,7 +90,8 @@ export const ServerConfigSchema = Type.Object(
               minimum: 100,
               maximum: 86400000,
               description:
-                'A REST node silent this long leaves the status (and its subscriptions are forgotten); default max(60 s, twice the hold plus two refresh delays).',
+                'A REST node silent this long leaves the status (and its subscriptions are forgotten); default ' +
+                'max(60 s, twice the hold plus two refresh delays).',
             }),
           ),
           tokens: Type.Optional(TokenList),
@@ -135,7 +137,8 @@ export const ServerConfigSchema = Type.Object(
           insecureLoopbackOnly: Type.Optional(
             Type.Boolean({
               description:
-                'Serve TLS secrets to clients the transport does not authenticate. Accepted only while every xDS port listens on loopback (a lab, the bundled example); never in production.',
+                'Serve TLS secrets to clients the transport does not authenticate. Accepted only while every xDS ' +
+                'port listens on loopback (a lab, the bundled example); never in production.',
             }),
           ),
         },
@@ -148,7 +151,8 @@ export const ServerConfigSchema = Type.Object(
           binaries: Type.Array(Type.String({ minLength: 1 }), {
             minItems: 1,
             description:
-              "Envoy binaries (the releases the fleet runs) that must accept every group's resources before a tree is applied.",
+              "Envoy binaries (the releases the fleet runs) that must accept every group's resources before a " +
+              'tree is applied.',
           }),
           timeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 600000 })),
         },
@@ -238,6 +242,7 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
   } catch (err) {
     throw new ConfigError(`${file}: ${(err as Error).message}`);
   }
+  // biome-ignore lint/suspicious/noExplicitAny: raw YAML walked by dotted path before schema validation
   const cfg = (raw ?? {}) as Record<string, any>;
   for (const [envName, path] of Object.entries(ENV_OVERRIDES)) {
     const v = env[envName];
@@ -270,7 +275,8 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
   const rest = cfg.rest ? restSettings(cfg.rest) : undefined;
   if (rest && rest.holdMs >= rest.requestTimeoutMs)
     throw new ConfigError(
-      `${file}: rest.holdMs (${rest.holdMs}) must be below rest.requestTimeoutMs (${rest.requestTimeoutMs}), Envoy's request_timeout`,
+      `${file}: rest.holdMs (${rest.holdMs}) must be below rest.requestTimeoutMs (${rest.requestTimeoutMs}), ` +
+        `Envoy's request_timeout`,
     );
   const files: FilesSettings | undefined = cfg.files
     ? {
@@ -287,7 +293,9 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
     );
     if (open.length)
       throw new ConfigError(
-        `${file}: sds.insecureLoopbackOnly serves private keys without authentication and is refused while xDS listens beyond loopback (${open.join(', ')}); use grpc.tls / rest.tls with identityPrefix, or rest.tokens`,
+        `${file}: sds.insecureLoopbackOnly serves private keys without authentication and is refused while xDS ` +
+          `listens beyond loopback (${open.join(', ')}); use grpc.tls / rest.tls with identityPrefix, or ` +
+          `rest.tokens`,
       );
   }
   if (cfg.envoyCheck) cfg.envoyCheck.binaries = cfg.envoyCheck.binaries.map((b: string) => resolve(base, b));

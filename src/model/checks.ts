@@ -199,14 +199,18 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
     const r = ref('VirtualHost', v.name);
     if (!usedVhosts.has(v.name))
       sink.warn(Codes.UNKNOWN_REFERENCE, r, [], 'no Listener carries this virtual host; it is not served');
-    v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, needService));
+    v.routes.forEach((route, i) => {
+      checkHttpRoute(route, ['routes', i], r, sink, needService);
+    });
     checkShadowedRoutes(v.routes, r, sink);
   }
 
   for (const g of model.grpcServices) {
     const r = ref('GrpcService', g.name);
     needGroups(r, g.groups);
-    g.routes.forEach((route, i) => checkGrpcRoute(route, ['routes', i], r, sink, needService));
+    g.routes.forEach((route, i) => {
+      checkGrpcRoute(route, ['routes', i], r, sink, needService);
+    });
   }
 
   checkGroupConflicts(model, groupNames(model), ref, sink);
@@ -239,7 +243,8 @@ function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
         Codes.INVALID_VALUE,
         r,
         ['endpoints', i, 'address'],
-        `"${hp.host}" is a host name; static endpoints must be IP addresses (use \`dns: {host: ${hp.host}, port: ${hp.port}}\` for DNS resolution)`,
+        `"${hp.host}" is a host name; static endpoints must be IP addresses ` +
+          `(use \`dns: {host: ${hp.host}, port: ${hp.port}}\` for DNS resolution)`,
       );
     }
     const prev = seen.get(e.address);
@@ -300,7 +305,10 @@ export const ENVOY_RE2_MAX_PROGRAM_SIZE = 100;
  */
 const RE2JS_PROGRAM_SIZE_OFFSET = 2;
 
-/** Envoy and gRPC use RE2: its syntax (no lookaround, no backreferences, repeats up to 1000) and Envoy's program size limit. */
+/**
+ * Envoy and gRPC use RE2: its syntax (no lookaround, no backreferences, repeats up to 1000) and
+ * Envoy's program size limit.
+ */
 function checkRegex(re: string, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
   let size: number;
   try {
@@ -319,7 +327,9 @@ function checkRegex(re: string, path: PathSegment[], r: DocRef, sink: Diagnostic
       Codes.INVALID_VALUE,
       r,
       path,
-      `RE2 program size of about ${size} is over Envoy's limit of ${ENVOY_RE2_MAX_PROGRAM_SIZE}, so Envoy would reject it; simplify the pattern (a bounded repeat like {1,60} costs an instruction per repetition: prefer + or *)`,
+      `RE2 program size of about ${size} is over Envoy's limit of ${ENVOY_RE2_MAX_PROGRAM_SIZE}, so Envoy would ` +
+        `reject it; simplify the pattern (a bounded repeat like {1,60} costs an instruction per repetition: ` +
+        `prefer + or *)`,
     );
   }
 }
@@ -411,8 +421,12 @@ function checkHttpRoute(
         `use only one of prefix, path, regex (got ${specs.join(', ')})`,
       );
     if (m.regex !== undefined) checkRegex(m.regex, [...path, 'match', 'regex'], r, sink);
-    m.headers?.forEach((h, j) => checkStringMatch(h, [...path, 'match', 'headers', j], r, sink));
-    m.query?.forEach((q, j) => checkStringMatch(q, [...path, 'match', 'query', j], r, sink));
+    m.headers?.forEach((h, j) => {
+      checkStringMatch(h, [...path, 'match', 'headers', j], r, sink);
+    });
+    m.query?.forEach((q, j) => {
+      checkStringMatch(q, [...path, 'match', 'query', j], r, sink);
+    });
     if (route.rewrite?.prefix !== undefined && m.regex !== undefined)
       sink.error(
         Codes.INVALID_VALUE,
@@ -489,7 +503,8 @@ function checkShadowedRoutes(routes: RouteDoc[], r: DocRef, sink: DiagnosticSink
         Codes.SHADOWED_ROUTE,
         r,
         ['routes', i, 'match'],
-        `this route${name(i)} is never used: routes[${j}]${name(j)} comes first and matches every request it matches; put the more specific route first`,
+        `this route${name(i)} is never used: routes[${j}]${name(j)} comes first and matches every request it ` +
+          `matches; put the more specific route first`,
       );
     }
     if (b.prefix !== undefined) add(index.prefix, b.prefix === '' ? 's' : keyOf(b.prefix, b.sensitive), i);
@@ -536,7 +551,9 @@ function checkGrpcRoute(
         [...path, 'match'],
         `use only one of service/method, prefix, path (got ${specs.join(', ')})`,
       );
-    m.headers?.forEach((h, j) => checkStringMatch(h, [...path, 'match', 'headers', j], r, sink));
+    m.headers?.forEach((h, j) => {
+      checkStringMatch(h, [...path, 'match', 'headers', j], r, sink);
+    });
   }
   checkRetries(route.retries, GRPC_RETRY_ON, 'gRPC', path, r, sink);
   const targets = checkTargets(route, path, r, sink, needService);
@@ -553,7 +570,8 @@ function checkGrpcRoute(
         Codes.CLIENT_COMPAT,
         r,
         path,
-        `service "${s.name}" uses lb ${s.lb}; gRPC clients without support for it (grpc-js 1.14 supports round_robin and ring_hash) will NACK the cluster`,
+        `service "${s.name}" uses lb ${s.lb}; gRPC clients without support for it (grpc-js 1.14 supports ` +
+          `round_robin and ring_hash) will NACK the cluster`,
       );
     }
     if (s.tls)

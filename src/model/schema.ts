@@ -20,7 +20,8 @@ export const NAME_PATTERN = '^(?!.*\\.\\.)[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$'
 export const Name = Type.String({
   pattern: NAME_PATTERN,
   description:
-    'Lower-case letters, digits, ".", "_" and "-"; 1 to 63 characters; starts and ends with a letter or digit; no "..".',
+    'Lower-case letters, digits, ".", "_" and "-"; 1 to 63 characters; starts and ends with a letter or digit; ' +
+    'no "..".',
 });
 export const Duration = Type.String({
   pattern: DURATION_PATTERN,
@@ -403,7 +404,8 @@ export const Guard = Type.Object(
         minimum: 0,
         maximum: 100,
         description:
-          "The largest share of a node group's listeners and clusters one change may remove (default 50). Raise it for the one change that means it, then remove it.",
+          "The largest share of a node group's listeners and clusters one change may remove (default 50). Raise " +
+          'it for the one change that means it, then remove it.',
       }),
     ),
   },
@@ -445,7 +447,8 @@ export function publishedJsonSchema(): object {
     $id: 'https://fleetxds.dev/schema/v1/fleetxds.schema.json',
     title: 'fleetxds service definitions (v1)',
     description:
-      'One YAML document per resource; every document has `kind` and `name`. Generated from src/model/schema.ts: do not edit.',
+      'One YAML document per resource; every document has `kind` and `name`. Generated from src/model/schema.ts: ' +
+      'do not edit.',
     oneOf: Object.entries(KINDS).map(([kind, schema]) => ({ title: kind, ...(clean(schema) as object) })),
   };
 }

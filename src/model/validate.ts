@@ -158,10 +158,14 @@ function suggestField(e: ValueError, field: string): string {
 function friendlyMessage(e: ValueError): string {
   const schema = e.schema as { anyOf?: { const?: unknown }[]; pattern?: string; description?: string };
   if (e.type === ValueErrorType.Union && schema.anyOf?.every((s) => s.const !== undefined)) {
-    return `${JSON.stringify(e.value)} is not allowed; use one of ${schema.anyOf.map((s) => JSON.stringify(s.const)).join(', ')}`;
+    return (
+      `${JSON.stringify(e.value)} is not allowed; use one of ` +
+      `${schema.anyOf.map((s) => JSON.stringify(s.const)).join(', ')}`
+    );
   }
   if (e.type === ValueErrorType.StringPattern) {
-    return `${JSON.stringify(e.value)} is not valid${schema.description ? `: ${schema.description}` : ` (must match ${schema.pattern})`}`;
+    const hint = schema.description ? `: ${schema.description}` : ` (must match ${schema.pattern})`;
+    return `${JSON.stringify(e.value)} is not valid${hint}`;
   }
   if (e.type === ValueErrorType.Literal)
     return `must be ${JSON.stringify((e.schema as unknown as { const: unknown }).const)}`;

@@ -145,7 +145,10 @@ function resourceView(r: EncodedResource, v: ConfigSourceVariant): EncodedResour
   );
 }
 
-/** The type snapshot as a proxy of that variant must see it (the same object for ADS, or for kinds without references). */
+/**
+ * The type snapshot as a proxy of that variant must see it (the same object for ADS, or for kinds
+ * without references).
+ */
 export function viewOf(t: TypeSnapshot, v: ConfigSourceVariant | undefined): TypeSnapshot {
   if (!v || !ResourceTypes[t.kind].carriesConfigSources) return t;
   return derive(

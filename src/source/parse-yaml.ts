@@ -1,13 +1,4 @@
-import {
-  LineCounter,
-  parseAllDocuments,
-  isMap,
-  isSeq,
-  isPair,
-  isScalar,
-  type Document,
-  type Node as YamlNode,
-} from 'yaml';
+import { LineCounter, parseAllDocuments, type Document } from 'yaml';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import type { ParsedFile, SourceDocument } from '../model/sources.ts';
@@ -25,7 +16,10 @@ const MAX_ALIAS_COUNT = 100;
  */
 const MAX_EXPANDED_BYTES = 256 * 1024;
 const MAX_EXPANSION_FACTOR = 8;
-/** Documents per file: far beyond any real file; checked before parsing (a 4 MB file of 690,000 documents blocked the loop for 24 s). */
+/**
+ * Documents per file: far beyond any real file; checked before parsing (a 4 MB file of 690,000
+ * documents blocked the loop for 24 s).
+ */
 export const MAX_DOCUMENTS_PER_FILE = 5000;
 
 /** Parses one file (uncached: the pipeline's SourceCache keeps parses by content hash). */
@@ -95,7 +89,9 @@ function parseUncached(file: string, text: string, hash: string): ParsedFile {
         diagnostics.push({
           code: Codes.YAML_LIMIT,
           severity: 'error',
-          message: `aliases expand this document to ${expanded} bytes (from ${own} bytes of YAML); the limit is ${MAX_EXPANDED_BYTES} bytes or ${MAX_EXPANSION_FACTOR} times the text`,
+          message:
+            `aliases expand this document to ${expanded} bytes (from ${own} bytes of YAML); the limit is ` +
+            `${MAX_EXPANDED_BYTES} bytes or ${MAX_EXPANSION_FACTOR} times the text`,
           location: { file, line: start.line, column: start.col },
         });
         return;

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import type { Dirent } from 'node:fs';
 import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
@@ -140,7 +141,9 @@ export async function readTree(
           diagnostics.push({
             code: Codes.YAML_SYNTAX,
             severity: 'error',
-            message: `not valid UTF-8: byte 0x${bytes[bad]!.toString(16).padStart(2, '0')} at offset ${bad}; YAML files must be UTF-8`,
+            message:
+              `not valid UTF-8: byte 0x${bytes[bad]!.toString(16).padStart(2, '0')} at offset ${bad}; ` +
+              `YAML files must be UTF-8`,
             location,
           });
           continue;
@@ -173,7 +176,7 @@ async function walk(
   diagnostics: Diagnostic[],
   limits: TreeLimits,
 ): Promise<void> {
-  let entries;
+  let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (err) {

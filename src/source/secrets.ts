@@ -36,7 +36,8 @@ export async function loadSecret(
       if (field === 'privateKeyFile' && (st.mode & 0o077) !== 0) {
         problem(
           'warning',
-          `private key file ${p} is accessible to group or others (mode ${(st.mode & 0o777).toString(8)}); use 0600 or 0640 with a dedicated group`,
+          `private key file ${p} is accessible to group or others (mode ${(st.mode & 0o777).toString(8)}); use ` +
+            `0600 or 0640 with a dedicated group`,
           field,
         );
       }
@@ -89,7 +90,9 @@ export async function loadSecret(
   if (ca !== undefined) {
     try {
       if (!splitPem(ca).length) throw new Error('no PEM certificate found');
-      splitPem(ca).forEach((p) => new X509Certificate(p));
+      splitPem(ca).forEach((p) => {
+        new X509Certificate(p);
+      });
     } catch (err) {
       problem('error', `CA bundle does not parse: ${(err as Error).message}`, 'caFile');
     }

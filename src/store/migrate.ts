@@ -33,7 +33,8 @@ export function listMigrations(dir: string): MigrationFile[] {
  */
 export function migrate(db: Database.Database, dir: string): number[] {
   db.exec(
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT',
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ' +
+      'TEXT NOT NULL) STRICT',
   );
   const applied = new Set(
     (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),

@@ -107,7 +107,8 @@ export class RevisionStore {
         const info = this.db
           .prepare(
             `INSERT INTO config_versions
-             (tree_hash, model_hash, source_kind, source, commit_sha, author, subject, applied_at, model_json, warnings_json)
+             (tree_hash, model_hash, source_kind, source, commit_sha, author, subject, applied_at,
+              model_json, warnings_json)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           )
           .run(

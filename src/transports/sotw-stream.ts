@@ -150,13 +150,17 @@ export class SotwStream extends StreamBase {
     }
     const fullState = ResourceTypes[kind].wildcard;
     // Nothing to send: the client holds this version too (not for the interim snapshot of a removal).
-    const settled = () =>
-      override ? undefined : this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
+    const settled = (): void => {
+      if (!override) this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
+    };
     const differs = (r: EncodedResource) => ts.sent.get(r.name) !== r.version;
     let selected: EncodedResource[];
     if (fullState) {
       const changed = desired.length !== ts.sent.size || desired.some(differs);
-      if (!changed && !force) return settled();
+      if (!changed && !force) {
+        settled();
+        return;
+      }
       selected = desired;
     } else {
       selected = first || forceNames.has('*') ? desired : desired.filter((r) => differs(r) || forceNames.has(r.name));
@@ -167,7 +171,10 @@ export class SotwStream extends StreamBase {
         if (v !== undefined) kept.set(r.name, v);
       }
       ts.sent = kept;
-      if (selected.length === 0) return settled();
+      if (selected.length === 0) {
+        settled();
+        return;
+      }
     }
     const names = (rs: EncodedResource[]) => rs.map((r) => r.name);
     const key = (ts.sub.wildcard ? ['*', ...names(selected.filter((r) => r.namedOnly))] : names(selected)).join(

@@ -22,7 +22,8 @@ export interface PinHolder {
 }
 
 export const SECRETS_REFUSED =
-  'TLS secrets are served only to authenticated clients (mTLS with node identities); this transport did not authenticate the node';
+  'TLS secrets are served only to authenticated clients (mTLS with node identities); this transport did not ' +
+  'authenticate the node';
 
 export interface NodeInput extends NodeIdentity {
   userAgent?: string;

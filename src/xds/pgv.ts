@@ -16,6 +16,8 @@ export interface ProtoIssue {
   message: string;
 }
 
+// protoc-gen-validate rule options as protobufjs exposes them: shapes vary per rule type.
+// biome-ignore lint/suspicious/noExplicitAny: PGV rule options
 type Rules = Record<string, any>;
 
 const rulesCache = new WeakMap<protobuf.Field, Rules | null>();
@@ -107,7 +109,7 @@ export function checkFieldRules(
       issues.push({ path, message: `allows at most ${r.max_items} item(s)` });
     if (r?.unique && new Set(items.map((x) => JSON.stringify(x))).size !== items.length)
       issues.push({ path, message: 'items must be unique' });
-    if (r?.items) items.forEach((x, i) => checkSingle(field, r.items, x, `${path}[${i}]`, issues));
+    if (r?.items) for (const [i, x] of items.entries()) checkSingle(field, r.items, x, `${path}[${i}]`, issues);
     return;
   }
   checkSingle(field, rules, raw, path, issues);
@@ -152,7 +154,10 @@ function asArray<T>(v: T | T[]): T[] {
 }
 
 const HEADER_NAME = /^:?[0-9a-zA-Z!#$%&'*+\-.^_|~`]+$/;
+// PGV's well-known regexes exclude control characters on purpose (header injection).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the rule is about control characters
 const HEADER_VALUE = /^[^\u0000-\u0008\u000A-\u001F\u007F]*$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the rule is about control characters
 const NO_CRLF_NUL = /^[^\u0000\n\r]*$/;
 
 function checkString(r: Rules | undefined, s: string, path: string, issues: ProtoIssue[]): void {

@@ -101,7 +101,9 @@ export function jsonToObject(type: protobuf.Type, json: unknown, path: string, i
     if (set.length > 1) {
       issues.push({
         path,
-        message: `only one of ${oneof.fieldsArray.map((f) => f.name).join(', ')} may be set (oneof ${oneof.name}); got ${set.map((f) => f.name).join(', ')}`,
+        message:
+          `only one of ${oneof.fieldsArray.map((f) => f.name).join(', ')} may be set (oneof ` +
+          `${oneof.name}); got ${set.map((f) => f.name).join(', ')}`,
       });
     }
     checkOneofRules(oneof, set.length, path, issues);

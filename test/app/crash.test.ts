@@ -17,7 +17,8 @@ test('killed during applies, again and again: restarts serve a committed version
   const settings = join(tempDir(), 'fleetxds.yaml');
   writeFileSync(
     settings,
-    `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 5, maxWaitMs: 20 }\nlog: { level: info }\n`,
+    `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { ` +
+      `debounceMs: 5, maxWaitMs: 20 }\nlog: { level: info }\n`,
   );
   for (let i = 0; i < 8; i++) {
     const server = await spawnServer(settings);
@@ -43,7 +44,8 @@ test('killed during applies, again and again: restarts serve a committed version
       assert.is(after.pragma('integrity_check', { simple: true }), 'ok');
       const orphans = after
         .prepare(
-          'SELECT count(*) AS n FROM config_versions v LEFT JOIN version_manifests m ON m.version_id = v.id WHERE m.version_id IS NULL',
+          'SELECT count(*) AS n FROM config_versions v LEFT JOIN version_manifests m ON m.version_id = v.id ' +
+            'WHERE m.version_id IS NULL',
         )
         .get() as { n: number };
       assert.is(orphans.n, 0, 'every committed version has its manifest');

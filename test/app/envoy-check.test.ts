@@ -69,8 +69,10 @@ test("a cluster Envoy refuses blocks the tree, reported at its Service with Envo
   assert.is(r.config, undefined);
   const errors = r.diagnostics.filter((d) => d.code === 'FXDS_ENVOY_REJECTED').map(formatDiagnostic);
   assert.equal(errors, [
-    'services.yaml:8:1: error FXDS_ENVOY_REJECTED: Service/web: Envoy 1.36.4 rejects it (node group "default"): Invalid path: /nonexistent/fleetxds-ca.pem',
-    'services.yaml:8:1: error FXDS_ENVOY_REJECTED: Service/web: Envoy 1.40.0 rejects it (node group "default"): Invalid path: /nonexistent/fleetxds-ca.pem',
+    'services.yaml:8:1: error FXDS_ENVOY_REJECTED: Service/web: Envoy 1.36.4 rejects it (node group "default"): ' +
+      'Invalid path: /nonexistent/fleetxds-ca.pem',
+    'services.yaml:8:1: error FXDS_ENVOY_REJECTED: Service/web: Envoy 1.40.0 rejects it (node group "default"): ' +
+      'Invalid path: /nonexistent/fleetxds-ca.pem',
   ]);
 });
 
@@ -78,7 +80,8 @@ test('a rejected route is traced to its virtual host, not to the listener or a s
   const dir = writeTree({ ...BASE, 'edge.yaml': TWO_VHOSTS });
   const r = await checkTree(dir, undefined, { envoy: new EnvoyChecker({ binaries: [fakeEnvoy()] }) });
   assert.equal(r.diagnostics.map(formatDiagnostic), [
-    'edge.yaml:14:1: error FXDS_ENVOY_REJECTED: VirtualHost/other: Envoy 9.9.9 rejects it (node group "default"): route prefix /forbidden is refused',
+    'edge.yaml:14:1: error FXDS_ENVOY_REJECTED: VirtualHost/other: Envoy 9.9.9 rejects it (node group ' +
+      '"default"): route prefix /forbidden is refused',
   ]);
 });
 

@@ -43,7 +43,9 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
   const settings = join(tempDir(), 'fleetxds.yaml');
   writeFileSync(
     settings,
-    `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 20000, requestTimeoutMs: 30000 }\nwatch: { enabled: false }\nlog: { level: info }\n`,
+    `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { ` +
+      `listen: 127.0.0.1:0, holdMs: 20000, requestTimeoutMs: 30000 }\nwatch: { enabled: false }\nlog: { level: ` +
+      `info }\n`,
   );
   const server = await spawnServer(settings, { NOTIFY_SOCKET: sock });
   try {

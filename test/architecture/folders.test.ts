@@ -42,7 +42,7 @@ export function folderCycles(graph: Map<string, Map<string, string>>): string[][
   const cycles: string[][] = [];
   const seen = new Set<string>();
   const visit = (node: string, path: string[]) => {
-    for (const [next, example] of graph.get(node) ?? []) {
+    for (const next of graph.get(node)?.keys() ?? []) {
       const at = path.indexOf(next);
       if (at >= 0) {
         const ring = [...path.slice(at), next];

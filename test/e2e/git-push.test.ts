@@ -96,7 +96,9 @@ async function setupAll() {
   settings = join(tempDir(), 'fleetxds.yaml');
   writeFileSync(
     settings,
-    `configDir: ${join(base, 'current', 'services')}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 100, maxWaitMs: 1000 }\nlog: { level: info }\n`,
+    `configDir: ${join(base, 'current', 'services')}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: ` +
+      `127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 100, maxWaitMs: 1000 }\nlog: { level: ` +
+      `info }\n`,
   );
   server = await spawnServer(settings);
   writeFileSync(

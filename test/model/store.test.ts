@@ -12,7 +12,9 @@ import { tempDir } from '../helpers/tree.ts';
 test('migrations are numbered without gaps and all apply to an empty database, recorded in order', () => {
   const files = listMigrations(projectPath('migrations'));
   assert.ok(files.length >= 1);
-  files.forEach((f, i) => assert.is(f.version, i + 1));
+  files.forEach((f, i) => {
+    assert.is(f.version, i + 1);
+  });
   const db = new Database(':memory:');
   assert.equal(
     migrate(db, projectPath('migrations')),

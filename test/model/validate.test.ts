@@ -241,7 +241,8 @@ test('warnings do not block a tree: lb least_request used by a proxyless gRPC se
     writeTree({
       ...BASE,
       'grpc.yaml':
-        'kind: Service\nname: g\nlb: least_request\nendpoints: [{ address: 10.0.0.9:50051 }]\n---\nkind: GrpcService\nname: g\ntarget: g.internal:50051\nroutes: [{ to: g }]\n',
+        'kind: Service\nname: g\nlb: least_request\nendpoints: [{ address: 10.0.0.9:50051 }]\n---\nkind: ' +
+        'GrpcService\nname: g\ntarget: g.internal:50051\nroutes: [{ to: g }]\n',
     }),
   );
   const w = only(r.diagnostics, 'FXDS_CLIENT_COMPAT');
@@ -253,7 +254,8 @@ test('an alias bomb is refused', async () => {
   const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
   for (let i = 0; i < 8; i++)
     bomb.push(
-      `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`,
+      `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} ` +
+        `[*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`,
     );
   const ds = await diagnosticsOf({ ...BASE, 'bomb.yaml': `${bomb.join('\n')}\n` });
   const d = only(ds, 'FXDS_YAML_LIMIT');
@@ -309,7 +311,8 @@ test('a route shadowed by an earlier one of its virtual host is a warning at its
     ),
   });
   assert.equal(ds.map(formatDiagnostic), [
-    'edge.yaml:13:12: warning FXDS_SHADOWED_ROUTE: VirtualHost/site routes[2].match: this route is never used: routes[0] comes first and matches every request it matches; put the more specific route first',
+    'edge.yaml:13:12: warning FXDS_SHADOWED_ROUTE: VirtualHost/site routes[2].match: this route is never used: ' +
+      'routes[0] comes first and matches every request it matches; put the more specific route first',
   ]);
   // More specific first is fine; different headers are not shadowing.
   const fine = await diagnosticsOf({
@@ -341,7 +344,10 @@ test('shadowing, case by case: which earlier match hides which later one', async
     ],
   ];
   for (const [earlier, later, shadowed] of cases) {
-    const edge = `kind: Listener\nname: edge\nport: 8080\nvirtualHosts: [site]\n---\nkind: VirtualHost\nname: site\ndomains: [example.com]\nroutes:\n  - match: ${earlier}\n    to: web\n  - match: ${later}\n    to: api\n`;
+    const edge =
+      `kind: Listener\nname: edge\nport: 8080\nvirtualHosts: [site]\n---\nkind: VirtualHost\nname: ` +
+      `site\ndomains: [example.com]\nroutes:\n  - match: ${earlier}\n    to: web\n  - match: ${later}\n    to: ` +
+      `api\n`;
     const ds = await diagnosticsOf({ ...BASE, 'edge.yaml': edge });
     assert.is(
       ds.some((d) => d.code === 'FXDS_SHADOWED_ROUTE'),

@@ -95,7 +95,8 @@ test('the loopback waiver is refused on a server reachable from the network', ()
   const file = join(dir, 'fleetxds.yaml');
   writeFileSync(
     file,
-    'configDir: .\ndatabase: x.db\ngrpc: { listen: 0.0.0.0:18000 }\nadmin: { listen: 127.0.0.1:0 }\nsds: { insecureLoopbackOnly: true }\n',
+    'configDir: .\ndatabase: x.db\ngrpc: { listen: 0.0.0.0:18000 }\nadmin: { listen: 127.0.0.1:0 }\nsds: { ' +
+      'insecureLoopbackOnly: true }\n',
   );
   assert.throws(
     () => loadServerConfig(file),
@@ -104,7 +105,8 @@ test('the loopback waiver is refused on a server reachable from the network', ()
   );
   writeFileSync(
     file,
-    'configDir: .\ndatabase: x.db\ngrpc: { listen: 127.0.0.1:18000 }\nadmin: { listen: 127.0.0.1:0 }\nsds: { insecureLoopbackOnly: true }\n',
+    'configDir: .\ndatabase: x.db\ngrpc: { listen: 127.0.0.1:18000 }\nadmin: { listen: 127.0.0.1:0 }\nsds: { ' +
+      'insecureLoopbackOnly: true }\n',
   );
   assert.ok(loadServerConfig(file).sds?.insecureLoopbackOnly);
 });

@@ -31,7 +31,9 @@ test.before(async () => {
   edgeAny = pki.issue('edge-star', `URI:${PREFIX}node/edge-*,URI:${PREFIX}cluster/edge`);
   foreign = other.issue('intruder', `URI:${PREFIX}node/edge-1`);
   const settings = join(tempDir(), 'fleetxds.yaml');
-  const tls = `{ certFile: ${serverCert.cert}, keyFile: ${serverCert.key}, clientCaFile: ${pki.caCert}, identityPrefix: "${PREFIX}" }`;
+  const tls =
+    `{ certFile: ${serverCert.cert}, keyFile: ${serverCert.key}, clientCaFile: ${pki.caCert}, ` +
+    `identityPrefix: "${PREFIX}" }`;
   writeFileSync(
     settings,
     `configDir: ${writeTree(BASE)}

@@ -15,7 +15,8 @@ test('a file of 20,000 documents is refused before it is parsed', async () => {
   const started = performance.now();
   const r = await checkTree(writeTree({ ...BASE, 'many.yaml': 'a: 1\n---\n'.repeat(20_000) }));
   assert.equal(r.diagnostics.map(formatDiagnostic), [
-    `many.yaml:1:1: error FXDS_YAML_LIMIT: about 20001 documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`,
+    `many.yaml:1:1: error FXDS_YAML_LIMIT: about 20001 documents in one file; the limit is ` +
+      `${MAX_DOCUMENTS_PER_FILE} (split the file)`,
   ]);
   assert.ok(performance.now() - started < 5000);
 });

@@ -94,7 +94,9 @@ test('a symlink swap of the directory itself is followed (releases + current)', 
     rmSync(r1, { recursive: true });
     writeFileSync(
       join(base, 'releases', 'r2', 'more.yaml'),
-      'kind: Service\nname: more\nendpoints: []\n---\nkind: VirtualHost\nname: more\ndomains: [more.example]\nroutes: [{ to: more }]\n---\nkind: Listener\nname: more\nport: 9999\nvirtualHosts: [more]\n',
+      'kind: Service\nname: more\nendpoints: []\n---\nkind: VirtualHost\nname: more\ndomains: ' +
+        '[more.example]\nroutes: [{ to: more }]\n---\nkind: Listener\nname: more\nport: 9999\nvirtualHosts: ' +
+        '[more]\n',
     );
     await waitFor('edit in new target applied', () => versions(app) === 3);
     assert.equal(clusterNames(app), ['api', 'more']);

@@ -59,7 +59,8 @@ test('an initial wildcard request with nothing to send still gets an (empty) res
   // Serving no listener at all takes an explicit Guard (see removal-guard.ts).
   await setTree({
     'edge.yaml':
-      'kind: VirtualHost\nname: unused\ndomains: [x]\nroutes: [{ to: web }]\n---\nkind: Guard\nname: empty-on-purpose\nallowEmpty: true\n',
+      'kind: VirtualHost\nname: unused\ndomains: [x]\nroutes: [{ to: web }]\n---\nkind: Guard\nname: ' +
+      'empty-on-purpose\nallowEmpty: true\n',
   });
   const s = client.open();
   s.send({ node: NODE, type_url: T.listener });

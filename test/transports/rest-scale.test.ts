@@ -19,7 +19,9 @@ test(`${N} held polls are all released by one change`, async () => {
   const settings = join(tempDir(), 'fleetxds.yaml');
   writeFileSync(
     settings,
-    `configDir: ${dir}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 60000, requestTimeoutMs: 90000 }\nwatch: { debounceMs: 50, maxWaitMs: 500 }\nlog: { level: info }\n`,
+    `configDir: ${dir}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: ` +
+      `127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 60000, requestTimeoutMs: 90000 }\nwatch: { ` +
+      `debounceMs: 50, maxWaitMs: 500 }\nlog: { level: info }\n`,
   );
   const server = await spawnServer(settings);
   try {

@@ -22,7 +22,8 @@ function tree(certDir: string): Record<string, string> {
     'edge.yaml': BASE['edge.yaml']!.replace('port: 8080\n', 'port: 8443\ntls: { secret: edge-cert }\n'),
     'secrets.yaml': [
       `kind: Secret\nname: edge-cert\ncertificateFile: ${certDir}/edge.crt\nprivateKeyFile: ${certDir}/edge.key\n`,
-      `kind: Secret\nname: client-cert\ncertificateFile: ${certDir}/client.crt\nprivateKeyFile: ${certDir}/client.key\n`,
+      `kind: Secret\nname: client-cert\ncertificateFile: ${certDir}/client.crt\nprivateKeyFile: ` +
+        `${certDir}/client.key\n`,
       `kind: Secret\nname: upstream-ca\ncaFile: ${certDir}/ca.crt\n`,
     ].join('---\n'),
   };

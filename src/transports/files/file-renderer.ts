@@ -13,6 +13,7 @@
  * <group>/current symlink with one rename, so Envoy sees all files of a version change at once.
  */
 import { createHash } from 'node:crypto';
+import type { Dirent } from 'node:fs';
 import { mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -270,7 +271,7 @@ async function readlinkSafe(p: string): Promise<string | undefined> {
 
 async function listFiles(dir: string, prefix = ''): Promise<string[]> {
   const out: string[] = [];
-  let entries;
+  let entries: Dirent[];
   try {
     entries = await readdir(join(dir, prefix), { withFileTypes: true });
   } catch {

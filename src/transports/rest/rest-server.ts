@@ -173,6 +173,7 @@ function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
           .map((i) => `${i.path || '(root)'}: ${i.message}`)
           .join('; '),
     );
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON DiscoveryRequest, checked field by field below
   const b = body as Record<string, any>;
   const typeUrl = b.type_url ?? b.typeUrl;
   if (typeUrl && typeUrl !== TypeUrls[kind])
@@ -311,7 +312,9 @@ export function createRestServer(opts: RestOptions): RestServer {
       state.subs.set(key, (sub = { kind, lastPollAt: Date.now() }));
     } else if (version === (sub.acked ?? '') && sub.nackedSent !== sub.sent) {
       sub.nackedSent = sub.sent;
-      const message = `inferred: node reports version "${version || '(none)'}" after receiving "${sub.sent}"; REST carries no error detail, see the proxy's log ("REST config for ... rejected")`;
+      const message =
+        `inferred: node reports version "${version || '(none)'}" after receiving "${sub.sent}"; ` +
+        `REST carries no error detail, see the proxy's log ("REST config for ... rejected")`;
       recordReply(opts, status, status.group, { kind, version: sub.sent, nonce: '', error: { code: 0, message } });
     }
     return sub;
