@@ -1,4 +1,4 @@
-import type { Sqlite } from './database.ts';
+import type { Sqlite } from './sqlite.ts';
 
 export interface AuditEntry {
   at: string;

@@ -15,8 +15,6 @@ import { PinStore } from './pins.ts';
 import { RejectionLog } from './rejections.ts';
 import { RevisionStore } from './revisions.ts';
 
-export type Sqlite = Database.Database;
-
 /** Every store of one database file, and the few things done across them. */
 export interface Stores {
   readonly revisions: RevisionStore;

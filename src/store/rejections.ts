@@ -1,5 +1,5 @@
 import type { Diagnostic } from '../shared/diagnostics.ts';
-import type { Sqlite } from './database.ts';
+import type { Sqlite } from './sqlite.ts';
 
 export interface Rejection {
   id: number;

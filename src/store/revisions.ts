@@ -7,7 +7,7 @@
 import type { Model } from '../model/types.ts';
 import type { Diagnostic } from '../shared/diagnostics.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
-import type { Sqlite } from './database.ts';
+import type { Sqlite } from './sqlite.ts';
 
 export type SourceKind = 'directory' | 'git' | 'rollback';
 

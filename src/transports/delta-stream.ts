@@ -1,6 +1,6 @@
 /**
  * Incremental (delta) xDS for one stream, on the same subscription model and stream base as
- * SotW. Rules (envoy-xds-server-rules §5.3): a unique nonce per response; resources wrapped in
+ * SotW. Rules (docs/xds-protocol.md §5.3): a unique nonce per response; resources wrapped in
  * Resource{name, version}; subscribe/unsubscribe honoured on every request; newly subscribed names
  * always sent; names that do not exist answered in removed_resources and kept subscribed (sent
  * once they appear); deletions sent as removed_resources; on reconnect,

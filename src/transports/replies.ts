@@ -1,7 +1,7 @@
 /**
  * The one place a client's reply to a response (ACK or NACK) is recorded, for every transport:
  * SotW and delta streams read it from the request's nonce and error_detail; REST infers it from
- * the version a proxy polls with (docs/xds-protocol.md §6.3). The node registry keeps it for the
+ * the version a proxy polls with (docs/xds-protocol.md REST-07). The node registry keeps it for the
  * status API and metrics; NACK containment learns which snapshot a group accepted or refused.
  */
 import type { TypeSnapshot } from '../snapshot/group-snapshot.ts';

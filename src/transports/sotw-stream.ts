@@ -1,7 +1,7 @@
 /**
  * The state-of-the-world protocol state machine for one stream (ADS, or one per-type service).
  * Transport-agnostic: decoded requests in, pre-assembled response bytes out. Rules implemented
- * (envoy-xds-server-rules §4): per-type nonces, stale nonces ignored, ACK/NACK by error_detail,
+ * (docs/xds-protocol.md §4): per-type nonces, stale nonces ignored, ACK/NACK by error_detail,
  * no resend of a NACKed or ACKed version, wildcard only for LDS/CDS, full state on every new
  * stream, newly subscribed names always (re)sent, requested-but-missing names pushed once they
  * exist, CLA resent after its cluster changes, pushes ordered CDS -> EDS -> LDS -> RDS with

@@ -13,7 +13,7 @@ export interface ResourceType<K extends string = string> {
   /**
    * Whether the type has wildcard semantics (an empty first SotW request means "everything").
    * Only Listener and Cluster: applying the legacy rule to other types causes NACK loops
-   * (docs/xds-protocol.md §3.2; envoy#10046, envoy#7529).
+   * (docs/xds-protocol.md §4.5; envoy#10046, envoy#7529).
    */
   readonly wildcard: boolean;
   /** `POST /v3/discovery:<restPath>` (google.api.http annotation of the Fetch* method). */

@@ -1,6 +1,7 @@
 /**
  * The folders of `src/` form layers: an import between two folders goes one way only. A cycle
- * (source -> model -> source) means neither can be understood, tested or changed alone.
+ * (source -> model -> source) means neither can be understood, tested or changed alone; the same
+ * holds for files.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -21,16 +22,16 @@ function folderOf(file: string): string {
   return relative(SRC, file).split('/')[0] ?? '';
 }
 
-/** folder -> folders it imports from, with one example import each (to name it in a failure). */
-export function folderGraph(): Map<string, Map<string, string>> {
+/** node -> nodes it imports from (a node is a folder or a file), with one example import each. */
+export function importGraph(nodeOf: (file: string) => string): Map<string, Map<string, string>> {
   const graph = new Map<string, Map<string, string>>();
   for (const file of sourceFiles(SRC)) {
-    const from = folderOf(file);
+    const from = nodeOf(file);
     const edges = graph.get(from) ?? new Map<string, string>();
     graph.set(from, edges);
     for (const m of readFileSync(file, 'utf8').matchAll(/^(?:import|export)[^;]*?from '(\.[^']+)'/gm)) {
       const target = resolve(dirname(file), m[1]!);
-      const to = folderOf(target);
+      const to = nodeOf(target);
       if (to !== from && !edges.has(to)) edges.set(to, `${relative(SRC, file)} -> ${relative(SRC, target)}`);
     }
   }
@@ -61,7 +62,12 @@ export function folderCycles(graph: Map<string, Map<string, string>>): string[][
 }
 
 test('no import cycles between the folders of src/', () => {
-  const cycles = folderCycles(folderGraph());
+  const cycles = folderCycles(importGraph(folderOf));
+  assert.equal(cycles, [], `cycles:\n${cycles.map((c) => `  ${c.join('\n    then ')}`).join('\n')}`);
+});
+
+test('no import cycles between the files of src/ either', () => {
+  const cycles = folderCycles(importGraph((f) => relative(SRC, f)));
   assert.equal(cycles, [], `cycles:\n${cycles.map((c) => `  ${c.join('\n    then ')}`).join('\n')}`);
 });
 

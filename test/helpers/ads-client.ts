@@ -12,7 +12,10 @@ export interface ScriptedStream {
   send(req: Json): void;
   /** Next response, or throws after `ms`. */
   next(ms?: number): Promise<Json>;
-  /** Resolves true if no response arrives within `ms`. */
+  /**
+   * Resolves true if no response arrives within `ms` and false if one does. Throws if the stream
+   * ends (the server closing it with an error is not silence).
+   */
   quiet(ms?: number): Promise<boolean>;
   /** Resolves with the stream's final status. */
   status: Promise<grpc.StatusObject>;
@@ -77,31 +80,49 @@ export function connect(
     open() {
       const call = client.Stream();
       const queue: Json[] = [];
-      const waiters: ((v: Json) => void)[] = [];
+      const waiters: { resolve: (v: Json) => void; reject: (e: Error) => void }[] = [];
+      let ended: grpc.StatusObject | undefined;
+      const endedError = (what: string) =>
+        new Error(`stream ended (${grpc.status[ended!.code]}: ${ended!.details}) while ${what}`);
       const s: ScriptedStream = {
         bytes: 0,
         send: (req) => call.write(req),
         next: (ms = 3000) =>
           new Promise((resolve, reject) => {
             if (queue.length) return resolve(queue.shift()!);
+            if (ended) return reject(endedError('a response was expected'));
             const t = setTimeout(() => reject(new Error(`no response within ${ms} ms`)), ms);
-            waiters.push((v) => {
-              clearTimeout(t);
-              resolve(v);
+            waiters.push({
+              resolve: (v) => {
+                clearTimeout(t);
+                resolve(v);
+              },
+              reject: (e) => {
+                clearTimeout(t);
+                reject(e);
+              },
             });
           }),
         quiet: async (ms = 300) => {
           if (queue.length) return false;
           await new Promise((r) => setTimeout(r, ms));
-          return queue.length === 0;
+          if (queue.length) return false;
+          if (ended) throw endedError('silence was expected');
+          return true;
         },
-        status: new Promise((resolve) => call.on('status', resolve)),
+        status: new Promise((resolve) =>
+          call.on('status', (st: grpc.StatusObject) => {
+            ended = st;
+            for (const w of waiters.splice(0)) w.reject(endedError('a response was expected'));
+            resolve(st);
+          }),
+        ),
         close: () => call.cancel(),
       };
       call.on('data', (d: { json: Json; size: number }) => {
         s.bytes += d.size;
         const w = waiters.shift();
-        if (w) w(d.json);
+        if (w) w.resolve(d.json);
         else queue.push(d.json);
       });
       call.on('error', () => {});

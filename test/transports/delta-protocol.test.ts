@@ -1,5 +1,5 @@
 /**
- * Delta xDS rules (envoy-xds-server-rules §5.3), each with a scripted client over a real socket.
+ * Delta xDS rules (docs/xds-protocol.md §5.3), each with a scripted client over a real socket.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

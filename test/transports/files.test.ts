@@ -1,5 +1,5 @@
 /**
- * Rendered DiscoveryResponse files for Envoy's path-based subscriptions (rules §6.4).
+ * Rendered DiscoveryResponse files for Envoy's path-based subscriptions (docs/xds-protocol.md §6.4).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';

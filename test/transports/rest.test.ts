@@ -1,5 +1,5 @@
 /**
- * REST-JSON polling over real HTTP (envoy-xds-server-rules §3.5).
+ * REST-JSON polling over real HTTP (docs/xds-protocol.md §3.5).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

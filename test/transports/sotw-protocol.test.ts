@@ -1,5 +1,5 @@
 /**
- * State-of-the-world rules (envoy-xds-server-rules §4.8), each checked with a scripted client over
+ * State-of-the-world rules (docs/xds-protocol.md §4.8), each checked with a scripted client over
  * a real gRPC socket against the real server.
  */
 import { writeFileSync } from 'node:fs';
@@ -357,6 +357,24 @@ test('the first request must carry a node; later ones need not', async () => {
   s.send({ type_url: T.listener });
   assert.equal(names(await s.next()), ['edge']);
   s.close();
+});
+
+test('the scripted client does not take a stream ended by the server for silence', async () => {
+  const bad = client.open();
+  bad.send({ type_url: T.cluster }); // no node: the server ends the stream with INVALID_ARGUMENT
+  await bad.status;
+  try {
+    await bad.quiet(50);
+    assert.unreachable('quiet() passed on a stream the server ended');
+  } catch (err) {
+    assert.match((err as Error).message, /stream ended \(INVALID_ARGUMENT: .*node.*\) while silence was expected/);
+  }
+  try {
+    await bad.next(50);
+    assert.unreachable('next() waited on a stream the server ended');
+  } catch (err) {
+    assert.match((err as Error).message, /stream ended \(INVALID_ARGUMENT/);
+  }
 });
 
 test('ADS requires a type_url', async () => {

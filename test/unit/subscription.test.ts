@@ -1,5 +1,5 @@
 /**
- * The wildcard rules of the xDS protocol (docs/xds-protocol.md §3), one table row per rule, for
+ * The wildcard rules of the xDS protocol (docs/xds-protocol.md §4.5 and DELTA-07), one table row per rule, for
  * both protocol variants. Each row starts from a fresh subscription and applies requests in order.
  */
 import { test } from 'uvu';

@@ -1,5 +1,5 @@
 /**
- * REST-JSON polling (envoy-xds-server-rules §3): `POST /v3/discovery:<type>` with a JSON
+ * REST-JSON polling (docs/xds-protocol.md §3): `POST /v3/discovery:<type>` with a JSON
  * DiscoveryRequest, answered with a JSON DiscoveryResponse.
  *  - no `version_info` (first poll): always 200 with the full state for the node;
  *  - `version_info` equal to the current version: 304 at once, or, for a proxy that opted into
