@@ -20,6 +20,7 @@ export interface ProtoIssue {
 // biome-ignore lint/suspicious/noExplicitAny: PGV rule options
 type Rules = Record<string, any>;
 
+/** PGV rules of the compiled-in protos, per field: derived from code, process-wide on purpose. */
 const rulesCache = new WeakMap<protobuf.Field, Rules | null>();
 
 function deepMerge(a: Rules, b: Rules): Rules {

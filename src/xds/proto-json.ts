@@ -32,6 +32,10 @@ const WRAPPERS = new Set([
 interface TypeInfo {
   byJsonName: Map<string, protobuf.Field>;
 }
+/**
+ * Facts about the compiled-in Envoy protos (field tables), keyed by their protobufjs types: derived
+ * from code, identical for every pipeline, so process-wide on purpose (not a cache of served data).
+ */
 const infoCache = new WeakMap<protobuf.Type, TypeInfo>();
 
 function typeInfo(type: protobuf.Type): TypeInfo {

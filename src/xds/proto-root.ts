@@ -10,6 +10,7 @@ interface RootsManifest {
   files: string[];
 }
 
+/** The Envoy protos, loaded once per process (immutable once loaded). */
 let root: protobuf.Root | undefined;
 
 function packageDir(name: string): string {
