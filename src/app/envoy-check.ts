@@ -32,7 +32,7 @@ export interface EnvoyCheckSettings {
 }
 
 // Envoy resource JSON walked structurally (listeners, filter chains): shapes are Envoy's, not ours.
-// biome-ignore lint/suspicious/noExplicitAny: proto3 JSON of arbitrary Envoy messages
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- proto3 JSON of arbitrary Envoy messages
 type Obj = Record<string, any>;
 
 interface Piece {

@@ -25,7 +25,7 @@ export class YamlLocator {
     let hit = this.recent.get(text);
     if (!hit) {
       const lineCounter = new LineCounter();
-      let docs: Document.Parsed[] = [];
+      let docs: Document.Parsed[];
       try {
         const parsed = parseAllDocuments(text, { ...YAML_PARSE_OPTIONS, lineCounter });
         docs = (Array.isArray(parsed) ? parsed : [parsed]) as Document.Parsed[];

@@ -17,7 +17,7 @@ export interface ProtoIssue {
 }
 
 // protoc-gen-validate rule options as protobufjs exposes them: shapes vary per rule type.
-// biome-ignore lint/suspicious/noExplicitAny: PGV rule options
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- PGV rule options
 type Rules = Record<string, any>;
 
 /** PGV rules of the compiled-in protos, per field: derived from code, process-wide on purpose. */
@@ -156,9 +156,9 @@ function asArray<T>(v: T | T[]): T[] {
 
 const HEADER_NAME = /^:?[0-9a-zA-Z!#$%&'*+\-.^_|~`]+$/;
 // PGV's well-known regexes exclude control characters on purpose (header injection).
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the rule is about control characters
+// eslint-disable-next-line no-control-regex -- the rule is about control characters
 const HEADER_VALUE = /^[^\u0000-\u0008\u000A-\u001F\u007F]*$/;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the rule is about control characters
+// eslint-disable-next-line no-control-regex -- the rule is about control characters
 const NO_CRLF_NUL = /^[^\u0000\n\r]*$/;
 
 function checkString(r: Rules | undefined, s: string, path: string, issues: ProtoIssue[]): void {

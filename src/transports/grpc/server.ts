@@ -73,7 +73,7 @@ const SERVICES: ServiceSpec[] = [
 ];
 
 // Decoded protobuf messages (protobufjs objects with snake_case keys), read field by field.
-// biome-ignore lint/suspicious/noExplicitAny: a decoded envoy.config.core.v3.Node
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded envoy.config.core.v3.Node
 function toNode(type: protobuf.Type, n: any): NodeInput | undefined {
   if (!n) return undefined;
   const nodeType = type.fields.node?.resolvedType as protobuf.Type;
@@ -86,14 +86,14 @@ function toNode(type: protobuf.Type, n: any): NodeInput | undefined {
   };
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: a decoded google.rpc.Status
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded google.rpc.Status
 function errorDetail(e: any): { code: number; message: string } | null {
   return e ? { code: e.code ?? 0, message: e.message ?? '' } : null;
 }
 
 /** DiscoveryRequest -> the plain shape the state machine uses (node metadata as JSON). */
 function toSotwRequest(type: protobuf.Type, msg: protobuf.Message): SotwRequest {
-  // biome-ignore lint/suspicious/noExplicitAny: a decoded request message
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded request message
   const m = msg as unknown as Record<string, any>;
   return {
     version_info: m.version_info || '',
@@ -106,7 +106,7 @@ function toSotwRequest(type: protobuf.Type, msg: protobuf.Message): SotwRequest 
 }
 
 function toDeltaRequest(type: protobuf.Type, msg: protobuf.Message): DeltaRequest {
-  // biome-ignore lint/suspicious/noExplicitAny: a decoded request message
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded request message
   const m = msg as unknown as Record<string, any>;
   return {
     type_url: m.type_url || '',
