@@ -105,8 +105,7 @@ function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>
       return listeners.flatMap((r) => {
         const parent = `listener/${r.name}`;
         const rds = (r.json as Obj).filter_chains?.[0]?.filters?.[0]?.typed_config?.rds?.route_config_name as
-          | string
-          | undefined;
+          string | undefined;
         const vhosts: Piece[] = ((rds && routes.get(rds)?.virtual_hosts) ?? []).map((_: unknown, i: number) => ({
           parent,
           part: true,

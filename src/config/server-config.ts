@@ -242,7 +242,8 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
   } catch (err) {
     throw new ConfigError(`${file}: ${(err as Error).message}`);
   }
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw YAML walked by dotted path before schema validation
+  // Raw YAML, walked by dotted path before schema validation.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- not typed yet
   const cfg = (raw ?? {}) as Record<string, any>;
   for (const [envName, path] of Object.entries(ENV_OVERRIDES)) {
     const v = env[envName];

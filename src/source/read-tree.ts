@@ -219,7 +219,7 @@ async function walk(
 /** Offset of the first byte that is not part of a valid UTF-8 sequence, or undefined. */
 export function firstInvalidUtf8(b: Uint8Array): number | undefined {
   if (isUtf8(b)) return undefined;
-  for (let i = 0; i < b.length; ) {
+  for (let i = 0; i < b.length;) {
     const c = b[i]!;
     const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
     if (n === 0 || i + n > b.length || !isUtf8(b.subarray(i, i + n))) return i;

@@ -26,8 +26,7 @@ export class RejectionLog {
         'SELECT id, tree_hash, source, rejected_at, diagnostics_json FROM rejected_trees ORDER BY id DESC LIMIT 1',
       )
       .get() as
-      | { id: number; tree_hash: string; source: string; rejected_at: string; diagnostics_json: string }
-      | undefined;
+      { id: number; tree_hash: string; source: string; rejected_at: string; diagnostics_json: string } | undefined;
     return (
       r && {
         id: r.id,

@@ -141,8 +141,7 @@ export class RevisionStore {
 
   get(id: number): (VersionRecord & { model: Model }) | undefined {
     const row = this.db.prepare(`SELECT ${VERSION_COLUMNS}, model_json FROM config_versions WHERE id = ?`).get(id) as
-      | (VersionRow & { model_json: string })
-      | undefined;
+      (VersionRow & { model_json: string }) | undefined;
     return row ? { ...toRecord(row), model: JSON.parse(row.model_json) as Model } : undefined;
   }
 
@@ -160,8 +159,7 @@ export class RevisionStore {
 
   manifest(versionId: number): Manifest | undefined {
     const row = this.db.prepare('SELECT manifest_json FROM version_manifests WHERE version_id = ?').get(versionId) as
-      | { manifest_json: string }
-      | undefined;
+      { manifest_json: string } | undefined;
     return row ? (JSON.parse(row.manifest_json) as Manifest) : undefined;
   }
 

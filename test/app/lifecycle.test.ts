@@ -50,7 +50,10 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
   const server = await spawnServer(settings, { NOTIFY_SOCKET: sock });
   try {
     await waitFor('READY=1', () => systemd.messages().some((m) => m.includes('READY=1')));
-    assert.match(systemd.messages().find((m) => m.includes('READY=1'))!, /STATUS=serving version 1/);
+    assert.match(
+      systemd.messages().find((m) => m.includes('READY=1'))!,
+      /STATUS=serving version 1/,
+    );
     // SIGHUP: re-read the directory (the watcher is off here, so only the reload can apply it).
     writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.9:80'));
     server.child.kill('SIGHUP');

@@ -118,7 +118,11 @@ test('dangling references from a listener: virtual host, node group, secret', as
   const refs = ds.filter((d) => d.code === 'FXDS_UNKNOWN_REFERENCE');
   assert.equal(refs.map((d) => d.path).sort(), ['groups[0]', 'tls.secret', 'virtualHosts[0]']);
   assert.match(refs.find((d) => d.path === 'virtualHosts[0]')!.message, /did you mean "site"/);
-  at(refs.find((d) => d.path === 'groups[0]')!, 'l2.yaml', 4);
+  at(
+    refs.find((d) => d.path === 'groups[0]')!,
+    'l2.yaml',
+    4,
+  );
 });
 
 test('duplicate names across files point at the second and name the first', async () => {

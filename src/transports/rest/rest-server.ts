@@ -173,7 +173,8 @@ function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
           .map((i) => `${i.path || '(root)'}: ${i.message}`)
           .join('; '),
     );
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a JSON DiscoveryRequest, checked field by field below
+  // A JSON DiscoveryRequest, checked field by field below.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- not typed yet
   const b = body as Record<string, any>;
   const typeUrl = b.type_url ?? b.typeUrl;
   if (typeUrl && typeUrl !== TypeUrls[kind])
