@@ -3,6 +3,7 @@
  * decisions (rollback, pin, unpin). A small interface, so `admin/` depends on no pipeline class
  * and can be tested against a fake.
  */
+import type { RolloutView } from '../rollout/view.ts';
 import type { AuditEntry } from '../store/audit.ts';
 import type { NackEvent } from '../store/nacks.ts';
 import type { Pin } from '../store/pins.ts';
@@ -30,4 +31,7 @@ export interface AdminControl {
   rollback(versionId: number, actor: string): Promise<{ status: string; versionId?: number }>;
   pin(group: string, versionId: number, actor: string): Promise<void>;
   unpin(group: string, actor: string): Promise<void>;
+  /** The rollout under way (and the last one that ended, for context). */
+  rollout(): { rollout: RolloutView | null; last?: RolloutView };
+  rolloutCommand(command: 'promote' | 'halt' | 'resume' | 'abort', actor: string): Promise<RolloutView | null>;
 }

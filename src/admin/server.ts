@@ -9,7 +9,7 @@ import type { AdminControl } from './control.ts';
 import type { Metrics } from '../status/metrics.ts';
 import type { TokenAuth } from '../security/tokens.ts';
 import { STATUS_PAGE } from './status-page.ts';
-import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
+import { groupSnapshotFor, type SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from '../status/node-registry.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 
@@ -151,6 +151,17 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     await deps.control.unpin(req.params.group, actorOf(req, `admin@${req.ip}`));
     return { unpinned: req.params.group };
   });
+  app.get('/api/v1/rollout', async () => deps.control.rollout());
+  app.post<{ Params: { command: string }; Body: { actor?: unknown } }>(
+    '/api/v1/rollout/:command',
+    async (req, reply) => {
+      const command = req.params.command;
+      if (command !== 'promote' && command !== 'halt' && command !== 'resume' && command !== 'abort')
+        return reply.code(404).send({ error: 'command must be promote, halt, resume or abort' });
+      const actor = actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`));
+      return { rollout: await deps.control.rolloutCommand(command, actor) };
+    },
+  );
   app.get('/api/v1/audit', async () => ({ audit: deps.control.audit() }));
   app.get(
     '/api/v1/rejections/latest',
@@ -205,12 +216,18 @@ export function fleetStatus(deps: AdminDeps): object {
         const t = g.types[kind];
         const nodes = streams.filter((s) => s.group === group && s.types[typeUrl]);
         if (!nodes.length) continue;
-        const acked = nodes.filter((s) => s.types[typeUrl]?.ackedVersion === t.version).length;
-        const nacked = nodes.filter((s) => s.types[typeUrl]?.lastNack?.version === t.version).length;
+        // During a staged rollout each node is measured against the version of its stage.
+        const want = (s: (typeof nodes)[number]) =>
+          groupSnapshotFor(cur, { id: s.nodeId, cluster: s.nodeCluster, metadata: {} }, group).snapshot?.types[kind]
+            .version ?? t.version;
+        const acked = nodes.filter((s) => s.types[typeUrl]?.ackedVersion === want(s)).length;
+        const nacked = nodes.filter((s) => s.types[typeUrl]?.lastNack?.version === want(s)).length;
+        const staged = cur.staged?.groups.get(group)?.types[kind].version;
         rollout.push({
           group,
           typeUrl,
           version: t.version,
+          ...(staged && staged !== t.version ? { stagedVersion: staged } : {}),
           nodes: nodes.length,
           acked,
           nacked,
@@ -227,6 +244,7 @@ export function fleetStatus(deps: AdminDeps): object {
     return {
       nodeId: s.nodeId,
       group: s.group,
+      ...(s.stage ? { stage: s.stage } : {}),
       transport: s.transport,
       peer: s.peer,
       userAgent: s.userAgent,
@@ -242,6 +260,7 @@ export function fleetStatus(deps: AdminDeps): object {
       ? (history.find((h) => h.id === cur.versionId) ?? { id: cur.versionId, appliedAt: cur.appliedAt })
       : null,
     rollout,
+    staged: deps.control.rollout(),
     nodes,
     rejection: deps.control.latestRejection() ?? null,
     fileFailures: deps.fileFailures?.() ?? [],

@@ -36,6 +36,7 @@ export class PipelineCaches implements BuildCaches {
       model.secrets,
       model.nodeGroups,
       model.guards ?? [],
+      model.rollouts ?? [],
     ])
       for (const d of list) parts.push(h(d));
     parts.push(sha256Hex(canonicalJson(model.origins)));

@@ -17,7 +17,18 @@ import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnost
 import { buildConfig, buildSecrets } from '../snapshot/build.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { makeGroupSnapshot } from '../snapshot/group-snapshot.ts';
-import { reconcile, type ServedInputs } from '../snapshot/reconcile.ts';
+import { reconcile, type ServedInputs, type ServedRollout } from '../snapshot/reconcile.ts';
+import { compilePlan, type RolloutPlan } from '../rollout/plan.ts';
+import {
+  isActive,
+  RolloutCommandError,
+  servesNew,
+  startRollout,
+  step,
+  type RolloutEvent,
+  type RolloutState,
+  type StageRules,
+} from '../rollout/state.ts';
 import { makeRevision, revisionGroups, type Revision, type RevisionGroup } from '../snapshot/revision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { revisionOf } from '../source/git-info.ts';
@@ -54,11 +65,13 @@ export class ConfigPipeline {
   private material = new Map<string, SecretMaterial>();
   private readonly restored = new Map<number, Revision>();
   private lastRejectedTree?: string;
+  /** The rollout under way (progressing or halted); its serving part is an input of reconcile. */
+  private active?: ActiveRollout;
   /** Tree hash of the directory content a rollback replaced: not re-applied until it changes. */
   private suppressedTree?: string;
 
   constructor(
-    private readonly stores: Pick<Stores, 'revisions' | 'pins' | 'audit' | 'rejections' | 'atomically'>,
+    private readonly stores: Pick<Stores, 'revisions' | 'pins' | 'audit' | 'rejections' | 'rollouts' | 'atomically'>,
     private readonly cache: SnapshotCache,
     private readonly log: Logger,
     /** The config directory Secret file paths are relative to. */
@@ -89,8 +102,95 @@ export class ConfigPipeline {
       revision,
       pins: change.pins ?? base?.pins ?? new Map(),
       secrets: change.secrets ?? base?.secrets ?? new Map(),
+      rollout: 'rollout' in change ? change.rollout : base?.rollout,
     };
     this.cache.publish(reconcile(this.inputs, this.cache.current));
+  }
+
+  /** The rollout under way, if any (its state, its plan, the revision it started from). */
+  get rollout(): ActiveRollout | undefined {
+    return this.active;
+  }
+
+  private servedRollout(a: ActiveRollout | undefined): ServedRollout | undefined {
+    if (!a || !isActive(a.state)) return undefined;
+    const { plan, state } = a;
+    return {
+      from: a.from,
+      stageOf: (node, group) => {
+        const i = plan.stageOf(node, group);
+        return { stage: plan.names[i] ?? 'rest', servesNew: servesNew(state, i) };
+      },
+    };
+  }
+
+  /**
+   * A new revision with a Rollout policy starts a rollout from the version the fleet is on (the
+   * previous revision, or the one a superseded rollout started from). Without a policy, or when
+   * nothing served changes, everyone gets the new revision at once.
+   */
+  private rolloutFor(revision: Revision, served: Revision | undefined, at: Date): ActiveRollout | undefined {
+    const policy = revision.model.rollouts?.[0];
+    const superseded = this.active && isActive(this.active.state) ? this.active : undefined;
+    if (superseded) {
+      const state = { ...superseded.state, status: 'aborted' as const, endedAt: at.toISOString() };
+      this.stores.rollouts.save(superseded.id, state, at);
+      this.stores.audit.append('fleetxds', 'rollout-superseded', { rollout: superseded.id, by: revision.id });
+    }
+    const from = superseded?.from ?? served;
+    if (!policy || !from || !changesServed(from, revision)) return undefined;
+    const state = startRollout(from.id, revision.id, at);
+    const id = this.stores.rollouts.start(state, at);
+    this.stores.audit.append('fleetxds', 'rollout-start', { rollout: id, from: from.id, to: revision.id });
+    this.log.info({ rollout: id, from: from.id, to: revision.id, stages: policy.stages.length }, 'rollout started');
+    return { id, from, plan: compilePlan(policy), state };
+  }
+
+  /**
+   * Feeds the rollout's state machine (gate results, NACKs, operator commands), saves and audits
+   * every transition, and serves what the new state says. An abort serves the previous version
+   * again, recorded as a rollback.
+   */
+  rolloutEvent(event: RolloutEvent, actor = 'fleetxds'): Promise<RolloutState | undefined> {
+    return this.enqueue(async () => {
+      const a = this.active;
+      if (!a || !isActive(a.state)) {
+        if (event.type === 'gates' || event.type === 'nack') return undefined;
+        throw new FleetError(ErrorCodes.NO_ROLLOUT, 'no rollout is under way');
+      }
+      let next: RolloutState;
+      try {
+        next = step(a.state, event, rulesOf(a.plan), new Date());
+      } catch (err) {
+        if (err instanceof RolloutCommandError) throw new FleetError(ErrorCodes.ROLLOUT_STATE, err.message);
+        throw err;
+      }
+      if (next === a.state) return next;
+      const automatic = event.type === 'gates' || event.type === 'nack';
+      const what = next.status !== a.state.status ? next.status : next.stage !== a.state.stage ? 'advanced' : undefined;
+      this.stores.atomically(() => {
+        this.stores.rollouts.save(a.id, next);
+        if (!automatic || what)
+          this.stores.audit.append(actor, `rollout-${automatic ? what : event.type}`, {
+            rollout: a.id,
+            stage: a.plan.names[next.stage] ?? 'rest',
+            ...(next.halt && what === 'halted' ? { halt: next.halt } : {}),
+          });
+      });
+      this.active = { ...a, state: next };
+      if (what)
+        this.log.warn({ rollout: a.id, status: next.status, stage: a.plan.names[next.stage], actor }, 'rollout');
+      if (next.status === 'aborted') {
+        this.active = undefined;
+        await this.rollbackNow(a.from.id, actor, 'rollout aborted');
+      } else if (next.status === 'complete') {
+        this.active = undefined;
+        this.update({ rollout: undefined });
+      } else if (servingChanged(a.state, next)) {
+        this.update({ rollout: this.servedRollout(this.active) });
+      }
+      return next;
+    });
   }
 
   private enqueue<T>(fn: () => Promise<T> | T): Promise<T> {
@@ -114,7 +214,13 @@ export class ConfigPipeline {
       );
       const revision = this.restore(latest) ?? this.rebuild(latest);
       if (!revision) return false;
-      this.update({ revision, pins: this.restorePins(), secrets: secrets ?? new Map() });
+      this.active = this.restoreRollout(revision);
+      this.update({
+        revision,
+        pins: this.restorePins(),
+        secrets: secrets ?? new Map(),
+        rollout: this.servedRollout(this.active),
+      });
       this.log.info(
         { versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) },
         'serving last good version from the store',
@@ -178,7 +284,8 @@ export class ConfigPipeline {
       model: check.model,
       groups,
     });
-    this.update({ revision, secrets: secrets.secrets });
+    this.active = this.rolloutFor(revision, served, appliedAt);
+    this.update({ revision, secrets: secrets.secrets, rollout: this.servedRollout(this.active) });
     const ms = performance.now() - started;
     this.log.info(
       { versionId: id, modelHash: hash.slice(0, 12), ms: Math.round(ms), warnings: check.diagnostics.length },
@@ -206,36 +313,45 @@ export class ConfigPipeline {
    * is not re-applied until its content changes (a new push), so the rollback sticks.
    */
   rollback(toId: number, actor: string): Promise<ApplyOutcome> {
-    return this.enqueue(() => {
-      const target = this.revision(toId);
-      const record = this.stores.revisions.get(toId)!;
-      const served = this.inputs?.revision;
-      const appliedAt = new Date();
-      const id = this.stores.atomically(() => {
-        const id = this.stores.revisions.insert(
-          {
-            treeHash: target.treeHash,
-            modelHash: target.modelHash,
-            sourceKind: 'rollback',
-            source: `rollback to #${toId}`,
-            commitSha: target.commit,
-            author: actor,
-            subject: `rollback to #${toId}${record.subject ? `: ${record.subject}` : ''}`,
-            model: target.model,
-            warnings: [],
-          },
-          [],
-          manifestOf(target.groups).manifest,
-          appliedAt,
-        );
-        this.stores.audit.append(actor, 'rollback', { from: served?.id ?? null, to: toId, as: id });
-        return id;
-      });
-      if (served) this.suppressedTree = served.treeHash;
-      this.update({ revision: { ...target, id, appliedAt: appliedAt.toISOString() } });
-      this.log.warn({ versionId: id, to: toId, actor }, 'rolled back');
-      return { status: 'applied', versionId: id, diagnostics: [] };
+    return this.enqueue(() => this.rollbackNow(toId, actor));
+  }
+
+  /** A rollback ends a rollout under way: the operator chose one version for everyone. */
+  private rollbackNow(toId: number, actor: string, why = 'rollback'): ApplyOutcome {
+    const target = this.revision(toId);
+    const record = this.stores.revisions.get(toId)!;
+    const served = this.inputs?.revision;
+    const appliedAt = new Date();
+    const id = this.stores.atomically(() => {
+      const id = this.stores.revisions.insert(
+        {
+          treeHash: target.treeHash,
+          modelHash: target.modelHash,
+          sourceKind: 'rollback',
+          source: `rollback to #${toId}`,
+          commitSha: target.commit,
+          author: actor,
+          subject: `rollback to #${toId}${record.subject ? `: ${record.subject}` : ''}`,
+          model: target.model,
+          warnings: [],
+        },
+        [],
+        manifestOf(target.groups).manifest,
+        appliedAt,
+      );
+      this.stores.audit.append(actor, 'rollback', { from: served?.id ?? null, to: toId, as: id, why });
+      const a = this.active;
+      if (a && isActive(a.state)) {
+        this.stores.rollouts.save(a.id, { ...a.state, status: 'aborted', endedAt: appliedAt.toISOString() });
+        this.stores.audit.append(actor, 'rollout-aborted', { rollout: a.id, by: 'rollback' });
+      }
+      return id;
     });
+    if (served) this.suppressedTree = served.treeHash;
+    this.active = undefined;
+    this.update({ revision: { ...target, id, appliedAt: appliedAt.toISOString() }, rollout: undefined });
+    this.log.warn({ versionId: id, to: toId, actor }, 'rolled back');
+    return { status: 'applied', versionId: id, diagnostics: [] };
   }
 
   /** Holds a node group at an earlier version while the rest of the fleet moves on. */
@@ -350,6 +466,19 @@ export class ConfigPipeline {
     return revision;
   }
 
+  /** A rollout that was under way when the server stopped resumes where it was. */
+  private restoreRollout(revision: Revision): ActiveRollout | undefined {
+    const stored = this.stores.rollouts.active();
+    const policy = revision.model.rollouts?.[0];
+    if (!stored || stored.state.to !== revision.id || !policy) return undefined;
+    try {
+      return { id: stored.id, from: this.revision(stored.state.from), plan: compilePlan(policy), state: stored.state };
+    } catch (err) {
+      this.log.error({ rollout: stored.id, err }, 'the rollout cannot be resumed; serving the newest version to all');
+      return undefined;
+    }
+  }
+
   private restorePins(): Map<string, Revision> {
     const pins = new Map<string, Revision>();
     for (const pin of this.stores.pins.list()) {
@@ -429,4 +558,36 @@ function manifestOf(groups: ReadonlyMap<string, RevisionGroup>): { manifest: Man
     manifest[name] = keys;
   }
   return { manifest, resources: [...resources.values()] };
+}
+
+export interface ActiveRollout {
+  readonly id: number;
+  readonly from: Revision;
+  readonly plan: RolloutPlan;
+  readonly state: RolloutState;
+}
+
+function rulesOf(plan: RolloutPlan): StageRules {
+  return {
+    count: plan.stages.length,
+    soakMs: (i) => plan.stages[i]?.gates.soakMs ?? 0,
+    manual: (i) => plan.stages[i]?.gates.manual ?? false,
+    onNack: plan.onNack,
+  };
+}
+
+/** Whether a transition changes who is served which version. */
+function servingChanged(a: RolloutState, b: RolloutState): boolean {
+  return a.stage !== b.stage || a.status !== b.status || !!a.halt?.rolledBack !== !!b.halt?.rolledBack;
+}
+
+/** Whether any group would serve other bytes (model-only changes, like the policy itself, do not). */
+function changesServed(from: Revision, to: Revision): boolean {
+  for (const [name, g] of to.groups) {
+    const old = from.groups.get(name);
+    if (!old || old.secretNames.join() !== g.secretNames.join()) return true;
+    for (const [kind, t] of Object.entries(g.snapshot.types))
+      if (old.snapshot.types[kind as keyof typeof g.snapshot.types].version !== t.version) return true;
+  }
+  return false;
 }

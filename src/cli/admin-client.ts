@@ -3,6 +3,7 @@
  * admin API (the server is what serves, so it is the one that must switch).
  */
 import { loadServerConfig, splitListen } from '../config/server-config.ts';
+import type { RolloutView } from '../rollout/view.ts';
 
 interface VersionRow {
   id: number;
@@ -69,6 +70,28 @@ export async function adminCommand(command: string, args: string[], configFile: 
           )}\n`,
         );
         return 0;
+      case 'rollout': {
+        const [sub, ...more] = args;
+        if (more.length) return 2;
+        if (sub === 'status' || sub === undefined) {
+          const r = (await call('GET', '/api/v1/rollout')) as { rollout: RolloutView | null; last?: RolloutView };
+          const v = r.rollout ?? r.last;
+          if (!v) {
+            process.stdout.write('no rollout\n');
+            return 0;
+          }
+          process.stdout.write(
+            `rollout #${v.id}: ${v.status}, version ${v.from} -> ${v.to}, stage ${v.stage} (on NACK: ${v.onNack})\n`,
+          );
+          if (v.halt)
+            process.stdout.write(`halted (${v.halt.reason}): ${v.halt.nodeId ?? ''} ${v.halt.message ?? ''}\n`);
+          for (const s of v.stages) process.stdout.write(`  ${s.summary}\n`);
+          return 0;
+        }
+        if (!['promote', 'halt', 'resume', 'abort'].includes(sub)) return 2;
+        process.stdout.write(`${JSON.stringify(await call('POST', `/api/v1/rollout/${sub}`, { actor }))}\n`);
+        return 0;
+      }
       case 'unpin':
         if (args.length !== 1) return 2;
         process.stdout.write(

@@ -29,6 +29,8 @@ const USAGE = `usage: fleetxds <command> [options]
                                                 set up a bare repo whose hooks validate pushes and deploy them
   history | diff A B | rollback VERSION | pin GROUP VERSION | unpin GROUP   [--config FILE]
                                                 version history and rollback, through the running server's admin API
+  rollout status|promote|halt|resume|abort  [--config FILE]
+                                                the staged rollout under way (see kind: Rollout)
   token                                         print a new bearer token and the sha256 digest for the settings`;
 
 async function main(argv: string[]): Promise<number | undefined> {
@@ -91,6 +93,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     case 'rollback':
     case 'pin':
     case 'unpin':
+    case 'rollout':
       return adminCommand(command, positionals, values.config!);
     case 'token': {
       const t = newToken();

@@ -213,6 +213,38 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
     });
   }
 
+  // At most one policy of each kind: two would leave which one applies to chance.
+  for (const [kind, docs] of [
+    ['Guard', model.guards ?? []],
+    ['Rollout', model.rollouts ?? []],
+  ] as const) {
+    for (const d of docs.slice(1))
+      sink.error(Codes.CONFLICT, ref(kind, d.name), [], `only one ${kind} per tree; "${docs[0]!.name}" is one already`);
+  }
+  for (const ro of model.rollouts ?? []) {
+    const r = ref('Rollout', ro.name);
+    const seen = new Set<string>();
+    ro.stages.forEach((st, i) => {
+      if (seen.has(st.name) || st.name === 'rest')
+        sink.error(
+          Codes.CONFLICT,
+          r,
+          ['stages', i, 'name'],
+          st.name === 'rest' ? '"rest" is the implicit last stage' : `stage "${st.name}" is defined twice`,
+        );
+      seen.add(st.name);
+      (st.select?.groups ?? []).forEach((g, j) => {
+        if (!groups.has(g))
+          sink.error(
+            Codes.UNKNOWN_REFERENCE,
+            r,
+            ['stages', i, 'select', 'groups', j],
+            `node group "${g}" does not exist${suggest(g, groups)}`,
+          );
+      });
+    });
+  }
+
   checkGroupConflicts(model, groupNames(model), ref, sink);
 }
 

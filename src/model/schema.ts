@@ -412,6 +412,79 @@ export const Guard = Type.Object(
   { ...strict, description: 'Safety limits for applying this tree. At most one per tree.' },
 );
 
+// ---------------------------------------------------------------------------------------------
+// Rollout (staged delivery of each new version)
+
+const StageSelect = Type.Object(
+  {
+    groups: Type.Optional(
+      Type.Array(Name, { minItems: 1, uniqueItems: true, description: 'Node groups of the stage (default: all).' }),
+    ),
+    idPattern: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Glob on node.id: * and ?.' })),
+    percent: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 100,
+        description:
+          'This share of the selected proxies, chosen by a stable hash of node.id (the same proxies every time, ' +
+          'and a larger share includes a smaller one).',
+      }),
+    ),
+  },
+  { ...strict, description: 'Which proxies the stage holds; a proxy belongs to the first stage that selects it.' },
+);
+
+const StageGates = Type.Object(
+  {
+    ackedPercent: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 100,
+        description: "Share of the stage's connected proxies that must ACK every changed type (default 100).",
+      }),
+    ),
+    minProxies: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1_000_000,
+        description: 'Connected proxies the stage needs before it can pass (default 1; 0 lets an empty stage pass).',
+      }),
+    ),
+    soak: Type.Optional({ ...Duration, description: 'How long to wait once the ACK gate holds (default none).' }),
+    approval: Type.Optional(
+      Type.Literal('manual', { description: 'Wait for `fleetxds rollout promote` after the other gates.' }),
+    ),
+  },
+  { ...strict, description: 'What must hold before the next stage gets the new version.' },
+);
+
+export const RolloutStage = Type.Object(
+  { name: Name, select: Type.Optional(StageSelect), gates: Type.Optional(StageGates) },
+  strict,
+);
+
+export const Rollout = Type.Object(
+  {
+    kind: Type.Literal('Rollout'),
+    name: Name,
+    stages: Type.Array(RolloutStage, {
+      minItems: 1,
+      maxItems: 16,
+      description:
+        'In order. Proxies no stage selects form a last, implicit stage "rest" that gets the version once ' +
+        'every stage passed.',
+    }),
+    onNack: Type.Optional(
+      Type.Union([Type.Literal('halt'), Type.Literal('rollback')], {
+        description:
+          'A NACK from a proxy on the new version halts the rollout; "rollback" also returns that stage to the ' +
+          'previous version (default "halt": the stage keeps the new version).',
+      }),
+    ),
+  },
+  { ...strict, description: 'Staged delivery of every new version. At most one per tree.' },
+);
+
 export const KINDS = {
   Service,
   Listener,
@@ -420,6 +493,7 @@ export const KINDS = {
   Secret,
   NodeGroup,
   Guard,
+  Rollout,
 } as const satisfies Record<string, TSchema>;
 
 export type KindName = keyof typeof KINDS;
@@ -430,6 +504,8 @@ export type GrpcServiceDoc = Static<typeof GrpcService>;
 export type SecretDoc = Static<typeof Secret>;
 export type NodeGroupDoc = Static<typeof NodeGroup>;
 export type GuardDoc = Static<typeof Guard>;
+export type RolloutDoc = Static<typeof Rollout>;
+export type RolloutStageDoc = Static<typeof RolloutStage>;
 export type RouteDoc = Static<typeof Route>;
 export type GrpcRouteDoc = Static<typeof GrpcRoute>;
 export type RouteMatchDoc = Static<typeof RouteMatch>;

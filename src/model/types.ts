@@ -2,6 +2,7 @@ import type {
   GrpcServiceDoc,
   GuardDoc,
   ListenerDoc,
+  RolloutDoc,
   NodeGroupDoc,
   SecretDoc,
   ServiceDoc,
@@ -34,6 +35,8 @@ export interface Model {
   nodeGroups: NodeGroupDoc[];
   /** Safety limits (at most one); absent in models stored before it existed. */
   guards?: GuardDoc[];
+  /** Staged delivery policy (at most one); absent in models stored before it existed. */
+  rollouts?: RolloutDoc[];
   /** `Kind/name` -> origin. */
   origins: Record<string, Origin>;
 }
@@ -52,6 +55,7 @@ export function emptyModel(): Model {
     secrets: [],
     nodeGroups: [],
     guards: [],
+    rollouts: [],
     origins: {},
   };
 }

@@ -36,6 +36,7 @@ const LIST_OF: Record<KindName, keyof Omit<Model, 'schemaVersion' | 'origins'>> 
   Secret: 'secrets',
   NodeGroup: 'nodeGroups',
   Guard: 'guards',
+  Rollout: 'rollouts',
 };
 
 export interface ValidationResult {

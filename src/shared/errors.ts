@@ -10,6 +10,10 @@ export const ErrorCodes = {
   UNKNOWN_GROUP: 'FXDS_UNKNOWN_GROUP',
   /** Unpinning a group that is not pinned. */
   NOT_PINNED: 'FXDS_NOT_PINNED',
+  /** A rollout command while no rollout is under way. */
+  NO_ROLLOUT: 'FXDS_NO_ROLLOUT',
+  /** A rollout command its state does not allow (promote a halted rollout, resume a progressing one). */
+  ROLLOUT_STATE: 'FXDS_ROLLOUT_STATE',
   /** A request that breaks the xDS protocol or our limits (missing node, wrong type for the service...). */
   BAD_REQUEST: 'FXDS_BAD_REQUEST',
   /** What the client asked for is not for it (node identity not allowed, secrets without authentication). */
@@ -19,12 +23,14 @@ export const ErrorCodes = {
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
 /** gRPC status names (keys of grpc-js `status`), so this folder needs no transport library. */
-export type GrpcStatusName = 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'PERMISSION_DENIED';
+export type GrpcStatusName = 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'PERMISSION_DENIED' | 'FAILED_PRECONDITION';
 
 export const ERROR_STATUS: Readonly<Record<ErrorCode, { http: number; grpc: GrpcStatusName }>> = {
   FXDS_UNKNOWN_VERSION: { http: 404, grpc: 'NOT_FOUND' },
   FXDS_UNKNOWN_GROUP: { http: 404, grpc: 'NOT_FOUND' },
   FXDS_NOT_PINNED: { http: 404, grpc: 'NOT_FOUND' },
+  FXDS_NO_ROLLOUT: { http: 404, grpc: 'NOT_FOUND' },
+  FXDS_ROLLOUT_STATE: { http: 409, grpc: 'FAILED_PRECONDITION' },
   FXDS_BAD_REQUEST: { http: 400, grpc: 'INVALID_ARGUMENT' },
   FXDS_FORBIDDEN: { http: 403, grpc: 'PERMISSION_DENIED' },
 };

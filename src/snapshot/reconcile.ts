@@ -13,11 +13,19 @@
 import { RESOURCE_KINDS, type ResourceKind } from '../xds/resource-types.ts';
 import type { EncodedResource } from './encoder.ts';
 import { makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from './group-snapshot.ts';
+import type { NodeIdentity } from '../model/node-groups.ts';
 import type { Revision, RevisionGroup } from './revision.ts';
 import type { PublishedConfig } from './snapshot-cache.ts';
 
+/** A rollout under way: `revision` goes to the proxies whose stage was promoted, the others keep `from`. */
+export interface ServedRollout {
+  readonly from: Revision;
+  readonly stageOf: (node: NodeIdentity, group: string) => { stage: string; servesNew: boolean };
+}
+
 export interface ServedInputs {
   readonly revision: Revision;
+  readonly rollout?: ServedRollout;
   /** group -> the revision it is pinned to. */
   readonly pins: ReadonlyMap<string, Revision>;
   /** Encoded Secret resources by name, from the TLS material read last. */
@@ -25,17 +33,36 @@ export interface ServedInputs {
 }
 
 export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): PublishedConfig {
-  const { revision } = inputs;
+  const { revision, rollout } = inputs;
   const groups = new Map<string, GroupSnapshot>();
   const serve = (name: string, g: RevisionGroup) =>
     groups.set(name, servedGroup(name, g, inputs.secrets, previous?.groups.get(name)));
-  for (const [name, g] of revision.groups) serve(name, g);
-  // A pin holds its group at the pinned revision (also a group the newest revision no longer has).
+  // During a rollout the groups serve the previous version by default (a group the previous
+  // version lacks has nothing older to serve) and the new one to promoted stages.
+  const stagedGroups = new Map<string, GroupSnapshot>();
+  for (const [name, g] of revision.groups) {
+    const older = rollout?.from.groups.get(name);
+    if (!rollout || !older) {
+      serve(name, g);
+      continue;
+    }
+    serve(name, older);
+    const prev = previous?.staged?.groups.get(name) ?? previous?.groups.get(name);
+    stagedGroups.set(name, servedGroup(name, g, inputs.secrets, prev));
+  }
+  // A pin holds its group at the pinned revision (also a group the newest revision no longer has),
+  // whatever stage its proxies are in.
   for (const [name, pinned] of inputs.pins) {
     const g = pinned.groups.get(name);
     if (g) serve(name, g);
+    stagedGroups.delete(name);
   }
+  const staged =
+    rollout && stagedGroups.size
+      ? { versionId: revision.id, fromVersionId: rollout.from.id, groups: stagedGroups, stageOf: rollout.stageOf }
+      : undefined;
   return {
+    ...(staged ? { staged } : {}),
     versionId: revision.id,
     modelHash: revision.modelHash,
     treeHash: revision.treeHash,

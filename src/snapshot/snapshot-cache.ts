@@ -1,4 +1,4 @@
-import type { NodeGroupResolver } from '../model/node-groups.ts';
+import type { NodeGroupResolver, NodeIdentity } from '../model/node-groups.ts';
 import type { Derivable } from './derived.ts';
 import type { GroupSnapshot } from './group-snapshot.ts';
 
@@ -11,8 +11,40 @@ export interface PublishedConfig extends Derivable {
   readonly appliedAt: string;
   /** Reported to clients as DiscoveryResponse.control_plane.identifier (version id and git commit). */
   readonly controlPlane?: string;
+  /**
+   * What each node group is served. During a staged rollout: what proxies not yet in a promoted
+   * stage get (the previous version; also what rendered files carry).
+   */
   readonly groups: ReadonlyMap<string, GroupSnapshot>;
   readonly resolver: NodeGroupResolver;
+  /** Set while a rollout is under way: the new version, for the proxies of promoted stages. */
+  readonly staged?: StagedVersion;
+}
+
+export interface StagedVersion {
+  /** Config version id of the new version (the rollout's target). */
+  readonly versionId: number;
+  /** Config version id the proxies of later stages stay on. */
+  readonly fromVersionId: number;
+  readonly groups: ReadonlyMap<string, GroupSnapshot>;
+  /** The proxy's stage name and whether it gets the new version. */
+  stageOf(node: NodeIdentity, group: string): { stage: string; servesNew: boolean };
+}
+
+/** The snapshot a proxy of `group` is served (its stage's version during a rollout). */
+export function groupSnapshotFor(
+  cfg: PublishedConfig,
+  node: NodeIdentity,
+  group: string,
+): { snapshot?: GroupSnapshot; stage?: string } {
+  if (cfg.staged) {
+    const staged = cfg.staged.groups.get(group);
+    if (staged) {
+      const { stage, servesNew } = cfg.staged.stageOf(node, group);
+      return { snapshot: servesNew ? staged : cfg.groups.get(group), stage };
+    }
+  }
+  return { snapshot: cfg.groups.get(group) };
 }
 
 export type PublishListener = (next: PublishedConfig, prev: PublishedConfig | undefined) => void;

@@ -20,6 +20,8 @@ export interface StreamStatus {
   nodeId: string;
   nodeCluster: string;
   group: string;
+  /** During a staged rollout: the rollout stage the node is in. */
+  stage?: string;
   transport: string;
   peer: string;
   userAgent: string;

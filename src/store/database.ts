@@ -14,6 +14,7 @@ import { NackLog } from './nacks.ts';
 import { PinStore } from './pins.ts';
 import { RejectionLog } from './rejections.ts';
 import { RevisionStore } from './revisions.ts';
+import { RolloutStore } from './rollouts.ts';
 
 /** Every store of one database file, and the few things done across them. */
 export interface Stores {
@@ -22,6 +23,7 @@ export interface Stores {
   readonly audit: AuditLog;
   readonly nacks: NackLog;
   readonly rejections: RejectionLog;
+  readonly rollouts: RolloutStore;
   /** Runs `fn` in one transaction (BEGIN IMMEDIATE): a decision and its audit entry land together. */
   atomically<T>(fn: () => T): T;
   /** The database file (`:memory:` in tests). */
@@ -46,6 +48,7 @@ export function openStores(path: string, migrationsDir = projectPath('migrations
     audit: new AuditLog(db),
     nacks: new NackLog(db),
     rejections: new RejectionLog(db),
+    rollouts: new RolloutStore(db),
     atomically: (fn) => db.transaction(fn).immediate(),
     path,
     settings: () => ({

@@ -8,7 +8,7 @@ import { viewOf, type ConfigSourceVariant } from '../snapshot/config-sources.ts'
 import { derive } from '../snapshot/derived.ts';
 import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
-import type { PublishedConfig, SnapshotCache } from '../snapshot/snapshot-cache.ts';
+import { groupSnapshotFor, type PublishedConfig, type SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
 import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/resource-types.ts';
 import { lenField, stringField } from '../xds/wire.ts';
@@ -56,6 +56,9 @@ export abstract class StreamBase {
   protected closed = false;
   private nonceCounter = 0;
   private secretsRefused = false;
+  /** The config `served` was resolved for, and this stream's group snapshot in it. */
+  private servedCfg?: PublishedConfig;
+  private served?: GroupSnapshot;
   private unsubscribe?: () => void;
 
   constructor(protected readonly opts: StreamOptions) {}
@@ -84,7 +87,7 @@ export abstract class StreamBase {
       peer: this.opts.peer,
       userAgent: displayUserAgent(n.userAgent ?? ''),
     });
-    this.unsubscribe = this.opts.cache.onPublish((next, prev) => this.publish(next, prev));
+    this.unsubscribe = this.opts.cache.onPublish((next) => this.publish(next));
   }
 
   /** The kind a request is about; undefined for types we do not serve. */
@@ -104,8 +107,19 @@ export abstract class StreamBase {
     return kind;
   }
 
+  /** What this stream's node is served now: its group's snapshot, or its stage's during a rollout. */
   protected snapshot(): GroupSnapshot | undefined {
-    return this.opts.cache.current?.groups.get(this.group ?? 'default');
+    const cfg = this.opts.cache.current;
+    if (!cfg || !this.node) return undefined;
+    if (cfg !== this.servedCfg) this.resolveServed(cfg);
+    return this.served;
+  }
+
+  private resolveServed(cfg: PublishedConfig): void {
+    const { snapshot, stage } = groupSnapshotFor(cfg, this.node!, this.group ?? 'default');
+    this.servedCfg = cfg;
+    this.served = snapshot;
+    if (this.status) this.status.stage = stage;
   }
 
   /**
@@ -156,16 +170,17 @@ export abstract class StreamBase {
     return String(++this.nonceCounter);
   }
 
-  private publish(cfg: PublishedConfig, prev: PublishedConfig | undefined): void {
+  private publish(cfg: PublishedConfig): void {
     if (this.closed || !this.node) return;
-    const oldGroup = this.group ?? 'default';
+    // What this stream was served until now (the previous config's snapshot for its group or stage).
+    const before = this.served;
     const group = cfg.resolver.resolve(this.node);
     if (group !== this.group) {
       this.group = group;
       this.status!.group = group;
     }
-    const snap = cfg.groups.get(group);
-    if (snap) this.onConfig(snap, prev?.groups.get(oldGroup));
+    this.resolveServed(cfg);
+    if (this.served) this.onConfig(this.served, before);
   }
 
   /** A new config was published; push what changed for this stream. */

@@ -113,8 +113,9 @@ export function connect(
         status: new Promise((resolve) =>
           call.on('status', (st: grpc.StatusObject) => {
             ended = st;
-            for (const w of waiters.splice(0)) w.reject(endedError('a response was expected'));
+            // The status first: a caller racing next() against it sees why the stream ended.
             resolve(st);
+            for (const w of waiters.splice(0)) w.reject(endedError('a response was expected'));
           }),
         ),
         close: () => call.cancel(),

@@ -34,7 +34,7 @@ import { REST_XDS_CLUSTER, longPollMs } from '../../bootstrap/config-source.ts';
 import { SECRETS_REFUSED } from '../stream-base.ts';
 import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
-import type { PublishedConfig, SnapshotCache } from '../../snapshot/snapshot-cache.ts';
+import { groupSnapshotFor, type PublishedConfig, type SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import { derive } from '../../snapshot/derived.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
@@ -273,11 +273,12 @@ export function createRestServer(opts: RestOptions): RestServer {
     h.resolve();
   };
 
-  const current = (node: NodeIdentity): { group: string; cfg: PublishedConfig } | undefined => {
-    const cfg = opts.cache.current;
-    if (!cfg) return undefined;
-    return { group: cfg.resolver.resolve(node), cfg };
+  /** The node's group and what it is served (its stage's version during a rollout), per poll. */
+  const servedTo = (cfg: PublishedConfig, node: NodeIdentity) => {
+    const group = cfg.resolver.resolve(node);
+    return { group, cfg, ...groupSnapshotFor(cfg, node, group) };
   };
+  const current = (node: NodeIdentity) => (opts.cache.current ? servedTo(opts.cache.current, node) : undefined);
 
   /** The type counts as ACKed at `t` once every subscription of it reports its current selection. */
   const maybeAcked = (status: StreamStatus, state: PollerState, t: TypeSnapshot) => {
@@ -324,8 +325,7 @@ export function createRestServer(opts: RestOptions): RestServer {
   opts.cache.onPublish((cfg) => {
     // Re-resolve each held node: a model change can also move nodes between groups.
     for (const h of [...held]) {
-      const group = cfg.resolver.resolve(h.node);
-      const t = cfg.groups.get(group)?.types[h.kind];
+      const t = servedTo(cfg, h.node).snapshot?.types[h.kind];
       if (!t) continue;
       const sel = restSelection(t, h.names, h.variant);
       if (sel.version !== h.version && sel.version !== h.sub.nackedSent) answer(h, { t, sel });
@@ -395,7 +395,8 @@ export function createRestServer(opts: RestOptions): RestServer {
     // Long polling only for proxies that said their request_timeout allows it.
     const holdMs = Math.min(opts.holdMs, longPollMs(node.metadata));
     const variant = variantFor(xdsClusterName(req.headers.host, REST_XDS_CLUSTER), holdMs > 0);
-    const t = at.cfg.groups.get(at.group)!.types[kind];
+    status.stage = at.stage;
+    const t = at.snapshot!.types[kind];
     const sel = restSelection(t, names, variant);
     // A version this proxy rejected is not sent again (it keeps its last good one) until the next change.
     const rejected = sub.nackedSent === sel.version && version !== '' && version === sub.acked;

@@ -1,0 +1,73 @@
+/**
+ * Where a rollout stands, from what the node registry knows: per stage, how many connected proxies
+ * it holds, how many are on the version their stage should have (every type they subscribe to
+ * ACKed at that version), and whether the current stage's ACK gate holds. Pure: the registry's
+ * view and the published config in, figures out.
+ */
+import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
+import type { PublishedConfig } from '../snapshot/snapshot-cache.ts';
+import { RESOURCE_TYPES } from '../xds/resource-types.ts';
+import type { RolloutPlan } from './plan.ts';
+import { servesNew, type RolloutState } from './state.ts';
+
+/** A connected proxy as the registry reports it. */
+export interface NodeView {
+  nodeId: string;
+  group: string;
+  types: Readonly<Record<string, { ackedVersion?: string } | undefined>>;
+}
+
+export interface StageProgress {
+  name: string;
+  /** Whether the stage's proxies are served the new version now. */
+  onNewVersion: boolean;
+  /** Connected proxies of the stage. */
+  nodes: number;
+  /** Of those, proxies that ACKed the version they are served, for every type they subscribe to. */
+  upToDate: number;
+}
+
+export interface RolloutProgress {
+  stages: StageProgress[];
+  /** Whether the current stage's ACK gate holds (enough proxies, enough of them up to date). */
+  gateHolds: boolean;
+}
+
+function upToDate(n: NodeView, target: GroupSnapshot | undefined): boolean {
+  if (!target) return false;
+  for (const t of RESOURCE_TYPES) {
+    const st = n.types[t.typeUrl];
+    if (st && st.ackedVersion !== target.types[t.kind].version) return false;
+  }
+  return true;
+}
+
+export function rolloutProgress(
+  plan: RolloutPlan,
+  state: RolloutState,
+  cfg: PublishedConfig | undefined,
+  nodes: Iterable<NodeView>,
+): RolloutProgress {
+  const stages: StageProgress[] = plan.names.map((name, i) => ({
+    name,
+    onNewVersion: servesNew(state, i),
+    nodes: 0,
+    upToDate: 0,
+  }));
+  for (const n of nodes) {
+    const i = plan.stageOf({ id: n.nodeId, cluster: '', metadata: {} }, n.group);
+    const s = stages[i]!;
+    s.nodes++;
+    const staged = cfg?.staged?.groups.get(n.group);
+    const target = s.onNewVersion && staged ? staged : cfg?.groups.get(n.group);
+    if (upToDate(n, target)) s.upToDate++;
+  }
+  const current = stages[state.stage];
+  const gates = plan.stages[state.stage]?.gates;
+  const gateHolds =
+    !!current &&
+    !!gates &&
+    current.nodes >= gates.minProxies &&
+    current.upToDate * 100 >= gates.ackedPercent * current.nodes;
+  return { stages, gateHolds };
+}
