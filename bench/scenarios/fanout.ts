@@ -29,7 +29,7 @@ export interface FanoutResult {
 const RDS = TypeUrls.route;
 const EDS = TypeUrls.endpoint;
 
-function waitMsg(children: ChildProcess[], type: string, timeoutMs: number): Promise<any[]> {
+export function waitMsg(children: ChildProcess[], type: string, timeoutMs: number): Promise<any[]> {
   return Promise.all(
     children.map(
       (c) =>

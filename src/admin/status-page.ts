@@ -15,6 +15,7 @@ th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-al
 .mono{font-family:ui-monospace,monospace;font-size:12px}
 </style></head><body>
 <h1>fleetxds</h1><div id="version">loading…</div><div id="error"></div>
+<h2>Staged rollout</h2><div id="staged">none</div>
 <h2>Rollout</h2><table id="rollout"><thead><tr>
 <th>group</th><th>type</th><th>version</th><th>ACKed</th><th>NACKed</th><th>behind</th>
 </tr></thead><tbody></tbody></table>
@@ -67,12 +68,23 @@ function nodeRow(n) {
     .map(([t, x]) => short(t) + ': ' + (x.sentVersion || '-') + ' / ' + (x.ackedVersion || '-'));
   const l = n.lastNack;
   const nack = l ? el('span', short(l.typeUrl) + ' ' + l.at + ': ' + l.message, 'bad') : '';
-  return row([n.nodeId, n.group, n.transport, n.peer, n.userAgent, el('span', types.join('  '), 'mono'), nack]);
+  const group = n.stage ? n.group + ' (stage ' + n.stage + ')' : n.group;
+  return row([n.nodeId, group, n.transport, n.peer, n.userAgent, el('span', types.join('  '), 'mono'), nack]);
 }
 function rejectionLine(r) {
   if (!r) return 'none';
   const where = (d) => (d.location ? d.location.file + ':' + d.location.line + ': ' : '');
   return r.rejectedAt + ' (' + r.source + '): ' + r.diagnostics.map((d) => where(d) + d.message).join('; ');
+}
+function stagedLines(st) {
+  const r = st && (st.rollout || st.last);
+  if (!r) return [el('div', 'none')];
+  const head = 'rollout #' + r.id + ': ' + r.status + ', version ' + r.from + ' -> ' + r.to + ', stage ' + r.stage;
+  const lines = [el('div', head, r.status === 'halted' ? 'bad' : r.status === 'progressing' ? 'warn' : 'ok')];
+  if (r.halt) lines.push(el('div', 'halted (' + r.halt.reason + ')' + (r.halt.nodeId ? ' by ' + r.halt.nodeId : '') +
+    (r.halt.message ? ': ' + r.halt.message : ''), 'bad'));
+  for (const s of r.stages) lines.push(el('div', s.summary, 'mono'));
+  return lines;
 }
 function historyRow(h) {
   return row([h.id, h.appliedAt, h.sourceKind, h.commitSha ? h.commitSha.slice(0, 12) : '',
@@ -90,6 +102,7 @@ async function refresh() {
     const s = await res.json();
     byId('error').textContent = '';
     byId('version').textContent = versionLine(s.version);
+    byId('staged').replaceChildren(...stagedLines(s.staged));
     fill('rollout', s.rollout.map(rolloutRow));
     fill('nodes', s.nodes.map(nodeRow));
     const ff = s.fileFailures || [];

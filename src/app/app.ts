@@ -87,7 +87,10 @@ export async function startApp(
     config.configDir,
     envoyCheck,
   );
-  const metrics = new Metrics(registry, cache);
+  const metrics = new Metrics(registry, cache, () => {
+    const a = pipeline.rollout;
+    return a && { stage: a.state.stage, halted: a.state.status === 'halted', to: a.state.to };
+  });
   pipeline.events.on('applied', (ms: number) => metrics.applyDuration.observe(ms / 1000));
   pipeline.events.on('rejected', () => metrics.validationFailures.inc());
 

@@ -6,6 +6,13 @@ import client from 'prom-client';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from './node-registry.ts';
 
+/** What the metrics need of a rollout under way. */
+export interface RolloutMetrics {
+  stage: number;
+  halted: boolean;
+  to: number;
+}
+
 const typeName = (typeUrl: string) => typeUrl.slice(typeUrl.lastIndexOf('.') + 1);
 
 export class Metrics {
@@ -49,7 +56,11 @@ export class Metrics {
   /** When each (type, version) was first published: the start of its push latency. */
   private readonly publishedAt = new Map<string, number>();
 
-  constructor(registry: NodeRegistry, cache: SnapshotCache) {
+  constructor(
+    registry: NodeRegistry,
+    cache: SnapshotCache,
+    rollout: () => RolloutMetrics | undefined = () => undefined,
+  ) {
     client.collectDefaultMetrics({ register: this.registry });
     const reg = this.registry;
     new client.Gauge({
@@ -74,9 +85,33 @@ export class Metrics {
         this.set(cache.current?.versionId ?? 0);
       },
     });
+    new client.Gauge({
+      name: 'fleetxds_rollout_stage',
+      help: 'Index of the stage a staged rollout is at (0 = first); -1 when none is under way',
+      registers: [reg],
+      collect() {
+        this.set(rollout()?.stage ?? -1);
+      },
+    });
+    new client.Gauge({
+      name: 'fleetxds_rollout_halted',
+      help: '1 while a staged rollout is halted (by a NACK or an operator)',
+      registers: [reg],
+      collect() {
+        this.set(rollout()?.halted ? 1 : 0);
+      },
+    });
+    new client.Gauge({
+      name: 'fleetxds_rollout_target_version',
+      help: 'Config version a staged rollout is delivering; 0 when none is under way',
+      registers: [reg],
+      collect() {
+        this.set(rollout()?.to ?? 0);
+      },
+    });
     cache.onPublish((cfg) => {
       const now = Date.now();
-      for (const g of cfg.groups.values())
+      for (const g of [...cfg.groups.values(), ...(cfg.staged?.groups.values() ?? [])])
         for (const t of Object.values(g.types))
           if (!this.publishedAt.has(`${t.kind}\0${t.version}`)) this.publishedAt.set(`${t.kind}\0${t.version}`, now);
       if (this.publishedAt.size > 100_000) this.publishedAt.clear();

@@ -3,7 +3,7 @@
  * config change it shows the new version and the ACKs of connected real gRPC xDS clients; after a
  * config the clients reject, it shows their NACK text.
  */
-import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -86,6 +86,7 @@ test('shows the served version, the rollout and the connected clients', async ()
   assert.match(nodes, /page-client-1/);
   assert.match(nodes, /page-client-2/);
   assert.match(nodes, /gRPC Node Pure JS/);
+  assert.is(await text('#staged'), 'none', 'no staged rollout');
 });
 
 test('after a config change: the new version and the ACKs of the clients', async () => {
@@ -110,6 +111,29 @@ test('after a config the clients reject: the NACK text', async () => {
   const shot = process.env.STATUS_SCREENSHOT ?? join(tempDir(), 'status.png');
   await page.screenshot({ path: shot, fullPage: true });
   assert.ok(readFileSync(shot).length > 1000);
+});
+
+test('a staged rollout: the stage line with its progress, each node with its stage', async () => {
+  writeFileSync(
+    join(root, 'services', 'rollout.yaml'),
+    'kind: Rollout\nname: staged\nstages:\n  - name: canary\n    select: { idPattern: "page-client-1" }\n' +
+      '    gates: { soak: 10m }\n',
+  );
+  await waitFor('the policy applied', async () => /version 4 applied/.test(await text('#version')), 15_000);
+  editGrpc((docs) => {
+    delete svc(docs, 'greeter-v2').lb;
+    svc(docs, 'greeter-v2').connectTimeout = '4s';
+  });
+  await waitFor('rollout shown', async () => /rollout #1: progressing/.test(await text('#staged')), 15_000);
+  for (const c of clients) await c.sayHello('during-rollout');
+  await waitFor(
+    'canary progress',
+    async () => /canary: 1 node on version 5, 1 ACKed, soaking/.test(await text('#staged')),
+    15_000,
+  );
+  assert.match(await text('#staged'), /rest: 1 node on version 4/);
+  assert.match(await text('#nodes'), /default \(stage canary\)/);
+  assert.match(await text('#nodes'), /default \(stage rest\)/);
 });
 
 test.run();

@@ -108,6 +108,9 @@ test('a canary NACK halts the rollout: the rest keeps the previous version; abor
   assert.ok(await fleet.s.quiet(1200), 'the rest never sees the NACKed version (gates are not evaluated when halted)');
   const status = (await (await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/status`)).json()) as Json;
   assert.is(status.staged.rollout.status, 'halted');
+  const metrics = await (await fetch(`http://127.0.0.1:${app.adminPort}/metrics`)).text();
+  assert.match(metrics, /^fleetxds_rollout_halted 1$/m);
+  assert.match(metrics, /^fleetxds_rollout_stage 0$/m);
   const refused = await command('promote');
   assert.is(refused.status, 409, 'a halted rollout is not promoted');
   const abort = await command('abort');
