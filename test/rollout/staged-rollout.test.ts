@@ -10,7 +10,8 @@ import type { RunningApp } from '../../src/app/app.ts';
 import { connect, T, type Json, type ScriptedStream } from '../helpers/ads-client.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
-import { BASE, writeTree } from '../helpers/tree.ts';
+import { join } from 'node:path';
+import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
 const ROLLOUT = `kind: Rollout
 name: staged
@@ -137,6 +138,28 @@ test("proxies connecting mid-rollout get their stage's version; halt and resume 
   const promoted = await lateFleet.s.next(3000);
   assert.is(timeoutOf(promoted), '4s');
   assert.is((await command('promote')).status, 404, 'nothing left to promote');
+});
+
+test("a restart resumes the rollout: same stage, each proxy served its stage's version", async () => {
+  writeTree(tree('5s'), dir);
+  const database = join(tempDir(), 'restart.db');
+  // A server on a database of its own, so the same database can be opened again after it stops.
+  client.close();
+  await app.close();
+  app = await startServer(dir, { database });
+  client = connect(app.grpcPort);
+  await apply('6s'); // a rollout in this database
+  const started = (await rolloutApi()).rollout!;
+  assert.is(started.status, 'progressing');
+  client.close();
+  await app.close();
+  app = await startServer(dir, { database });
+  client = connect(app.grpcPort);
+  const resumed = (await rolloutApi()).rollout!;
+  assert.is(resumed.id, started.id);
+  assert.is(resumed.stage, 'canary');
+  assert.is(timeoutOf((await proxy('canary-9')).cds), '6s');
+  assert.is(timeoutOf((await proxy('fleet-9')).cds), '5s');
 });
 
 test.run();
