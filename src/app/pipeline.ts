@@ -10,32 +10,29 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { SecretMaterial } from '../model/types.ts';
-import { originKey, type Model } from '../model/types.ts';
-import { ErrorCodes, FleetError } from '../shared/errors.ts';
-import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
-import { buildConfig, buildSecrets } from '../snapshot/build.ts';
-import type { EncodedResource } from '../snapshot/encoder.ts';
-import { makeGroupSnapshot } from '../snapshot/group-snapshot.ts';
-import { reconcile, type ServedInputs, type ServedRollout } from '../snapshot/reconcile.ts';
-import { compilePlan, type RolloutPlan } from '../rollout/plan.ts';
+import { originKey, type Model, type SecretMaterial } from '../model/types.ts';
+import { compilePlan } from '../rollout/plan.ts';
 import {
   isActive,
   RolloutCommandError,
-  servesNew,
   startRollout,
   step,
   type RolloutEvent,
   type RolloutState,
-  type StageRules,
 } from '../rollout/state.ts';
-import { makeRevision, revisionGroups, type Revision, type RevisionGroup } from '../snapshot/revision.ts';
+import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
+import { ErrorCodes, FleetError } from '../shared/errors.ts';
+import { buildSecrets } from '../snapshot/build.ts';
+import type { EncodedResource } from '../snapshot/encoder.ts';
+import { reconcile, type ServedInputs } from '../snapshot/reconcile.ts';
+import { makeRevision, revisionGroups, type Revision } from '../snapshot/revision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { revisionOf } from '../source/git-info.ts';
 import { loadSecrets } from '../source/secrets.ts';
 import type { Stores } from '../store/database.ts';
-import { SECRET_PREFIX, type Manifest, type StoredResource, type VersionRecord } from '../store/revisions.ts';
 import { PipelineCaches } from './caches.ts';
+import { manifestOf, RevisionLoader } from './revision-loader.ts';
+import { changesServed, rulesOf, servedRollout, servingChanged, type ActiveRollout } from '../rollout/active.ts';
 import { checkTree } from './check-tree.ts';
 import type { EnvoyChecker } from './envoy-check.ts';
 
@@ -51,9 +48,6 @@ export interface ServedSecret {
   subject?: string;
 }
 
-/** Revisions restored from the store for pins and rollbacks, kept for reuse (a handful at most). */
-const MAX_CACHED_REVISIONS = 8;
-
 export class ConfigPipeline {
   readonly caches = new PipelineCaches();
   /** 'applied' (ms), 'rejected' (diagnostics): for metrics. */
@@ -63,7 +57,6 @@ export class ConfigPipeline {
   private inputs?: ServedInputs;
   /** TLS material of the served model's secrets (in memory only, never stored). */
   private material = new Map<string, SecretMaterial>();
-  private readonly restored = new Map<number, Revision>();
   private lastRejectedTree?: string;
   /** The rollout under way (progressing or halted); its serving part is an input of reconcile. */
   private active?: ActiveRollout;
@@ -78,7 +71,12 @@ export class ConfigPipeline {
     private readonly configDir: string,
     /** Optional: real Envoy judges every tree before it is applied. */
     private readonly envoy?: EnvoyChecker,
-  ) {}
+  ) {
+    this.revisions = new RevisionLoader(stores.revisions, this.caches, log);
+  }
+
+  /** Stored versions restored as revisions (pins, rollbacks, restarts, a rollout's start). */
+  private readonly revisions: RevisionLoader;
 
   get secretFiles(): string[] {
     return [...this.material.values()].flatMap((m) => m.files);
@@ -110,18 +108,6 @@ export class ConfigPipeline {
   /** The rollout under way, if any (its state, its plan, the revision it started from). */
   get rollout(): ActiveRollout | undefined {
     return this.active;
-  }
-
-  private servedRollout(a: ActiveRollout | undefined): ServedRollout | undefined {
-    if (!a || !isActive(a.state)) return undefined;
-    const { plan, state } = a;
-    return {
-      from: a.from,
-      stageOf: (node, group) => {
-        const i = plan.stageOf(node, group);
-        return { stage: plan.names[i] ?? 'rest', servesNew: servesNew(state, i) };
-      },
-    };
   }
 
   /**
@@ -187,7 +173,7 @@ export class ConfigPipeline {
         this.active = undefined;
         this.update({ rollout: undefined });
       } else if (servingChanged(a.state, next)) {
-        this.update({ rollout: this.servedRollout(this.active) });
+        this.update({ rollout: servedRollout(this.active) });
       }
       return next;
     });
@@ -205,24 +191,25 @@ export class ConfigPipeline {
    */
   loadLatestFromStore(): Promise<boolean> {
     return this.enqueue(async () => {
-      const latest = this.stores.revisions.latest();
-      if (!latest) return false;
+      const model = this.stores.revisions.latest()?.model;
+      if (!model) return false;
       // TLS material is never in the store: read it again from its files.
       const secrets = await this.readSecrets(
-        latest.model,
+        model,
         'secrets of the stored version cannot be loaded; they are not served',
       );
-      const revision = this.restore(latest) ?? this.rebuild(latest);
-      if (!revision) return false;
+      const latest = this.revisions.latest(this.material);
+      const revision = latest?.revision;
+      if (!latest || !revision) return false;
       this.active = this.restoreRollout(revision);
       this.update({
         revision,
         pins: this.restorePins(),
         secrets: secrets ?? new Map(),
-        rollout: this.servedRollout(this.active),
+        rollout: servedRollout(this.active),
       });
       this.log.info(
-        { versionId: latest.id, modelHash: latest.modelHash.slice(0, 12) },
+        { versionId: revision.id, modelHash: revision.modelHash.slice(0, 12) },
         'serving last good version from the store',
       );
       return true;
@@ -285,7 +272,7 @@ export class ConfigPipeline {
       groups,
     });
     this.active = this.rolloutFor(revision, served, appliedAt);
-    this.update({ revision, secrets: secrets.secrets, rollout: this.servedRollout(this.active) });
+    this.update({ revision, secrets: secrets.secrets, rollout: servedRollout(this.active) });
     const ms = performance.now() - started;
     this.log.info(
       { versionId: id, modelHash: hash.slice(0, 12), ms: Math.round(ms), warnings: check.diagnostics.length },
@@ -318,7 +305,7 @@ export class ConfigPipeline {
 
   /** A rollback ends a rollout under way: the operator chose one version for everyone. */
   private rollbackNow(toId: number, actor: string, why = 'rollback'): ApplyOutcome {
-    const target = this.revision(toId);
+    const target = this.revisions.get(toId, this.inputs?.revision);
     const record = this.stores.revisions.get(toId)!;
     const served = this.inputs?.revision;
     const appliedAt = new Date();
@@ -357,7 +344,7 @@ export class ConfigPipeline {
   /** Holds a node group at an earlier version while the rest of the fleet moves on. */
   pin(group: string, versionId: number, actor: string): Promise<void> {
     return this.enqueue(() => {
-      const pinned = this.revision(versionId);
+      const pinned = this.revisions.get(versionId, this.inputs?.revision);
       // Only a group that exists (now, or in the version to pin it to) can be pinned.
       const known = new Set([...(this.cache.current?.groups.keys() ?? []), ...pinned.groups.keys()]);
       if (!known.has(group))
@@ -397,11 +384,7 @@ export class ConfigPipeline {
       const served = this.inputs?.revision;
       if (!served) return 'unchanged';
       const model = served.model;
-      const loaded = await loadSecrets(
-        model.secrets,
-        resolve(this.configDir),
-        (name) => model.origins[originKey('Secret', name)],
-      );
+      const loaded = await this.loadSecretFiles(model);
       const built = hasErrors(loaded.diagnostics) ? undefined : buildSecrets(model, loaded.materials, this.caches);
       if (!built?.secrets) {
         const diagnostics = [...loaded.diagnostics, ...(built?.diagnostics ?? [])];
@@ -429,16 +412,17 @@ export class ConfigPipeline {
     });
   }
 
+  /** The TLS material of a model's Secret documents, read from files relative to the config folder. */
+  private loadSecretFiles(model: Model): ReturnType<typeof loadSecrets> {
+    return loadSecrets(model.secrets, resolve(this.configDir), (name) => model.origins[originKey('Secret', name)]);
+  }
+
   /**
    * Restart: reads and builds the model's secrets. Secrets whose files fail are left out (and
    * logged); the others are served, as they were before the restart.
    */
   private async readSecrets(model: Model, failure: string): Promise<Map<string, EncodedResource> | undefined> {
-    const loaded = await loadSecrets(
-      model.secrets,
-      resolve(this.configDir),
-      (name) => model.origins[originKey('Secret', name)],
-    );
+    const loaded = await this.loadSecretFiles(model);
     if (hasErrors(loaded.diagnostics)) this.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, failure);
     const built = buildSecrets(model, loaded.materials, this.caches);
     if (!built.secrets) {
@@ -449,30 +433,18 @@ export class ConfigPipeline {
     return built.secrets;
   }
 
-  /** A stored version as a revision (restored once, then reused); throws FXDS_UNKNOWN_VERSION. */
-  private revision(id: number): Revision {
-    if (this.inputs?.revision.id === id) return this.inputs.revision;
-    const hit = this.restored.get(id);
-    if (hit) return hit;
-    const record = this.stores.revisions.get(id);
-    const revision = record && this.restore(record);
-    if (!revision)
-      throw new FleetError(
-        ErrorCodes.UNKNOWN_VERSION,
-        `unknown version ${id}: it does not exist or has no stored resources`,
-      );
-    if (this.restored.size >= MAX_CACHED_REVISIONS) this.restored.delete(this.restored.keys().next().value as number);
-    this.restored.set(id, revision);
-    return revision;
-  }
-
   /** A rollout that was under way when the server stopped resumes where it was. */
   private restoreRollout(revision: Revision): ActiveRollout | undefined {
     const stored = this.stores.rollouts.active();
     const policy = revision.model.rollouts?.[0];
     if (!stored || stored.state.to !== revision.id || !policy) return undefined;
     try {
-      return { id: stored.id, from: this.revision(stored.state.from), plan: compilePlan(policy), state: stored.state };
+      return {
+        id: stored.id,
+        from: this.revisions.get(stored.state.from, this.inputs?.revision),
+        plan: compilePlan(policy),
+        state: stored.state,
+      };
     } catch (err) {
       this.log.error({ rollout: stored.id, err }, 'the rollout cannot be resumed; serving the newest version to all');
       return undefined;
@@ -483,7 +455,7 @@ export class ConfigPipeline {
     const pins = new Map<string, Revision>();
     for (const pin of this.stores.pins.list()) {
       try {
-        pins.set(pin.group, this.revision(pin.versionId));
+        pins.set(pin.group, this.revisions.get(pin.versionId, this.inputs?.revision));
       } catch (err) {
         this.log.error(
           { group: pin.group, versionId: pin.versionId, err },
@@ -493,101 +465,4 @@ export class ConfigPipeline {
     }
     return pins;
   }
-
-  /** From the stored manifest and encoded bytes: nothing translated or encoded. */
-  private restore(record: VersionRecord & { model: Model }): Revision | undefined {
-    const manifest = this.stores.revisions.manifest(record.id);
-    const stored = manifest && this.stores.revisions.resources(manifest);
-    if (!manifest || !stored) return undefined;
-    const groups = new Map<string, RevisionGroup>();
-    for (const [group, keys] of Object.entries(manifest)) {
-      const resources: EncodedResource[] = [];
-      const secretNames: string[] = [];
-      for (const k of keys) {
-        if (k.startsWith(SECRET_PREFIX)) secretNames.push(k.slice(SECRET_PREFIX.length));
-        else {
-          const r = stored.get(k)!;
-          resources.push(this.caches.encoder.restore(r.kind, r.name, r.key, r.json, r.any));
-        }
-      }
-      groups.set(group, { snapshot: makeGroupSnapshot(group, resources), secretNames });
-    }
-    return makeRevision({ ...revisionFields(record), groups });
-  }
-
-  /** A version stored without a manifest (older databases): built again from its model. */
-  private rebuild(record: VersionRecord & { model: Model }): Revision | undefined {
-    const built = buildConfig(record.model, this.caches, undefined, this.material);
-    if (!built.config) {
-      // Only possible if this build of fleetxds rejects what an older one accepted.
-      this.log.error(
-        { versionId: record.id, problems: built.diagnostics.map(formatDiagnostic) },
-        'stored version no longer builds; waiting for the directory',
-      );
-      return undefined;
-    }
-    return makeRevision({ ...revisionFields(record), groups: revisionGroups(built.config.groups) });
-  }
-}
-
-function revisionFields(r: VersionRecord & { model: Model }): Omit<Revision, 'resolver' | 'groups'> {
-  return {
-    id: r.id,
-    modelHash: r.modelHash,
-    treeHash: r.treeHash,
-    appliedAt: r.appliedAt,
-    commit: r.commitSha ?? undefined,
-    model: r.model,
-  };
-}
-
-/** The manifest of a revision's groups and the encoded resources it names (secrets by name only). */
-function manifestOf(groups: ReadonlyMap<string, RevisionGroup>): { manifest: Manifest; resources: StoredResource[] } {
-  const manifest: Manifest = {};
-  const resources = new Map<string, StoredResource>();
-  for (const [name, g] of groups) {
-    const keys: string[] = [];
-    for (const t of Object.values(g.snapshot.types)) {
-      for (const r of t.resources.values()) {
-        keys.push(r.key);
-        resources.set(r.key, r);
-      }
-    }
-    // Secrets hold private keys: the store keeps only their names (material is re-read from files).
-    for (const s of g.secretNames) keys.push(SECRET_PREFIX + s);
-    manifest[name] = keys;
-  }
-  return { manifest, resources: [...resources.values()] };
-}
-
-export interface ActiveRollout {
-  readonly id: number;
-  readonly from: Revision;
-  readonly plan: RolloutPlan;
-  readonly state: RolloutState;
-}
-
-function rulesOf(plan: RolloutPlan): StageRules {
-  return {
-    count: plan.stages.length,
-    soakMs: (i) => plan.stages[i]?.gates.soakMs ?? 0,
-    manual: (i) => plan.stages[i]?.gates.manual ?? false,
-    onNack: plan.onNack,
-  };
-}
-
-/** Whether a transition changes who is served which version. */
-function servingChanged(a: RolloutState, b: RolloutState): boolean {
-  return a.stage !== b.stage || a.status !== b.status || !!a.halt?.rolledBack !== !!b.halt?.rolledBack;
-}
-
-/** Whether any group would serve other bytes (model-only changes, like the policy itself, do not). */
-function changesServed(from: Revision, to: Revision): boolean {
-  for (const [name, g] of to.groups) {
-    const old = from.groups.get(name);
-    if (!old || old.secretNames.join() !== g.secretNames.join()) return true;
-    for (const [kind, t] of Object.entries(g.snapshot.types))
-      if (old.snapshot.types[kind as keyof typeof g.snapshot.types].version !== t.version) return true;
-  }
-  return false;
 }

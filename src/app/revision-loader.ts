@@ -1,0 +1,123 @@
+/**
+ * Stored versions back as revisions, for a restart, a rollback, a pin or a rollout's starting
+ * point: from the stored manifest and encoded bytes (nothing translated or encoded), or, for a
+ * version stored before manifests existed, built again from its model. Restored revisions are kept
+ * for reuse (a handful at most), so a pin and the rollback to the same version share one.
+ */
+import type { Logger } from 'pino';
+import type { Model, SecretMaterial } from '../model/types.ts';
+import { ErrorCodes, FleetError } from '../shared/errors.ts';
+import { formatDiagnostic } from '../shared/diagnostics.ts';
+import { buildConfig } from '../snapshot/build.ts';
+import type { EncodedResource } from '../snapshot/encoder.ts';
+import { makeGroupSnapshot } from '../snapshot/group-snapshot.ts';
+import { makeRevision, revisionGroups, type Revision, type RevisionGroup } from '../snapshot/revision.ts';
+import type { RevisionStore, Manifest, StoredResource, VersionRecord } from '../store/revisions.ts';
+import { SECRET_PREFIX } from '../store/revisions.ts';
+import type { PipelineCaches } from './caches.ts';
+
+const MAX_CACHED_REVISIONS = 8;
+
+type StoredVersion = VersionRecord & { model: Model };
+
+export class RevisionLoader {
+  private readonly restored = new Map<number, Revision>();
+
+  constructor(
+    private readonly store: RevisionStore,
+    private readonly caches: PipelineCaches,
+    private readonly log: Logger,
+  ) {}
+
+  /** Version `id` as a revision (restored once, then reused); throws FXDS_UNKNOWN_VERSION. */
+  get(id: number, current?: Revision): Revision {
+    if (current?.id === id) return current;
+    const hit = this.restored.get(id);
+    if (hit) return hit;
+    const record = this.store.get(id);
+    const revision = record && this.restore(record);
+    if (!revision)
+      throw new FleetError(
+        ErrorCodes.UNKNOWN_VERSION,
+        `unknown version ${id}: it does not exist or has no stored resources`,
+      );
+    if (this.restored.size >= MAX_CACHED_REVISIONS) this.restored.delete(this.restored.keys().next().value as number);
+    this.restored.set(id, revision);
+    return revision;
+  }
+
+  /** The newest stored version, restored or (older databases) rebuilt with `material`. */
+  latest(material: ReadonlyMap<string, SecretMaterial>): { record: StoredVersion; revision?: Revision } | undefined {
+    const record = this.store.latest();
+    if (!record) return undefined;
+    return { record, revision: this.restore(record) ?? this.rebuild(record, material) };
+  }
+
+  /** From the stored manifest and encoded bytes: nothing translated or encoded. */
+  private restore(record: StoredVersion): Revision | undefined {
+    const manifest = this.store.manifest(record.id);
+    const stored = manifest && this.store.resources(manifest);
+    if (!manifest || !stored) return undefined;
+    const groups = new Map<string, RevisionGroup>();
+    for (const [group, keys] of Object.entries(manifest)) {
+      const resources: EncodedResource[] = [];
+      const secretNames: string[] = [];
+      for (const k of keys) {
+        if (k.startsWith(SECRET_PREFIX)) secretNames.push(k.slice(SECRET_PREFIX.length));
+        else {
+          const r = stored.get(k)!;
+          resources.push(this.caches.encoder.restore(r.kind, r.name, r.key, r.json, r.any));
+        }
+      }
+      groups.set(group, { snapshot: makeGroupSnapshot(group, resources), secretNames });
+    }
+    return makeRevision({ ...revisionFields(record), groups });
+  }
+
+  /** A version stored without a manifest (older databases): built again from its model. */
+  private rebuild(record: StoredVersion, material: ReadonlyMap<string, SecretMaterial>): Revision | undefined {
+    const built = buildConfig(record.model, this.caches, undefined, material);
+    if (!built.config) {
+      // Only possible if this build of fleetxds rejects what an older one accepted.
+      this.log.error(
+        { versionId: record.id, problems: built.diagnostics.map(formatDiagnostic) },
+        'stored version no longer builds; waiting for the directory',
+      );
+      return undefined;
+    }
+    return makeRevision({ ...revisionFields(record), groups: revisionGroups(built.config.groups) });
+  }
+}
+
+function revisionFields(r: StoredVersion): Omit<Revision, 'resolver' | 'groups'> {
+  return {
+    id: r.id,
+    modelHash: r.modelHash,
+    treeHash: r.treeHash,
+    appliedAt: r.appliedAt,
+    commit: r.commitSha ?? undefined,
+    model: r.model,
+  };
+}
+
+/** The manifest of a revision's groups and the encoded resources it names (secrets by name only). */
+export function manifestOf(groups: ReadonlyMap<string, RevisionGroup>): {
+  manifest: Manifest;
+  resources: StoredResource[];
+} {
+  const manifest: Manifest = {};
+  const resources = new Map<string, StoredResource>();
+  for (const [name, g] of groups) {
+    const keys: string[] = [];
+    for (const t of Object.values(g.snapshot.types)) {
+      for (const r of t.resources.values()) {
+        keys.push(r.key);
+        resources.set(r.key, r);
+      }
+    }
+    // Secrets hold private keys: the store keeps only their names (material is re-read from files).
+    for (const s of g.secretNames) keys.push(SECRET_PREFIX + s);
+    manifest[name] = keys;
+  }
+  return { manifest, resources: [...resources.values()] };
+}

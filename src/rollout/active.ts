@@ -1,0 +1,53 @@
+/**
+ * A rollout under way as the pipeline holds it: its id, the revision it started from, its compiled
+ * plan and its state; and the facts derived from them that the pipeline needs.
+ */
+import type { ServedRollout } from '../snapshot/reconcile.ts';
+import type { Revision } from '../snapshot/revision.ts';
+import type { RolloutPlan } from './plan.ts';
+import { isActive, servesNew, type RolloutState, type StageRules } from './state.ts';
+
+export interface ActiveRollout {
+  readonly id: number;
+  readonly from: Revision;
+  readonly plan: RolloutPlan;
+  readonly state: RolloutState;
+}
+
+export function rulesOf(plan: RolloutPlan): StageRules {
+  return {
+    count: plan.stages.length,
+    soakMs: (i) => plan.stages[i]?.gates.soakMs ?? 0,
+    manual: (i) => plan.stages[i]?.gates.manual ?? false,
+    onNack: plan.onNack,
+  };
+}
+
+/** The reconciler's input: which proxies get the new revision, per the plan and the state. */
+export function servedRollout(a: ActiveRollout | undefined): ServedRollout | undefined {
+  if (!a || !isActive(a.state)) return undefined;
+  const { plan, state } = a;
+  return {
+    from: a.from,
+    stageOf: (node, group) => {
+      const i = plan.stageOf(node, group);
+      return { stage: plan.names[i] ?? 'rest', servesNew: servesNew(state, i) };
+    },
+  };
+}
+
+/** Whether a transition changes who is served which version. */
+export function servingChanged(a: RolloutState, b: RolloutState): boolean {
+  return a.stage !== b.stage || a.status !== b.status || !!a.halt?.rolledBack !== !!b.halt?.rolledBack;
+}
+
+/** Whether any group would serve other bytes (model-only changes, like the policy itself, do not). */
+export function changesServed(from: Revision, to: Revision): boolean {
+  for (const [name, g] of to.groups) {
+    const old = from.groups.get(name);
+    if (!old || old.secretNames.join() !== g.secretNames.join()) return true;
+    for (const [kind, t] of Object.entries(g.snapshot.types))
+      if (old.snapshot.types[kind as keyof typeof g.snapshot.types].version !== t.version) return true;
+  }
+  return false;
+}
