@@ -119,6 +119,7 @@ export async function startApp(
     log: log.child({ component: 'grpc' }),
     maxReceiveBytes: config.grpc.maxReceiveBytes,
     maxUnreadBytes: config.grpc.maxUnreadBytes,
+    maxBehindMs: config.grpc.maxBehindMs,
     identityPrefix: config.grpc.tls?.identityPrefix,
     secretsAllowed: sds.grpc,
   });

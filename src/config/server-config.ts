@@ -58,6 +58,15 @@ export const ServerConfigSchema = Type.Object(
               'Responses a stream may leave unread before it is ended with RESOURCE_EXHAUSTED (default 32 MiB).',
           }),
         ),
+        maxBehindMs: Type.Optional(
+          Type.Integer({
+            minimum: 100,
+            maximum: 86_400_000,
+            description:
+              'A client that stopped reading gets no new pushes (it catches up from the newest version once it ' +
+              'reads again); after this long without reading it is ended with RESOURCE_EXHAUSTED (default 60 s).',
+          }),
+        ),
         tls: Type.Optional(TlsFiles),
         serveLastAckedOnNack: Type.Optional(
           Type.Boolean({

@@ -36,7 +36,17 @@ export interface StreamOptions {
   peer: string;
   /** Per-type services fix the type; ADS takes it from each request. */
   fixedKind?: ResourceKind;
-  send: (bytes: Buffer) => void;
+  /**
+   * Writes one response; `flushed` is called once the transport handed it to the connection (for
+   * a client that does not read, that stops when its flow-control window is full).
+   */
+  send: (bytes: Buffer, flushed: () => void) => void;
+  /**
+   * Called when the stream has been unable to deliver a newer config for `maxBehindMs` (the client
+   * stopped reading): the transport ends it so the client reconnects and gets the current state.
+   */
+  onStuck?: (behindMs: number) => void;
+  maxBehindMs?: number;
   /** NACK containment policy, shared by all streams of the server. */
   acks?: GroupAckTracker;
   /** Refuses a node identity the transport's credentials do not allow (returns the reason). */
@@ -56,6 +66,14 @@ export abstract class StreamBase {
   protected closed = false;
   private nonceCounter = 0;
   private secretsRefused = false;
+  /** Responses written but not yet flushed to the connection. */
+  private unflushed = 0;
+  /**
+   * Set when configs were published while responses were still unflushed: the stream catches up
+   * from the newest config once they flush, skipping the versions in between (at most the newest
+   * undelivered state is kept per stream). `since` is what it was served before falling behind.
+   */
+  private behind?: { since: GroupSnapshot | undefined; timer?: NodeJS.Timeout };
   /** The config `served` was resolved for, and this stream's group snapshot in it. */
   private servedCfg?: PublishedConfig;
   private served?: GroupSnapshot;
@@ -180,19 +198,50 @@ export abstract class StreamBase {
       this.status!.group = group;
     }
     this.resolveServed(cfg);
+    if (this.unflushed > 0) {
+      // The client has not taken the last response yet: remember to catch up, push nothing now.
+      if (!this.behind) this.fallBehind(before);
+      return;
+    }
     if (this.served) this.onConfig(this.served, before);
+  }
+
+  private fallBehind(since: GroupSnapshot | undefined): void {
+    const limit = this.opts.maxBehindMs;
+    const started = Date.now();
+    const timer =
+      limit && this.opts.onStuck
+        ? setTimeout(() => {
+            if (this.behind && !this.closed) this.opts.onStuck!(Date.now() - started);
+          }, limit)
+        : undefined;
+    timer?.unref();
+    this.behind = { since, timer };
+  }
+
+  private flushed(): void {
+    if (--this.unflushed > 0 || !this.behind || this.closed) return;
+    const { since, timer } = this.behind;
+    clearTimeout(timer);
+    this.behind = undefined;
+    const snap = this.snapshot();
+    if (snap) this.onConfig(snap, since);
   }
 
   /** A new config was published; push what changed for this stream. */
   protected abstract onConfig(snap: GroupSnapshot, prev: GroupSnapshot | undefined): void;
 
   protected sendBytes(bytes: Buffer): void {
-    if (!this.closed) this.opts.send(bytes);
+    if (this.closed) return;
+    this.unflushed++;
+    this.opts.send(bytes, () => this.flushed());
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.behind?.timer);
+    this.behind = undefined;
     this.unsubscribe?.();
     if (this.status) this.opts.registry.close(this.status);
   }

@@ -18,6 +18,7 @@ export interface StartOptions {
   serveLastAckedOnNack?: boolean;
   envoyCheck?: { binaries: string[] };
   maxUnreadBytes?: number;
+  maxBehindMs?: number;
   /** Serve SDS without authentication (loopback only; default true here: most tests are about other things). */
   insecureSds?: boolean;
   /** Receives every log line (JSON) the server writes, at debug level. */
@@ -36,6 +37,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
       listen: '127.0.0.1:0',
       serveLastAckedOnNack: opts.serveLastAckedOnNack,
       maxUnreadBytes: opts.maxUnreadBytes,
+      maxBehindMs: opts.maxBehindMs,
     },
     admin: { listen: '127.0.0.1:0' },
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },

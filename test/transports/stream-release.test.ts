@@ -1,7 +1,9 @@
 /**
  * Streams are released however they end: 150 raw HTTP/2 streams that send their first
  * DiscoveryRequest and are reset (RST_STREAM CANCEL) at once, on the next tick, or 20 ms later
- * leave no registered node behind while their connection stays open.
+ * leave no registered node behind while their connection stays open. A client that stops reading
+ * keeps at most the newest undelivered state (intermediate versions are skipped) and is ended
+ * once it has not read for grpc.maxBehindMs.
  */
 import http2 from 'node:http2';
 import { test } from 'uvu';
@@ -10,7 +12,8 @@ import { encodeJson } from '../../src/xds/proto-json.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
-import { TypeUrls } from '../../src/xds/resource-types.ts';
+import { lookupType } from '../../src/xds/proto-root.ts';
+import { DISCOVERY_RESPONSE, TypeUrls } from '../../src/xds/resource-types.ts';
 
 function grpcFrame(id: string): Buffer {
   const { bytes } = encodeJson('envoy.service.discovery.v3.DiscoveryRequest', {
@@ -56,34 +59,91 @@ test('streams reset right after their first request are unregistered while the c
   }
 });
 
-test('a client that never reads is ended (RESOURCE_EXHAUSTED) once its unread responses pass the bound', async () => {
+function bigTree(): { tree: Record<string, string>; services: string } {
   const services = Array.from(
     { length: 300 },
     (_, i) => `kind: Service\nname: s${i}\nendpoints: [{ address: 10.1.${i % 250}.1:80 }]\n`,
   ).join('---\n');
   const routes = Array.from({ length: 300 }, (_, i) => `  - { match: { prefix: /s${i}/ }, to: s${i} }`).join('\n');
-  const tree = {
-    'services.yaml': services,
-    'edge.yaml': `kind: Listener\nname: edge\nport: 8080\nvirtualHosts: [site]\n---\nkind: VirtualHost\nname: site\ndomains: ["*"]\nroutes:\n${routes}\n`,
-  };
-  const dir = writeTree(tree);
-  const app = await startServer(dir, { maxUnreadBytes: 256 * 1024 });
-  const session = http2.connect(`http://127.0.0.1:${app.grpcPort}`);
+  const edge =
+    'kind: Listener\nname: edge\nport: 8080\nvirtualHosts: [site]\n---\nkind: VirtualHost\nname: site\n' +
+    `domains: ["*"]\nroutes:\n${routes}\n`;
+  return { tree: { 'services.yaml': services, 'edge.yaml': edge }, services };
+}
+
+/** A raw ADS stream that sends one CDS request and does not read until told to. */
+function sleepyStream(port: number) {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
   session.on('error', () => {}); // the server going away at the end of the test
+  const req = session.request({
+    ':method': 'POST',
+    ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
+  req.on('error', () => {});
+  let status: string | undefined;
+  req.on('trailers', (t) => (status = String(t['grpc-status'])));
+  req.write(grpcFrame('sleepy')); // ... and no 'data' listener: the stream stays paused
+  const Res = lookupType(DISCOVERY_RESPONSE);
+  const versions: string[] = [];
+  let buf = Buffer.alloc(0);
+  return {
+    session,
+    status: () => status,
+    versions,
+    /** Starts reading: every response's version_info, in order. */
+    read() {
+      req.on('data', (chunk: Buffer) => {
+        buf = Buffer.concat([buf, chunk]);
+        while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
+          const len = buf.readUInt32BE(1);
+          const msg = Res.decode(buf.subarray(5, 5 + len)) as unknown as { version_info: string };
+          versions.push(msg.version_info);
+          buf = buf.subarray(5 + len);
+        }
+      });
+    },
+  };
+}
+
+test('a client that stops reading skips intermediate versions and catches up from the newest', async () => {
+  const { tree, services } = bigTree();
+  const dir = writeTree(tree);
+  const app = await startServer(dir);
+  const sleepy = sleepyStream(app.grpcPort);
   try {
-    const req = session.request({
-      ':method': 'POST',
-      ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    });
-    req.on('error', () => {});
-    let status: string | undefined;
-    req.on('trailers', (t) => (status = String(t['grpc-status'])));
-    req.write(grpcFrame('sleepy')); // ... and never read: no 'data' listener, the stream stays paused
     await waitFor('registered', () => app.registry.connected().length === 1);
     // Each change to every cluster's timeout is a full CDS push of ~30 KB to this stream.
-    for (let k = 1; k <= 20 && app.registry.connected().length; k++) {
+    for (let k = 1; k <= 20; k++) {
+      writeTree(
+        { 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) },
+        dir,
+      );
+      await app.reload();
+    }
+    const status = app.registry.connected()[0]!;
+    const sent = Number(status.types[TypeUrls.cluster]?.sentNonce);
+    assert.ok(sent <= 4, `${sent} responses written for 21 versions: the rest were skipped, not queued`);
+    const newest = app.cache.current!.groups.get('default')!.types.cluster.version;
+    sleepy.read();
+    await waitFor('caught up with the newest version', () => sleepy.versions.at(-1) === newest, 5000);
+    assert.ok(sleepy.versions.length <= 5, `received ${sleepy.versions.length} responses`);
+    assert.is(sleepy.status(), undefined, 'the stream lives on');
+  } finally {
+    sleepy.session.close();
+    await app.close();
+  }
+});
+
+test('a client that does not read for grpc.maxBehindMs is ended with RESOURCE_EXHAUSTED', async () => {
+  const { tree, services } = bigTree();
+  const dir = writeTree(tree);
+  const app = await startServer(dir, { maxBehindMs: 500 });
+  const sleepy = sleepyStream(app.grpcPort);
+  try {
+    await waitFor('registered', () => app.registry.connected().length === 1);
+    for (let k = 1; k <= 5 && app.registry.connected().length; k++) {
       writeTree(
         { 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) },
         dir,
@@ -91,11 +151,11 @@ test('a client that never reads is ended (RESOURCE_EXHAUSTED) once its unread re
       await app.reload();
     }
     await waitFor('the non-reading stream ended', () => app.registry.connected().length === 0, 5000);
-    req.resume();
-    await waitFor('its status', () => status !== undefined, 5000);
-    assert.is(status, '8', 'RESOURCE_EXHAUSTED');
+    sleepy.read();
+    await waitFor('its status', () => sleepy.status() !== undefined, 5000);
+    assert.is(sleepy.status(), '8', 'RESOURCE_EXHAUSTED');
   } finally {
-    session.close();
+    sleepy.session.close();
     await app.close();
   }
 });

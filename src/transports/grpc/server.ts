@@ -40,10 +40,13 @@ export interface GrpcServerOptions {
   secretsAllowed?: boolean;
   /** Responses a stream may have queued unread before it is ended (RESOURCE_EXHAUSTED). */
   maxUnreadBytes?: number;
+  /** How long a stream may stay unable to deliver a newer config before it is ended (default 60 s). */
+  maxBehindMs?: number;
 }
 
 /** Enough for several full-state pushes of a large config; a client far behind reconnects. */
 export const DEFAULT_MAX_UNREAD_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_MAX_BEHIND_MS = 60_000;
 
 interface ServiceSpec {
   service: string;
@@ -189,7 +192,19 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           // A per-type client has no ADS: point references at the same services over its own xDS
           // cluster, whose name Envoy sends as the :authority.
           variant: spec.kind ? grpcVariant(xdsClusterName(call.getHost(), GRPC_XDS_CLUSTER), spec.delta) : undefined,
-          send: (bytes: Buffer) => {
+          maxBehindMs: opts.maxBehindMs ?? DEFAULT_MAX_BEHIND_MS,
+          onStuck: (behindMs: number) => {
+            log.warn(
+              { node: stream.streamStatus?.nodeId, behindMs },
+              'client has not read its responses for too long; ending the stream',
+            );
+            call.emit('error', {
+              code: grpc.status.RESOURCE_EXHAUSTED,
+              details: `responses unread for ${Math.round(behindMs / 1000)} s; reconnect to get the current state`,
+            });
+            finish();
+          },
+          send: (bytes: Buffer, flushed: () => void) => {
             if (!call.writable || call.destroyed) return;
             // A client that does not read must not make us buffer push after push without bound.
             // (The call is an object-mode stream: its writableLength counts messages, so count bytes here.)
@@ -206,7 +221,10 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
               return;
             }
             unread += bytes.length;
-            call.write(bytes, () => (unread -= bytes.length));
+            call.write(bytes, () => {
+              unread -= bytes.length;
+              flushed();
+            });
           },
         };
         const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
