@@ -1,0 +1,120 @@
+/**
+ * Soak test (loopback only, bounded): for `--minutes` (default 10), 1,000 ADS streams at a time
+ * (two client processes) connect, subscribe, ACK and disconnect in waves, while the config changes
+ * every 3 s; 2% of the streams NACK every cluster set, 1% stop reading. The server's RSS, open
+ * file descriptors and registered streams are sampled throughout. After the load stops they must
+ * return to baseline within the stated bounds, and the status API must show no stale node.
+ *   npm run soak [-- --minutes 10]
+ * Exits 1 when a bound is missed.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { projectPath } from '../src/shared/paths.ts';
+import { spawnServer } from '../test/helpers/process.ts';
+import { tempDir } from '../test/helpers/tree.ts';
+import { generateTree, vhostYaml } from './lib/generate.ts';
+import { machineInfo, procStats, sleep } from './lib/proc.ts';
+
+const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' } } });
+const seconds = Math.round(Number(values.minutes) * 60);
+/** Bounds after the load stops (stated here and in the README). */
+const SETTLE_MS = 120_000;
+const RSS_BOUND_MB = 96;
+const FD_BOUND = 8;
+
+const dir = tempDir('fleetxds-soak-');
+const cfg = join(dir, 'cfg');
+generateTree(cfg, { services: 100, routesPerVhost: 100 });
+const settings = join(dir, 'fleetxds.yaml');
+writeFileSync(
+  settings,
+  `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0, maxBehindMs: 20000 }\n` +
+    'admin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n',
+);
+const server = await spawnServer(settings);
+const pid = server.child.pid!;
+const fds = () => readdirSync(`/proc/${pid}/fd`).length;
+const streams = async () => (await server.admin('/api/v1/transports')).grpc.streams as number;
+const sample = async () => ({ rssMB: Math.round(procStats(pid).rssMB), fds: fds(), streams: await streams() });
+
+await sleep(2000);
+const baseline = await sample();
+console.log(`# fleetxds soak: ${values.minutes} min, 1,000 streams per wave\n\nmachine: ${machineInfo()}\n`);
+console.log(`baseline: RSS ${baseline.rssMB} MB, ${baseline.fds} fds, ${baseline.streams} streams`);
+
+const children: ChildProcess[] = [0, 1].map((p) =>
+  fork(
+    projectPath('bench', 'lib', 'soak-client.ts'),
+    [String(server.grpcPort), '500', '20', String(seconds), `soak${p}`],
+    {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  ),
+);
+let waves = 0;
+let done = 0;
+for (const c of children)
+  c.on('message', (m: { type: string }) => {
+    if (m.type === 'wave') waves++;
+    if (m.type === 'done') done++;
+  });
+
+let edits = 0;
+const changer = setInterval(() => {
+  edits++;
+  writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, 100).replace('/api/r7/', `/api/r7-${edits}/`));
+}, 3000);
+const peak = { rssMB: 0, fds: 0, streams: 0 };
+const t0 = Date.now();
+while (done < children.length) {
+  await sleep(5000);
+  const s = await sample();
+  peak.rssMB = Math.max(peak.rssMB, s.rssMB);
+  peak.fds = Math.max(peak.fds, s.fds);
+  peak.streams = Math.max(peak.streams, s.streams);
+  if ((Date.now() - t0) % 60_000 < 5000)
+    console.log(`t+${Math.round((Date.now() - t0) / 1000)} s: RSS ${s.rssMB} MB, ${s.fds} fds, ${s.streams} streams`);
+}
+clearInterval(changer);
+for (const c of children) c.kill('SIGKILL');
+const stoppedAt = Date.now();
+
+// Settle: streams back to zero, fds and RSS back near the baseline.
+let after = await sample();
+while (Date.now() - stoppedAt < SETTLE_MS) {
+  after = await sample();
+  if (after.streams === 0 && after.fds <= baseline.fds + FD_BOUND && after.rssMB <= baseline.rssMB + RSS_BOUND_MB)
+    break;
+  if ((Date.now() - stoppedAt) % 10_000 < 1000) console.log(`settling: RSS ${after.rssMB} MB, ${after.fds} fds`);
+  await sleep(1000);
+}
+const settledMs = Date.now() - stoppedAt;
+const status = await server.admin('/api/v1/status');
+const nodes = await server.admin('/api/v1/nodes?limit=10');
+const staleNodes = status.nodes.length;
+const behind = status.rollout.reduce((n: number, r: { behind: number }) => n + r.behind, 0);
+await server.stop('SIGKILL');
+
+const rows = [
+  ['', 'RSS MB', 'fds', 'streams'],
+  ['baseline', baseline.rssMB, baseline.fds, baseline.streams],
+  ['peak during', peak.rssMB, peak.fds, peak.streams],
+  [`after ${Math.round(settledMs / 1000)} s`, after.rssMB, after.fds, after.streams],
+  ['bound after', `≤ baseline + ${RSS_BOUND_MB}`, `≤ baseline + ${FD_BOUND}`, '0'],
+];
+console.log(`\n${rows.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`);
+console.log(
+  `waves: ${waves} (x 500 streams), config edits: ${edits}, status after: ${staleNodes} connected nodes shown, ` +
+    `${behind} behind, ${nodes.total.recentlyDisconnected} recently disconnected kept`,
+);
+const ok =
+  after.streams === 0 &&
+  after.fds <= baseline.fds + FD_BOUND &&
+  after.rssMB <= baseline.rssMB + RSS_BOUND_MB &&
+  staleNodes === 0 &&
+  behind === 0;
+console.log(ok ? 'soak: within bounds' : 'soak: BOUND MISSED');
+process.exit(ok ? 0 : 1);
