@@ -59,7 +59,13 @@ export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): Pub
   }
   const staged =
     rollout && stagedGroups.size
-      ? { versionId: revision.id, fromVersionId: rollout.from.id, groups: stagedGroups, stageOf: rollout.stageOf }
+      ? {
+          versionId: revision.id,
+          fromVersionId: rollout.from.id,
+          controlPlane: controlPlaneOf(revision),
+          groups: stagedGroups,
+          stageOf: rollout.stageOf,
+        }
       : undefined;
   return {
     ...(staged ? { staged } : {}),
@@ -67,7 +73,8 @@ export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): Pub
     modelHash: revision.modelHash,
     treeHash: revision.treeHash,
     appliedAt: revision.appliedAt,
-    controlPlane: `fleetxds version ${revision.id}${revision.commit ? ` commit ${revision.commit}` : ''}`,
+    // During a rollout the groups serve the previous version by default: name that one.
+    controlPlane: controlPlaneOf(staged ? rollout!.from : revision),
     groups,
     resolver: revision.resolver,
   };
@@ -92,4 +99,9 @@ function servedGroup(
     types[kind] = before && before.version === fresh.version ? before : fresh;
   }
   return { group: name, types };
+}
+
+/** DiscoveryResponse.control_plane.identifier: the served version and its git commit. */
+function controlPlaneOf(r: Revision): string {
+  return `fleetxds version ${r.id}${r.commit ? ` commit ${r.commit}` : ''}`;
 }

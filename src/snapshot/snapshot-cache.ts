@@ -26,6 +26,8 @@ export interface StagedVersion {
   readonly versionId: number;
   /** Config version id the proxies of later stages stay on. */
   readonly fromVersionId: number;
+  /** control_plane.identifier for proxies served the new version. */
+  readonly controlPlane: string;
   readonly groups: ReadonlyMap<string, GroupSnapshot>;
   /** The proxy's stage name and whether it gets the new version. */
   stageOf(node: NodeIdentity, group: string): { stage: string; servesNew: boolean };
@@ -36,15 +38,16 @@ export function groupSnapshotFor(
   cfg: PublishedConfig,
   node: NodeIdentity,
   group: string,
-): { snapshot?: GroupSnapshot; stage?: string } {
+): { snapshot?: GroupSnapshot; stage?: string; controlPlane?: string } {
   if (cfg.staged) {
     const staged = cfg.staged.groups.get(group);
     if (staged) {
       const { stage, servesNew } = cfg.staged.stageOf(node, group);
-      return { snapshot: servesNew ? staged : cfg.groups.get(group), stage };
+      if (servesNew) return { snapshot: staged, stage, controlPlane: cfg.staged.controlPlane };
+      return { snapshot: cfg.groups.get(group), stage, controlPlane: cfg.controlPlane };
     }
   }
-  return { snapshot: cfg.groups.get(group) };
+  return { snapshot: cfg.groups.get(group), controlPlane: cfg.controlPlane };
 }
 
 export type PublishListener = (next: PublishedConfig, prev: PublishedConfig | undefined) => void;

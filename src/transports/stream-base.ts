@@ -77,6 +77,7 @@ export abstract class StreamBase {
   /** The config `served` was resolved for, and this stream's group snapshot in it. */
   private servedCfg?: PublishedConfig;
   private served?: GroupSnapshot;
+  private servedControlPlane?: string;
   private unsubscribe?: () => void;
 
   constructor(protected readonly opts: StreamOptions) {}
@@ -134,9 +135,10 @@ export abstract class StreamBase {
   }
 
   private resolveServed(cfg: PublishedConfig): void {
-    const { snapshot, stage } = groupSnapshotFor(cfg, this.node!, this.group ?? 'default');
+    const { snapshot, stage, controlPlane } = groupSnapshotFor(cfg, this.node!, this.group ?? 'default');
     this.servedCfg = cfg;
     this.served = snapshot;
+    this.servedControlPlane = controlPlane;
     if (this.status) this.status.stage = stage;
   }
 
@@ -169,9 +171,13 @@ export abstract class StreamBase {
    */
   protected controlPlaneField(field: number): Buffer {
     const cfg = this.opts.cache.current;
-    if (!cfg?.controlPlane) return Buffer.alloc(0);
-    const identifier = cfg.controlPlane;
-    return derive(cfg, 'control-plane', String(field), () => lenField(field, stringField(1, identifier)));
+    if (!cfg || !this.node) return Buffer.alloc(0);
+    if (cfg !== this.servedCfg) this.resolveServed(cfg);
+    const identifier = this.servedControlPlane;
+    if (!identifier) return Buffer.alloc(0);
+    return derive(cfg, 'control-plane', `${field}\u0000${identifier}`, () =>
+      lenField(field, stringField(1, identifier)),
+    );
   }
 
   /** What this client is sent of a type snapshot: config sources pointed the way it fetches. */

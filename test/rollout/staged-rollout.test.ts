@@ -75,6 +75,7 @@ test('the canary gets the new version first; its ACK promotes it to the rest', a
   const v2 = await apply('2s');
   const pushed = await canary.s.next();
   assert.is(timeoutOf(pushed), '2s', 'the canary is served the new version');
+  assert.is(pushed.control_plane.identifier, `fleetxds version ${v2}`, 'and told which version it is');
   assert.ok(await fleet.s.quiet(300), 'the rest is not, yet');
   const during = await rolloutApi();
   assert.is(during.rollout?.status, 'progressing');
@@ -125,12 +126,15 @@ test('a canary NACK halts the rollout: the rest keeps the previous version; abor
 
 test("proxies connecting mid-rollout get their stage's version; halt and resume from the API", async () => {
   const canary = await proxy('canary-1');
-  await apply('4s');
+  const v1 = app.cache.current!.versionId;
+  const v2 = await apply('4s');
   await canary.s.next(); // not ACKed: the gate does not hold
   const lateCanary = await proxy('canary-2');
   const lateFleet = await proxy('fleet-2');
   assert.is(timeoutOf(lateCanary.cds), '4s');
   assert.is(timeoutOf(lateFleet.cds), '1s');
+  assert.is(lateCanary.cds.control_plane.identifier, `fleetxds version ${v2}`);
+  assert.is(lateFleet.cds.control_plane.identifier, `fleetxds version ${v1}`, 'the rest is told its own version');
   assert.is((await command('halt')).status, 200);
   assert.is((await rolloutApi()).rollout?.status, 'halted');
   assert.is((await command('resume')).status, 200);
