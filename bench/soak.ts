@@ -12,9 +12,8 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectPath } from '../src/shared/paths.ts';
-import { spawnServer } from '../test/helpers/process.ts';
-import { tempDir } from '../test/helpers/tree.ts';
-import { generateTree, vhostYaml } from './lib/generate.ts';
+import { vhostYaml } from './lib/generate.ts';
+import { benchServer } from './lib/server.ts';
 import { machineInfo, procStats, sleep } from './lib/proc.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' } } });
@@ -24,16 +23,7 @@ const SETTLE_MS = 120_000;
 const RSS_BOUND_MB = 96;
 const FD_BOUND = 8;
 
-const dir = tempDir('fleetxds-soak-');
-const cfg = join(dir, 'cfg');
-generateTree(cfg, { services: 100, routesPerVhost: 100 });
-const settings = join(dir, 'fleetxds.yaml');
-writeFileSync(
-  settings,
-  `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0, maxBehindMs: 20000 }\n` +
-    'admin: { listen: 127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n',
-);
-const server = await spawnServer(settings);
+const { server, cfg } = await benchServer(100, '', '{ listen: 127.0.0.1:0, maxBehindMs: 20000 }');
 const pid = server.child.pid!;
 const fds = () => readdirSync(`/proc/${pid}/fd`).length;
 const streams = async () => (await server.admin('/api/v1/transports')).grpc.streams as number;

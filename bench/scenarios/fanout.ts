@@ -8,9 +8,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectPath } from '../../src/shared/paths.ts';
-import { spawnServer } from '../../test/helpers/process.ts';
-import { tempDir } from '../../test/helpers/tree.ts';
-import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
+import { serviceYaml, vhostYaml } from '../lib/generate.ts';
+import { benchServer } from '../lib/server.ts';
 import { percentile, procStats } from '../lib/proc.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 
@@ -48,16 +47,7 @@ export function waitMsg(children: ChildProcess[], type: string, timeoutMs: numbe
 }
 
 export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2): Promise<FanoutResult> {
-  const dir = tempDir('fleetxds-bench-');
-  const cfg = join(dir, 'cfg');
-  generateTree(cfg, { services: 100, routesPerVhost: 100 });
-  const settings = join(dir, 'fleetxds.yaml');
-  writeFileSync(
-    settings,
-    `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: ` +
-      `127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
-  );
-  const server = await spawnServer(settings);
+  const { server, cfg } = await benchServer();
   const children: ChildProcess[] = [];
   try {
     for (let p = 0; p < clientProcs; p++) {

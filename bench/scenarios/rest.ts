@@ -4,9 +4,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawnServer, waitFor } from '../../test/helpers/process.ts';
-import { tempDir } from '../../test/helpers/tree.ts';
-import { generateTree, serviceYaml } from '../lib/generate.ts';
+import { waitFor } from '../../test/helpers/process.ts';
+import { serviceYaml } from '../lib/generate.ts';
+import { benchServer } from '../lib/server.ts';
 import { procStats } from '../lib/proc.ts';
 import { pollClusters as post, type PollResult } from '../../test/helpers/rest-poll.ts';
 
@@ -21,17 +21,10 @@ export async function restScenario(n = 10_000): Promise<{
   releaseAllMs: number;
   answered200: number;
 }> {
-  const dir = tempDir('fleetxds-bench-');
-  const cfg = join(dir, 'cfg');
-  generateTree(cfg, { services: 100, routesPerVhost: 100 });
-  const settings = join(dir, 'fleetxds.yaml');
-  writeFileSync(
-    settings,
-    `configDir: ${cfg}\ndatabase: ${join(dir, 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: ` +
-      `127.0.0.1:0 }\nrest: { listen: 127.0.0.1:0, holdMs: 120000, requestTimeoutMs: 150000 }\nwatch: { ` +
-      `debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
+  const { server, cfg } = await benchServer(
+    100,
+    'rest: { listen: 127.0.0.1:0, holdMs: 120000, requestTimeoutMs: 150000 }\n',
   );
-  const server = await spawnServer(settings);
   try {
     const first = await post(server.restPort, { node: { id: 'n', cluster: 'c' } });
     const idle = procStats(server.child.pid!).rssMB;

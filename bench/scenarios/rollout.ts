@@ -10,9 +10,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectPath } from '../../src/shared/paths.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
-import { spawnServer } from '../../test/helpers/process.ts';
-import { tempDir } from '../../test/helpers/tree.ts';
-import { generateTree, vhostYaml } from '../lib/generate.ts';
+import { vhostYaml } from '../lib/generate.ts';
+import { benchServer } from '../lib/server.ts';
 import { percentile, procStats } from '../lib/proc.ts';
 import { waitMsg } from './fanout.ts';
 
@@ -30,16 +29,7 @@ export interface RolloutCost {
 }
 
 export async function rolloutCost(n: number): Promise<RolloutCost> {
-  const dir = tempDir('fleetxds-bench-');
-  const cfg = join(dir, 'cfg');
-  generateTree(cfg, { services: 100, routesPerVhost: 100 });
-  const settings = join(dir, 'fleetxds.yaml');
-  writeFileSync(
-    settings,
-    `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: ` +
-      `127.0.0.1:0 }\nwatch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n`,
-  );
-  const server = await spawnServer(settings);
+  const { server, cfg } = await benchServer();
   const children: ChildProcess[] = [];
   try {
     for (let p = 0; p < 2; p++) {

@@ -1,19 +1,12 @@
 import { DEFAULT_GROUP, type Model } from './types.ts';
 import type { NodeGroupDoc } from './schema.ts';
+import { globToRegExp } from '../shared/glob.ts';
 
 /** What we know of a node when it connects (the first request of a stream, or every REST poll). */
 export interface NodeIdentity {
   id: string;
   cluster: string;
   metadata: Record<string, unknown>;
-}
-
-function globToRegExp(glob: string): RegExp {
-  const body = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${body}$`);
 }
 
 interface CompiledGroup {

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { NodeIdentity } from '../model/node-groups.ts';
 import type { RolloutDoc } from '../model/schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
+import { globToRegExp } from '../shared/glob.ts';
 
 export interface StageGates {
   /** Share (0..100) of the stage's connected proxies that must ACK every changed type. */
@@ -31,14 +32,6 @@ export interface RolloutPlan {
   stageOf(node: NodeIdentity, group: string): number;
   /** Stage names with "rest" last. */
   readonly names: readonly string[];
-}
-
-function globToRegExp(glob: string): RegExp {
-  const body = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${body}$`);
 }
 
 /**

@@ -8,17 +8,7 @@
  * hole: consul#362, receptor#202).
  */
 import type { NodeIdentity } from '../model/node-groups.ts';
-
-function globToRegExp(glob: string): RegExp {
-  return new RegExp(
-    '^' +
-      glob
-        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-        .replace(/\*/g, '.*')
-        .replace(/\?/g, '.') +
-      '$',
-  );
-}
+import { globToRegExp } from '../shared/glob.ts';
 
 export interface PeerCertificateLike {
   subjectaltname?: string;

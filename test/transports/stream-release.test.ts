@@ -15,6 +15,18 @@ import { BASE, writeTree } from '../helpers/tree.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { DISCOVERY_RESPONSE, TypeUrls } from '../../src/xds/resource-types.ts';
 
+/** A raw ADS stream on `session` (gRPC over plain HTTP/2, no client library). */
+function adsRequest(session: http2.ClientHttp2Session): http2.ClientHttp2Stream {
+  const req = session.request({
+    ':method': 'POST',
+    ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
+  req.on('error', () => {});
+  return req;
+}
+
 function grpcFrame(id: string): Buffer {
   const { bytes } = encodeJson('envoy.service.discovery.v3.DiscoveryRequest', {
     node: { id, cluster: 'c' },
@@ -34,13 +46,7 @@ test('streams reset right after their first request are unregistered while the c
     let opened = 0;
     for (const when of ['now', 'tick', 'later'] as const) {
       for (let i = 0; i < 50; i++) {
-        const req = session.request({
-          ':method': 'POST',
-          ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-          'content-type': 'application/grpc',
-          te: 'trailers',
-        });
-        req.on('error', () => {});
+        const req = adsRequest(session);
         req.on('data', () => {});
         req.write(grpcFrame(`ghost-${when}-${i}`));
         opened++;
@@ -75,13 +81,7 @@ function bigTree(): { tree: Record<string, string>; services: string } {
 function sleepyStream(port: number) {
   const session = http2.connect(`http://127.0.0.1:${port}`);
   session.on('error', () => {}); // the server going away at the end of the test
-  const req = session.request({
-    ':method': 'POST',
-    ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-  });
-  req.on('error', () => {});
+  const req = adsRequest(session);
   let status: string | undefined;
   req.on('trailers', (t) => (status = String(t['grpc-status'])));
   req.write(grpcFrame('sleepy')); // ... and no 'data' listener: the stream stays paused

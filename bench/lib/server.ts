@@ -1,0 +1,24 @@
+/** The real server as a process on a generated tree, for benchmarks. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnServer, type ServerProcess } from '../../test/helpers/process.ts';
+import { tempDir } from '../../test/helpers/tree.ts';
+import { generateTree } from './generate.ts';
+
+/** `extra`: more settings lines (YAML), e.g. a `rest:` section. */
+export async function benchServer(
+  services = 100,
+  extra = '',
+  grpc = '{ listen: 127.0.0.1:0 }',
+): Promise<{ server: ServerProcess; cfg: string }> {
+  const dir = tempDir('fleetxds-bench-');
+  const cfg = join(dir, 'cfg');
+  generateTree(cfg, { services, routesPerVhost: 100 });
+  const settings = join(dir, 'fleetxds.yaml');
+  writeFileSync(
+    settings,
+    `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: ${grpc}\nadmin: { listen: 127.0.0.1:0 }\n` +
+      `watch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n${extra}`,
+  );
+  return { server: await spawnServer(settings), cfg };
+}
