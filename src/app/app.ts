@@ -120,6 +120,9 @@ export async function startApp(
     maxReceiveBytes: config.grpc.maxReceiveBytes,
     maxUnreadBytes: config.grpc.maxUnreadBytes,
     maxBehindMs: config.grpc.maxBehindMs,
+    maxStreams: config.grpc.maxStreams,
+    maxConnectionAgeMs: config.grpc.maxConnectionAgeMs,
+    maxConnectionAgeGraceMs: config.grpc.maxConnectionAgeGraceMs,
     identityPrefix: config.grpc.tls?.identityPrefix,
     secretsAllowed: sds.grpc,
   });

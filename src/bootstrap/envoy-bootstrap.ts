@@ -26,8 +26,11 @@ export interface BootstrapInput {
   mode: BootstrapMode;
   nodeId: string;
   nodeCluster: string;
-  /** host:port of the gRPC server (ads/delta) or the REST server (rest). */
-  server?: { host: string; port: number };
+  /**
+   * host:port of the gRPC server (ads/delta/per-type) or the REST server (rest); several for
+   * replicas: they become the endpoints of the proxy's xDS cluster, so it fails over between them.
+   */
+  server?: Endpoint | readonly Endpoint[];
   refreshDelayMs?: number;
   requestTimeoutMs?: number;
   /** rest: how long the server may hold an unchanged poll (opts into long polling when > 0). */
@@ -39,15 +42,24 @@ export interface BootstrapInput {
 
 type Obj = Record<string, unknown>;
 
-function staticCluster(name: string, host: string, port: number, http2: boolean): Obj {
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+function staticCluster(name: string, servers: readonly Endpoint[], http2: boolean): Obj {
   const c: Obj = {
     name,
-    type: isIP(host) ? 'STATIC' : 'STRICT_DNS',
+    type: servers.every((s) => isIP(s.host)) ? 'STATIC' : 'STRICT_DNS',
     connect_timeout: '5s',
     load_assignment: {
       cluster_name: name,
       endpoints: [
-        { lb_endpoints: [{ endpoint: { address: { socket_address: { address: host, port_value: port } } } }] },
+        {
+          lb_endpoints: servers.map((s) => ({
+            endpoint: { address: { socket_address: { address: s.host, port_value: s.port } } },
+          })),
+        },
       ],
     },
   };
@@ -72,7 +84,6 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
   switch (input.mode) {
     case 'ads':
     case 'delta': {
-      const s = input.server!;
       dynamic = {
         ads_config: {
           api_type: input.mode === 'ads' ? 'GRPC' : 'DELTA_GRPC',
@@ -83,20 +94,18 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
         cds_config: { ads: {}, resource_api_version: 'V3' },
         lds_config: { ads: {}, resource_api_version: 'V3' },
       };
-      clusters.push(staticCluster(GRPC_XDS_CLUSTER, s.host, s.port, true));
+      clusters.push(staticCluster(GRPC_XDS_CLUSTER, serversOf(input), true));
       break;
     }
     case 'per-type':
     case 'per-type-delta': {
       // The same config source the server writes into served clusters and listeners for this proxy.
-      const s = input.server!;
       const source = grpcVariant(GRPC_XDS_CLUSTER, input.mode === 'per-type-delta').sourceFor('cluster', '');
       dynamic = { cds_config: source, lds_config: source };
-      clusters.push(staticCluster(GRPC_XDS_CLUSTER, s.host, s.port, true));
+      clusters.push(staticCluster(GRPC_XDS_CLUSTER, serversOf(input), true));
       break;
     }
     case 'rest': {
-      const s = input.server!;
       const longPoll = input.longPollMs ?? 0;
       // request_timeout only with long polling, and then above the server's hold time, or every
       // held poll counts as a failure; the server writes the same source into served resources.
@@ -107,7 +116,7 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
       // The promise that lets the server hold polls: this proxy's request_timeout outlasts it.
       if (longPoll > 0) node.metadata = { [LONG_POLL_METADATA.namespace]: { [LONG_POLL_METADATA.field]: longPoll } };
       dynamic = { cds_config: source, lds_config: source };
-      clusters.push(staticCluster(REST_XDS_CLUSTER, s.host, s.port, false));
+      clusters.push(staticCluster(REST_XDS_CLUSTER, serversOf(input), false));
       break;
     }
     case 'files': {
@@ -135,13 +144,23 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
   return bootstrap;
 }
 
-/** The bootstrap proxyless gRPC clients read from GRPC_XDS_BOOTSTRAP (gRFC A27). */
-export function grpcBootstrap(nodeId: string, nodeCluster: string, server: { host: string; port: number }): Obj {
-  const host = server.host.includes(':') ? `[${server.host}]` : server.host;
+function serversOf(input: BootstrapInput): Endpoint[] {
+  const list = [input.server ?? []].flat();
+  if (!list.length) throw new Error(`mode ${input.mode} needs the server's address`);
+  return list;
+}
+
+/**
+ * The bootstrap proxyless gRPC clients read from GRPC_XDS_BOOTSTRAP (gRFC A27); with several
+ * servers (replicas) the client falls back to the next when one is unreachable (gRFC A71).
+ */
+export function grpcBootstrap(nodeId: string, nodeCluster: string, server: Endpoint | readonly Endpoint[]): Obj {
   return {
-    xds_servers: [
-      { server_uri: `${host}:${server.port}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] },
-    ],
+    xds_servers: [server].flat().map((s) => ({
+      server_uri: `${s.host.includes(':') ? `[${s.host}]` : s.host}:${s.port}`,
+      channel_creds: [{ type: 'insecure' }],
+      server_features: ['xds_v3'],
+    })),
     node: { id: nodeId, cluster: nodeCluster, locality: {} },
   };
 }

@@ -12,7 +12,8 @@ export interface BootstrapArgs {
   mode?: string;
   nodeId?: string;
   nodeCluster?: string;
-  server?: string;
+  /** host:port as proxies reach the server; several for replicas. */
+  server?: string[];
 }
 
 const MODES: readonly string[] = [...BOOTSTRAP_MODES, 'grpc'];
@@ -61,9 +62,10 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
     process.stderr.write('REST is not enabled in the server settings (rest.listen)\n');
     return 2;
   }
-  const server = splitListen(a.server ?? listen);
-  if (mode !== 'files' && (server.host === '0.0.0.0' || server.host === '::')) {
-    process.stderr.write(`the server listens on ${server.host}; pass --server HOST:PORT as the proxies reach it\n`);
+  const server = (a.server?.length ? a.server : [listen]).map(splitListen);
+  const wildcard = server.find((s) => s.host === '0.0.0.0' || s.host === '::');
+  if (mode !== 'files' && wildcard) {
+    process.stderr.write(`the server listens on ${wildcard.host}; pass --server HOST:PORT as the proxies reach it\n`);
     return 2;
   }
   let out: object;

@@ -23,7 +23,7 @@ const USAGE = `usage: fleetxds <command> [options]
   render   <dir> [--group NAME] [--kind KIND]   print the Envoy resources the tree produces
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
   bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc
-            [--node-id ID] [--node-cluster C] [--server HOST:PORT]
+            [--node-id ID] [--node-cluster C] [--server HOST:PORT ...] (one --server per replica)
                                                 print an Envoy (or proxyless gRPC) bootstrap for a node of that group
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them
@@ -47,7 +47,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       mode: { type: 'string' },
       'node-id': { type: 'string' },
       'node-cluster': { type: 'string' },
-      server: { type: 'string' },
+      server: { type: 'string', multiple: true },
       base: { type: 'string' },
       branch: { type: 'string' },
       subdir: { type: 'string' },

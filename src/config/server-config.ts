@@ -58,6 +58,31 @@ export const ServerConfigSchema = Type.Object(
               'Responses a stream may leave unread before it is ended with RESOURCE_EXHAUSTED (default 32 MiB).',
           }),
         ),
+        maxStreams: Type.Optional(
+          Type.Integer({
+            minimum: 1,
+            maximum: 10_000_000,
+            description:
+              'Streams this replica serves at most; more are refused with RESOURCE_EXHAUSTED so proxies retry ' +
+              'elsewhere (default: no limit).',
+          }),
+        ),
+        maxConnectionAgeMs: Type.Optional(
+          Type.Integer({
+            minimum: 1000,
+            maximum: 604_800_000,
+            description:
+              'Connections older than this (with ±10% jitter) are asked to go away, so proxies spread again over ' +
+              'the replicas, e.g. after one restarted (default: never).',
+          }),
+        ),
+        maxConnectionAgeGraceMs: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: 3_600_000,
+            description: 'After the GOAWAY, how long streams may stay before they are ended (default 10 s).',
+          }),
+        ),
         maxBehindMs: Type.Optional(
           Type.Integer({
             minimum: 100,

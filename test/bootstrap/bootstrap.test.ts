@@ -90,6 +90,21 @@ test('key properties per mode', () => {
   assert.is((envoyBootstrap(cases.ads!) as any).admin.address.socket_address.address, '127.0.0.1');
 });
 
+test('several --server (replicas): every one an endpoint of the xDS cluster, or an xds_server for gRPC', () => {
+  const out = cli('--group', 'edge', '--mode', 'ads', '--server', '10.0.0.5:18000', '--server', '10.0.0.6:18000');
+  assert.is(out.status, 0, out.stderr);
+  const b = JSON.parse(out.stdout);
+  const endpoints = b.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints.map(
+    (e: any) => `${e.endpoint.address.socket_address.address}:${e.endpoint.address.socket_address.port_value}`,
+  );
+  assert.equal(endpoints, ['10.0.0.5:18000', '10.0.0.6:18000']);
+  const g = JSON.parse(cli('--mode', 'grpc', '--server', 'a.internal:18000', '--server', 'b.internal:18000').stdout);
+  assert.equal(
+    g.xds_servers.map((s: any) => s.server_uri),
+    ['a.internal:18000', 'b.internal:18000'],
+  );
+});
+
 function cli(...args: string[]) {
   return spawnSync(
     process.execPath,

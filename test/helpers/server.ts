@@ -19,6 +19,7 @@ export interface StartOptions {
   envoyCheck?: { binaries: string[] };
   maxUnreadBytes?: number;
   maxBehindMs?: number;
+  grpc?: { maxStreams?: number; maxConnectionAgeMs?: number; maxConnectionAgeGraceMs?: number };
   /** Serve SDS without authentication (loopback only; default true here: most tests are about other things). */
   insecureSds?: boolean;
   /** Receives every log line (JSON) the server writes, at debug level. */
@@ -38,6 +39,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
       serveLastAckedOnNack: opts.serveLastAckedOnNack,
       maxUnreadBytes: opts.maxUnreadBytes,
       maxBehindMs: opts.maxBehindMs,
+      ...opts.grpc,
     },
     admin: { listen: '127.0.0.1:0' },
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },

@@ -42,6 +42,11 @@ export interface GrpcServerOptions {
   maxUnreadBytes?: number;
   /** How long a stream may stay unable to deliver a newer config before it is ended (default 60 s). */
   maxBehindMs?: number;
+  /** Streams this server serves at most; more are refused with RESOURCE_EXHAUSTED. */
+  maxStreams?: number;
+  /** Connections older than this (±10%) are asked to go away (GOAWAY), streams ended after the grace. */
+  maxConnectionAgeMs?: number;
+  maxConnectionAgeGraceMs?: number;
 }
 
 /** Enough for several full-state pushes of a large config; a client far behind reconnects. */
@@ -151,6 +156,15 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
     'grpc.keepalive_timeout_ms': 20_000,
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.http2.min_ping_interval_without_data_ms': 5_000,
+    // Rebalancing across replicas: after this age (±10% jitter, applied by grpc-js) a connection
+    // gets a GOAWAY, and its streams are ended after the grace period; proxies reconnect, spread
+    // over time, through whatever balances them (DNS, their xDS cluster's endpoints).
+    ...(opts.maxConnectionAgeMs
+      ? {
+          'grpc.max_connection_age_ms': opts.maxConnectionAgeMs,
+          'grpc.max_connection_age_grace_ms': opts.maxConnectionAgeGraceMs ?? 10_000,
+        }
+      : {}),
   });
   const sotwType = lookupType(DISCOVERY_REQUEST);
   const deltaType = lookupType(DELTA_DISCOVERY_REQUEST);
@@ -170,6 +184,14 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
     };
     server.addService(definition, {
       [spec.method]: (call: grpc.ServerDuplexStream<protobuf.Message, Buffer>) => {
+        if (opts.maxStreams !== undefined && calls.size >= opts.maxStreams) {
+          // Above its share, a replica sheds new streams: the proxy retries and lands on another.
+          call.emit('error', {
+            code: grpc.status.RESOURCE_EXHAUSTED,
+            details: `this fleetxds serves its maximum of ${opts.maxStreams} streams; connect to another replica`,
+          });
+          return;
+        }
         const log = opts.log.child({ transport: spec.transport, peer: call.getPeer() });
         calls.add(call);
         let unread = 0;
