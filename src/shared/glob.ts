@@ -1,4 +1,4 @@
-/** A node-id pattern (`*` any run of characters, `?` one) as an anchored regular expression; nothing else is special. */
+/** A node-id pattern (`*`: any run of characters, `?`: one) as an anchored regular expression. */
 export function globToRegExp(glob: string): RegExp {
   const body = glob
     .replace(/[.+^${}()|[\]\\]/g, '\\$&')
