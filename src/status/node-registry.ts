@@ -115,6 +115,15 @@ export class NodeRegistry {
    * endpoints, an API listener a wildcard client does not get): no response is sent, and a client
    * that had ACKed its last response now holds the new version too. Not an ACK (metrics unchanged).
    */
+  /** A client that reconnected holding `version` (nothing was resent): it has it, as if ACKed. */
+  holding(s: StreamStatus, typeUrl: string, version: string): void {
+    Object.assign(this.type(s, typeUrl), {
+      sentVersion: version,
+      ackedVersion: version,
+      ackedAt: new Date().toISOString(),
+    });
+  }
+
   unchanged(s: StreamStatus, typeUrl: string, version: string): void {
     const t = s.types[typeUrl];
     if (t?.sentVersion === undefined || t.ackedVersion !== t.sentVersion) return;

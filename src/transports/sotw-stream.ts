@@ -36,6 +36,8 @@ interface TypeState extends PinHolder {
   sentSnapshot?: TypeSnapshot;
   /** The snapshot the last push decision looked at (whether or not it sent anything). */
   servedFrom?: TypeSnapshot;
+  /** The client's first request said it holds the current full state (reconnect, other replica). */
+  resumed?: boolean;
 }
 
 /** Response bodies (all but the nonce) shared by every stream asking for the same selection. */
@@ -47,6 +49,27 @@ function responseBody(t: TypeSnapshot, key: string, selected: EncodedResource[])
     return Buffer.concat(parts);
   });
 }
+
+/** What a subscription selects of a type snapshot, in name order. */
+function desiredOf(sub: Subscription, t: TypeSnapshot): EncodedResource[] {
+  const desired: EncodedResource[] = [];
+  if (sub.wildcard) {
+    desired.push(...t.wildcard);
+    for (const name of [...sub.names].sort()) {
+      const r = t.resources.get(name);
+      if (r?.namedOnly) desired.push(r); // named explicitly besides the wildcard
+    }
+  } else {
+    for (const name of [...sub.names].sort()) {
+      const r = t.resources.get(name);
+      if (r) desired.push(r);
+    }
+  }
+  return desired;
+}
+
+/** Whether the stream has answered this type (or the client resumed it holding the current version). */
+const answered = (ts: TypeState) => ts.nonce !== undefined || ts.resumed === true;
 
 export class SotwStream extends StreamBase {
   private readonly types = new Map<ResourceKind, TypeState>();
@@ -76,10 +99,29 @@ export class SotwStream extends StreamBase {
     }
     const before = ts.sub.size;
     const added = ts.sub.setSotw(req.resource_names ?? []);
+    if (first && this.resumes(ts, req.version_info)) return;
     // A plain ACK (same names, nothing new published since): nothing to decide.
     if (!first && added.length === 0 && ts.sub.size === before && ts.servedFrom === this.snapshot()?.types[kind])
       return;
     this.push(ts, first || added.length > 0, undefined, new Set(added));
+  }
+
+  /**
+   * A client that reconnects (to this replica or another: versions are content hashes, the same on
+   * every replica) saying it holds the current version of a full-state type already has exactly
+   * what we would send: nothing is resent (docs/xds-protocol.md §4.6). Other types are answered as
+   * usual, since their version does not say which names the client holds.
+   */
+  private resumes(ts: TypeState, version: string | undefined): boolean {
+    const current = this.snapshot()?.types[ts.kind];
+    if (!version || !ResourceTypes[ts.kind].wildcard || !current || current.version !== version) return false;
+    if (this.snapshotToServe(ts, ts.kind, current, true) !== current) return false; // NACK containment decides
+    ts.sent = new Map(desiredOf(ts.sub, this.view(current)).map((r) => [r.name, r.version]));
+    ts.sentSnapshot = current;
+    ts.servedFrom = current;
+    ts.resumed = true;
+    this.opts.registry.holding(this.status!, TypeUrls[ts.kind], version);
+    return true;
   }
 
   protected onConfig(snap: GroupSnapshot, prev: GroupSnapshot | undefined): void {
@@ -97,7 +139,7 @@ export class SotwStream extends StreamBase {
     }
     // Make before break: a removed cluster stays in an interim CDS response until listeners and
     // routes that used it have been replaced.
-    const interim = cds && removed.length > 0 && cds.nonce !== undefined;
+    const interim = cds && removed.length > 0 && answered(cds);
     if (interim)
       this.push(cds, false, makeTypeSnapshot('cluster', [...snap.types.cluster.resources.values(), ...removed]));
     for (const kind of RESOURCE_KINDS) {
@@ -109,9 +151,9 @@ export class SotwStream extends StreamBase {
           : new Set<string>();
       // The same type snapshot this stream was last served from: nothing changed for it (O(1),
       // which matters when thousands of streams see a change of another type).
-      if (ts.nonce !== undefined && !ts.pinned && rewarm.size === 0 && ts.servedFrom === snap.types[kind]) continue;
+      if (answered(ts) && !ts.pinned && rewarm.size === 0 && ts.servedFrom === snap.types[kind]) continue;
       // A request still unanswered (nothing applied yet, or its names did not exist) is answered now.
-      this.push(ts, rewarm.size > 0 || ts.nonce === undefined, undefined, rewarm);
+      this.push(ts, rewarm.size > 0 || !answered(ts), undefined, rewarm);
     }
     if (interim) this.push(cds, false); // now drop the removed clusters
   }
@@ -126,24 +168,12 @@ export class SotwStream extends StreamBase {
     const snap = this.snapshot();
     if (!snap) return; // nothing applied yet: the request is answered on the first publish
     const kind = ts.kind;
-    const first = ts.nonce === undefined;
+    const first = !answered(ts);
     // Decisions and ACK bookkeeping use the group's snapshot; the bytes come from this client's view of it.
     const base = override ?? this.snapshotToServe(ts, kind, snap.types[kind], first);
     const t = this.view(base);
     ts.servedFrom = override ? undefined : base;
-    const desired: EncodedResource[] = [];
-    if (ts.sub.wildcard) {
-      desired.push(...t.wildcard);
-      for (const name of [...ts.sub.names].sort()) {
-        const r = t.resources.get(name);
-        if (r?.namedOnly) desired.push(r); // named explicitly besides the wildcard
-      }
-    } else {
-      for (const name of [...ts.sub.names].sort()) {
-        const r = t.resources.get(name);
-        if (r) desired.push(r);
-      }
-    }
+    const desired = desiredOf(ts.sub, t);
     if (ts.sub.isEmpty()) {
       ts.sent = new Map();
       return; // unsubscribed from everything: send nothing further (SOTW-11)
