@@ -151,13 +151,22 @@ function serversOf(input: BootstrapInput): Endpoint[] {
 }
 
 /**
- * The bootstrap proxyless gRPC clients read from GRPC_XDS_BOOTSTRAP (gRFC A27); with several
- * servers (replicas) the client falls back to the next when one is unreachable (gRFC A71).
+ * The bootstrap proxyless gRPC clients read from GRPC_XDS_BOOTSTRAP (gRFC A27). Several replicas
+ * given by IP address become one `ipv4:`/`ipv6:` target listing them all: the channel's pick_first
+ * moves to the next address when one fails, in every gRPC implementation (grpc-js-xds uses only the
+ * first of several xds_servers). Replicas named by DNS are listed as xds_servers, for clients that
+ * fall back between them (gRFC A71); a DNS name that resolves to every replica serves all clients.
  */
 export function grpcBootstrap(nodeId: string, nodeCluster: string, server: Endpoint | readonly Endpoint[]): Obj {
+  const list = [server].flat();
+  const family = (h: string) => isIP(h);
+  const sameFamily =
+    list.length > 1 && list.every((s) => family(s.host) !== 0 && family(s.host) === family(list[0]!.host));
+  const uri = (s: Endpoint) => `${s.host.includes(':') ? `[${s.host}]` : s.host}:${s.port}`;
+  const uris = sameFamily ? [`ipv${family(list[0]!.host)}:${list.map(uri).join(',')}`] : list.map(uri);
   return {
-    xds_servers: [server].flat().map((s) => ({
-      server_uri: `${s.host.includes(':') ? `[${s.host}]` : s.host}:${s.port}`,
+    xds_servers: uris.map((u) => ({
+      server_uri: u,
       channel_creds: [{ type: 'insecure' }],
       server_features: ['xds_v3'],
     })),

@@ -103,6 +103,11 @@ test('several --server (replicas): every one an endpoint of the xDS cluster, or 
     g.xds_servers.map((s: any) => s.server_uri),
     ['a.internal:18000', 'b.internal:18000'],
   );
+  const ips = JSON.parse(cli('--mode', 'grpc', '--server', '10.0.0.5:18000', '--server', '10.0.0.6:18000').stdout);
+  assert.equal(
+    ips.xds_servers.map((s: any) => s.server_uri),
+    ['ipv4:10.0.0.5:18000,10.0.0.6:18000'],
+  );
 });
 
 function cli(...args: string[]) {

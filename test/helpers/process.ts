@@ -63,7 +63,8 @@ export function spawnServer(configFile: string, env: Record<string, string> = {}
         admin: async (path) => (await fetch(`http://127.0.0.1:${adminPort}${path}`)).json(),
         stop: (signal = 'SIGTERM') =>
           new Promise((res) => {
-            if (child.exitCode !== null) return res(child.exitCode);
+            // Already gone (an exit code, or killed by a signal): nothing to wait for.
+            if (child.exitCode !== null || child.signalCode !== null) return res(child.exitCode);
             child.once('exit', (code) => res(code));
             child.kill(signal);
           }),
