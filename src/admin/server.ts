@@ -6,11 +6,12 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { FleetError } from '../shared/errors.ts';
 import type { AdminControl } from './control.ts';
+import { peerNodes, type ReplicaNode, type ReplicaSettings } from './peers.ts';
 import type { Metrics } from '../status/metrics.ts';
 import type { TokenAuth } from '../security/tokens.ts';
 import { STATUS_PAGE } from './status-page.ts';
 import { groupSnapshotFor, type SnapshotCache } from '../snapshot/snapshot-cache.ts';
-import type { NodeRegistry } from '../status/node-registry.ts';
+import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 
 export interface AdminDeps {
@@ -23,6 +24,8 @@ export interface AdminDeps {
   tokens?: TokenAuth;
   /** Number of REST polls being held, when REST is enabled. */
   restHeld?: () => number;
+  /** This replica's name and its peers (one fleet view across replicas). */
+  replica?: ReplicaSettings;
   /** Node groups whose rendered files could not be written (files transport). */
   fileFailures?: () => { group: string; error: string; versionId: number; at: string }[];
 }
@@ -56,7 +59,21 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
       .header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
       .send(STATUS_PAGE),
   );
-  app.get('/api/v1/status', async () => fleetStatus(deps));
+  app.get('/api/v1/status', async () => {
+    const status = fleetStatus(deps);
+    const peers = await peerNodes(deps.replica);
+    if (!peers.length) return status;
+    // Every proxy of the fleet, whichever replica serves it.
+    const more = peers.flatMap((p) => p.nodes.map((n) => nodeView(n)));
+    return {
+      ...status,
+      nodes: [...status.nodes, ...more],
+      replicas: [
+        { replica: deps.replica?.name, nodes: status.nodes.length, self: true },
+        ...peers.map((p) => ({ replica: p.replica, url: p.url, nodes: p.nodes.length, error: p.error })),
+      ],
+    };
+  });
   app.get('/metrics', async (_req, reply) => {
     if (!deps.metrics) return reply.code(404).send({ error: 'metrics disabled' });
     return reply.type('text/plain; version=0.0.4').send(await deps.metrics.text());
@@ -174,16 +191,23 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     rest: deps.restHeld ? { heldPolls: deps.restHeld(), pollingNodes: deps.registry.polling().length } : null,
   }));
   // Paged: a fleet of thousands must not become one huge response. `limit` per list (default 1000).
-  app.get<{ Querystring: { limit?: string; offset?: string } }>('/api/v1/nodes', async (req) => {
+  app.get<{ Querystring: { limit?: string; offset?: string; local?: string } }>('/api/v1/nodes', async (req) => {
     const limit = clampLimit(req.query.limit ?? '1000', 5000);
     const offset = Math.max(0, Number.parseInt(req.query.offset ?? '0', 10) || 0);
     const page = <T>(all: T[]) => all.slice(offset, offset + limit);
+    const replica = deps.replica?.name;
+    const mine = (list: StreamStatus[]) => (replica ? list.map((s) => ({ ...s, replica })) : list);
+    // Peers' proxies too, unless a peer is asking (local=1) or there are none.
+    const peers = req.query.local ? [] : await peerNodes(deps.replica);
+    const theirs = peers.flatMap((p) => p.nodes);
     const [connected, polling, gone] = [
-      deps.registry.connected(),
-      deps.registry.polling(),
+      [...mine(deps.registry.connected()), ...theirs.filter((n) => n.transport !== 'rest')],
+      [...mine(deps.registry.polling()), ...theirs.filter((n) => n.transport === 'rest')],
       deps.registry.recentlyDisconnected(),
     ];
     return {
+      ...(replica ? { replica } : {}),
+      ...(peers.length ? { peers: peers.map(({ url, replica: r, error }) => ({ url, replica: r, error })) } : {}),
       connected: page(connected),
       polling: page(polling),
       recentlyDisconnected: page(gone),
@@ -205,7 +229,28 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
 }
 
 /** The status page's data: version, rollout per group and type, nodes, last rejection, history. */
-export function fleetStatus(deps: AdminDeps): object {
+/** A node as the status page lists it (its newest NACK first). */
+function nodeView(s: ReplicaNode): object {
+  const nacks = Object.entries(s.types)
+    .filter(([, t]) => t.lastNack)
+    .map(([typeUrl, t]) => ({ typeUrl, ...t.lastNack! }));
+  nacks.sort((a, b) => (a.at < b.at ? 1 : -1));
+  return {
+    nodeId: s.nodeId,
+    group: s.group,
+    ...(s.stage ? { stage: s.stage } : {}),
+    ...(s.replica ? { replica: s.replica } : {}),
+    transport: s.transport,
+    peer: s.peer,
+    userAgent: s.userAgent,
+    connectedAt: s.connectedAt,
+    lastSeenAt: s.lastSeenAt,
+    types: s.types,
+    lastNack: nacks[0],
+  };
+}
+
+export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<string, unknown> {
   const cur = deps.cache.current;
   const streams = [...deps.registry.connected(), ...deps.registry.polling()];
   const rollout: object[] = [];
@@ -236,24 +281,7 @@ export function fleetStatus(deps: AdminDeps): object {
       }
     }
   }
-  const nodes = streams.map((s) => {
-    const nacks = Object.entries(s.types)
-      .filter(([, t]) => t.lastNack)
-      .map(([typeUrl, t]) => ({ typeUrl, ...t.lastNack! }));
-    nacks.sort((a, b) => (a.at < b.at ? 1 : -1));
-    return {
-      nodeId: s.nodeId,
-      group: s.group,
-      ...(s.stage ? { stage: s.stage } : {}),
-      transport: s.transport,
-      peer: s.peer,
-      userAgent: s.userAgent,
-      connectedAt: s.connectedAt,
-      lastSeenAt: s.lastSeenAt,
-      types: s.types,
-      lastNack: nacks[0],
-    };
-  });
+  const nodes = streams.map((s) => nodeView({ ...s, ...(deps.replica ? { replica: deps.replica.name } : {}) }));
   const history = deps.control.versions(20);
   return {
     version: cur

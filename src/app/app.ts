@@ -87,7 +87,7 @@ export async function startApp(
     config.configDir,
     envoyCheck,
   );
-  const metrics = new Metrics(registry, cache, () => {
+  const metrics = new Metrics(registry, cache, config.replica?.name, () => {
     const a = pipeline.rollout;
     return a && { stage: a.state.stage, halted: a.state.status === 'halted', to: a.state.to };
   });
@@ -163,6 +163,7 @@ export async function startApp(
     metrics,
     tokens: new TokenAuth(config.admin.tokens ?? []),
     restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined,
+    replica: config.replica,
     fileFailures: () => [...(files?.failures ?? new Map())].map(([group, f]) => ({ group, ...f })),
   });
   const { host, port } = splitListen(config.admin.listen);

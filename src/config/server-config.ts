@@ -193,6 +193,24 @@ export const ServerConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    replica: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({
+            pattern: '^[A-Za-z0-9._-]{1,63}$',
+            description: "This replica's name: on the nodes it serves and as the replica label of its metrics.",
+          }),
+          peers: Type.Optional(
+            Type.Array(Type.String({ pattern: '^https?://[^\\s/]+/?$' }), {
+              maxItems: 64,
+              description: 'Admin API base URLs of the other replicas; their proxies show in this status too.',
+            }),
+          ),
+          token: Type.Optional(Type.String({ minLength: 1, description: "A token the peers' admin APIs accept." })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     log: Type.Optional(
       Type.Object(
         {

@@ -59,8 +59,11 @@ export class Metrics {
   constructor(
     registry: NodeRegistry,
     cache: SnapshotCache,
+    replica?: string,
     rollout: () => RolloutMetrics | undefined = () => undefined,
   ) {
+    // Every series names its replica, so one Prometheus sees the whole fleet side by side.
+    if (replica) this.registry.setDefaultLabels({ replica });
     client.collectDefaultMetrics({ register: this.registry });
     const reg = this.registry;
     new client.Gauge({

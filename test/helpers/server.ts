@@ -20,6 +20,7 @@ export interface StartOptions {
   maxUnreadBytes?: number;
   maxBehindMs?: number;
   grpc?: { maxStreams?: number; maxConnectionAgeMs?: number; maxConnectionAgeGraceMs?: number };
+  replica?: { name: string; peers?: string[]; token?: string };
   /** Serve SDS without authentication (loopback only; default true here: most tests are about other things). */
   insecureSds?: boolean;
   /** Receives every log line (JSON) the server writes, at debug level. */
@@ -33,6 +34,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
       ? { enabled: true, envoyDir: opts.files.dir, format: 'json', layout: 'files', ...opts.files }
       : undefined,
     configDir,
+    replica: opts.replica,
     database: opts.database ?? join(tempDir(), 'fleetxds.db'),
     grpc: {
       listen: '127.0.0.1:0',
