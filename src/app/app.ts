@@ -21,12 +21,7 @@ import { TokenAuth } from '../security/tokens.ts';
 import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
 import { createRestServer, type RestServer } from '../transports/rest/rest-server.ts';
 import { FileRenderer, type RenderStats } from '../transports/files/file-renderer.ts';
-import { compilePlan, type RolloutPlan } from '../rollout/plan.ts';
-import { rolloutProgress } from '../rollout/progress.ts';
-import type { RolloutState } from '../rollout/state.ts';
-import { rolloutView } from '../rollout/view.ts';
-
-const ROLLOUT_GATE_EVERY_MS = 500;
+import { RolloutDriver } from './rollout-driver.ts';
 
 export interface RunningApp {
   grpcPort: number;
@@ -69,15 +64,7 @@ export async function startApp(
       errorCode: n.code,
       message: n.message,
     });
-    // A NACK from a proxy on a rollout's new version halts it (the state machine decides).
-    const active = pipeline.rollout;
-    if (active) {
-      const node = { id: n.stream.nodeId, cluster: n.stream.nodeCluster, metadata: {} };
-      const nodeStage = active.plan.stageOf(node, n.stream.group);
-      void pipeline
-        .rolloutEvent({ type: 'nack', nodeStage, nodeId: node.id, typeUrl: n.typeUrl, message: n.message })
-        .catch((err) => log.error({ err }, 'rollout NACK handling failed'));
-    }
+    rollouts.nacked(n);
   });
   const envoyCheck = config.envoyCheck ? new EnvoyChecker(config.envoyCheck) : undefined;
   const pipeline = new ConfigPipeline(
@@ -87,6 +74,7 @@ export async function startApp(
     config.configDir,
     envoyCheck,
   );
+  const rollouts = new RolloutDriver(pipeline, cache, registry, stores, log.child({ component: 'rollout' }));
   const metrics = new Metrics(registry, cache, config.replica?.name, () => {
     const a = pipeline.rollout;
     return a && { stage: a.state.stage, halted: a.state.status === 'halted', to: a.state.to };
@@ -140,20 +128,8 @@ export async function startApp(
     rollback: (id, actor) => pipeline.rollback(id, actor),
     pin: (group, id, actor) => pipeline.pin(group, id, actor),
     unpin: (group, actor) => pipeline.unpin(group, actor),
-    rollout: () => {
-      const view = (r: { id: number; plan: RolloutPlan; state: RolloutState }) =>
-        rolloutView(r, cache.current, [...registry.connected(), ...registry.polling()]);
-      const active = pipeline.rollout;
-      if (active) return { rollout: view(active) };
-      const last = stores.rollouts.latest();
-      const policy = cache.current && last && stores.revisions.get(last.state.to)?.model.rollouts?.[0];
-      return { rollout: null, ...(last && policy ? { last: view({ ...last, plan: compilePlan(policy) }) } : {}) };
-    },
-    rolloutCommand: async (command, actor) => {
-      await pipeline.rolloutEvent({ type: command }, actor);
-      const active = pipeline.rollout;
-      return active ? rolloutView(active, cache.current, [...registry.connected(), ...registry.polling()]) : null;
-    },
+    rollout: () => rollouts.status(),
+    rolloutCommand: (command, actor) => rollouts.command(command, actor),
   };
   const admin: FastifyInstance = createAdminServer({
     control,
@@ -217,18 +193,6 @@ export async function startApp(
   const reload = () => pipeline.applyDirectory(config.configDir).catch((err) => log.error({ err }, 'apply failed'));
   await reload();
 
-  // Rollout gates are evaluated twice a second: ACKs arrive all the time and a soak ends on time.
-  const gateTimer = setInterval(() => {
-    const a = pipeline.rollout;
-    if (!a || a.state.status !== 'progressing') return;
-    const nodes = [...registry.connected(), ...registry.polling()];
-    const { gateHolds } = rolloutProgress(a.plan, a.state, cache.current, nodes);
-    void pipeline
-      .rolloutEvent({ type: 'gates', acked: gateHolds })
-      .catch((err) => log.error({ err }, 'rollout gate evaluation failed'));
-  }, ROLLOUT_GATE_EVERY_MS);
-  gateTimer.unref();
-
   let watcher: TreeWatcher | undefined;
   if (config.watch.enabled) {
     watcher = new TreeWatcher({
@@ -279,7 +243,7 @@ export async function startApp(
     reload,
     filesIdle: () => rendering,
     async close() {
-      clearInterval(gateTimer);
+      rollouts.stop();
       await watcher?.close();
       await secretWatcher?.close();
       restServer?.releaseAll();

@@ -1,0 +1,79 @@
+/**
+ * What drives a rollout from outside the pipeline: gate evaluation twice a second (ACKs arrive
+ * all the time and a soak ends on time), NACKs from the node registry, and the views and
+ * commands the admin API offers. The decisions themselves are the state machine's, applied by the
+ * pipeline.
+ */
+import type { Logger } from 'pino';
+import { compilePlan, type RolloutPlan } from '../rollout/plan.ts';
+import { rolloutProgress } from '../rollout/progress.ts';
+import type { RolloutState } from '../rollout/state.ts';
+import { rolloutView, type RolloutView } from '../rollout/view.ts';
+import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
+import type { NackReport, NodeRegistry } from '../status/node-registry.ts';
+import type { Stores } from '../store/database.ts';
+import type { ConfigPipeline } from './pipeline.ts';
+
+const GATES_EVERY_MS = 500;
+
+export class RolloutDriver {
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly pipeline: ConfigPipeline,
+    private readonly cache: SnapshotCache,
+    private readonly registry: NodeRegistry,
+    private readonly stores: Pick<Stores, 'rollouts' | 'revisions'>,
+    private readonly log: Logger,
+  ) {
+    this.timer = setInterval(() => this.evaluateGates(), GATES_EVERY_MS);
+    this.timer.unref();
+  }
+
+  private nodes() {
+    return [...this.registry.connected(), ...this.registry.polling()];
+  }
+
+  private evaluateGates(): void {
+    const a = this.pipeline.rollout;
+    if (!a || a.state.status !== 'progressing') return;
+    const { gateHolds } = rolloutProgress(a.plan, a.state, this.cache.current, this.nodes());
+    void this.pipeline
+      .rolloutEvent({ type: 'gates', acked: gateHolds })
+      .catch((err) => this.log.error({ err }, 'rollout gate evaluation failed'));
+  }
+
+  /** A NACK from a proxy on a rollout's new version halts it (the state machine decides). */
+  nacked(n: NackReport): void {
+    const a = this.pipeline.rollout;
+    if (!a) return;
+    const node = { id: n.stream.nodeId, cluster: n.stream.nodeCluster, metadata: {} };
+    const nodeStage = a.plan.stageOf(node, n.stream.group);
+    void this.pipeline
+      .rolloutEvent({ type: 'nack', nodeStage, nodeId: node.id, typeUrl: n.typeUrl, message: n.message })
+      .catch((err) => this.log.error({ err }, 'rollout NACK handling failed'));
+  }
+
+  private view(r: { id: number; plan: RolloutPlan; state: RolloutState }): RolloutView {
+    return rolloutView(r, this.cache.current, this.nodes());
+  }
+
+  /** The rollout under way, or the last one that ended (for context). */
+  status(): { rollout: RolloutView | null; last?: RolloutView } {
+    const active = this.pipeline.rollout;
+    if (active) return { rollout: this.view(active) };
+    const last = this.stores.rollouts.latest();
+    const policy = last && this.stores.revisions.get(last.state.to)?.model.rollouts?.[0];
+    return { rollout: null, ...(last && policy ? { last: this.view({ ...last, plan: compilePlan(policy) }) } : {}) };
+  }
+
+  async command(command: 'promote' | 'halt' | 'resume' | 'abort', actor: string): Promise<RolloutView | null> {
+    await this.pipeline.rolloutEvent({ type: command }, actor);
+    const active = this.pipeline.rollout;
+    return active ? this.view(active) : null;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
