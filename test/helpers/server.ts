@@ -21,6 +21,8 @@ export interface StartOptions {
   maxBehindMs?: number;
   grpc?: { maxStreams?: number; maxConnectionAgeMs?: number; maxConnectionAgeGraceMs?: number };
   replica?: { name: string; peers?: string[]; token?: string };
+  /** host:port for gRPC (default: a free port on 127.0.0.1). */
+  grpcListen?: string;
   /** Serve SDS without authentication (loopback only; default true here: most tests are about other things). */
   insecureSds?: boolean;
   /** Receives every log line (JSON) the server writes, at debug level. */
@@ -37,7 +39,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
     replica: opts.replica,
     database: opts.database ?? join(tempDir(), 'fleetxds.db'),
     grpc: {
-      listen: '127.0.0.1:0',
+      listen: opts.grpcListen ?? '127.0.0.1:0',
       serveLastAckedOnNack: opts.serveLastAckedOnNack,
       maxUnreadBytes: opts.maxUnreadBytes,
       maxBehindMs: opts.maxBehindMs,
