@@ -191,16 +191,15 @@ export class ConfigPipeline {
    */
   loadLatestFromStore(): Promise<boolean> {
     return this.enqueue(async () => {
-      const model = this.stores.revisions.latest()?.model;
-      if (!model) return false;
+      const record = this.stores.revisions.latest();
+      if (!record) return false;
       // TLS material is never in the store: read it again from its files.
       const secrets = await this.readSecrets(
-        model,
+        record.model,
         'secrets of the stored version cannot be loaded; they are not served',
       );
-      const latest = this.revisions.latest(this.material);
-      const revision = latest?.revision;
-      if (!latest || !revision) return false;
+      const revision = this.revisions.fromRecord(record, this.material);
+      if (!revision) return false;
       this.active = this.restoreRollout(revision);
       this.update({
         revision,
@@ -268,6 +267,7 @@ export class ConfigPipeline {
       treeHash: check.treeHash,
       appliedAt: appliedAt.toISOString(),
       commit: rev?.commit,
+      subject: rev?.subject,
       model: check.model,
       groups,
     });
@@ -306,7 +306,7 @@ export class ConfigPipeline {
   /** A rollback ends a rollout under way: the operator chose one version for everyone. */
   private rollbackNow(toId: number, actor: string, why = 'rollback'): ApplyOutcome {
     const target = this.revisions.get(toId, this.inputs?.revision);
-    const record = this.stores.revisions.get(toId)!;
+    const subject = `rollback to #${toId}${target.subject ? `: ${target.subject}` : ''}`;
     const served = this.inputs?.revision;
     const appliedAt = new Date();
     const id = this.stores.atomically(() => {
@@ -318,7 +318,7 @@ export class ConfigPipeline {
           source: `rollback to #${toId}`,
           commitSha: target.commit,
           author: actor,
-          subject: `rollback to #${toId}${record.subject ? `: ${record.subject}` : ''}`,
+          subject,
           model: target.model,
           warnings: [],
         },
@@ -336,7 +336,7 @@ export class ConfigPipeline {
     });
     if (served) this.suppressedTree = served.treeHash;
     this.active = undefined;
-    this.update({ revision: { ...target, id, appliedAt: appliedAt.toISOString() }, rollout: undefined });
+    this.update({ revision: { ...target, id, subject, appliedAt: appliedAt.toISOString() }, rollout: undefined });
     this.log.warn({ versionId: id, to: toId, actor }, 'rolled back');
     return { status: 'applied', versionId: id, diagnostics: [] };
   }

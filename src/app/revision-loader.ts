@@ -18,7 +18,7 @@ import type { PipelineCaches } from './caches.ts';
 
 const MAX_CACHED_REVISIONS = 8;
 
-type StoredVersion = VersionRecord & { model: Model };
+export type StoredVersion = VersionRecord & { model: Model };
 
 export class RevisionLoader {
   private readonly restored = new Map<number, Revision>();
@@ -46,11 +46,9 @@ export class RevisionLoader {
     return revision;
   }
 
-  /** The newest stored version, restored or (older databases) rebuilt with `material`. */
-  latest(material: ReadonlyMap<string, SecretMaterial>): { record: StoredVersion; revision?: Revision } | undefined {
-    const record = this.store.latest();
-    if (!record) return undefined;
-    return { record, revision: this.restore(record) ?? this.rebuild(record, material) };
+  /** A stored version already read, restored or (older databases) rebuilt with `material`. */
+  fromRecord(record: StoredVersion, material: ReadonlyMap<string, SecretMaterial>): Revision | undefined {
+    return this.restore(record) ?? this.rebuild(record, material);
   }
 
   /** From the stored manifest and encoded bytes: nothing translated or encoded. */
@@ -96,6 +94,7 @@ function revisionFields(r: StoredVersion): Omit<Revision, 'resolver' | 'groups'>
     treeHash: r.treeHash,
     appliedAt: r.appliedAt,
     commit: r.commitSha ?? undefined,
+    subject: r.subject ?? undefined,
     model: r.model,
   };
 }

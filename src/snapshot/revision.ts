@@ -22,6 +22,8 @@ export interface Revision {
   readonly treeHash: string;
   readonly appliedAt: string;
   readonly commit?: string;
+  /** The commit subject (or what a rollback says it rolled back to), as recorded. */
+  readonly subject?: string;
   readonly model: Model;
   readonly resolver: NodeGroupResolver;
   readonly groups: ReadonlyMap<string, RevisionGroup>;
