@@ -255,16 +255,20 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
   const streams = [...deps.registry.connected(), ...deps.registry.polling()];
   const rollout: object[] = [];
   if (cur) {
+    // What each node is served (during a staged rollout, its stage's version): resolved once per node.
+    const served = new Map(
+      streams.map((s) => [
+        s,
+        groupSnapshotFor(cur, { id: s.nodeId, cluster: s.nodeCluster, metadata: {} }, s.group).snapshot,
+      ]),
+    );
     for (const [group, g] of cur.groups) {
       for (const kind of RESOURCE_KINDS) {
         const typeUrl = TypeUrls[kind];
         const t = g.types[kind];
         const nodes = streams.filter((s) => s.group === group && s.types[typeUrl]);
         if (!nodes.length) continue;
-        // During a staged rollout each node is measured against the version of its stage.
-        const want = (s: (typeof nodes)[number]) =>
-          groupSnapshotFor(cur, { id: s.nodeId, cluster: s.nodeCluster, metadata: {} }, group).snapshot?.types[kind]
-            .version ?? t.version;
+        const want = (s: (typeof nodes)[number]) => served.get(s)?.types[kind].version ?? t.version;
         const acked = nodes.filter((s) => s.types[typeUrl]?.ackedVersion === want(s)).length;
         const nacked = nodes.filter((s) => s.types[typeUrl]?.lastNack?.version === want(s)).length;
         const staged = cur.staged?.groups.get(group)?.types[kind].version;
