@@ -7,6 +7,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { lookupType } from '../../src/xds/proto-root.ts';
+import { rawAdsClient } from '../../test/helpers/raw-ads.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 
 const [port, count, mode, prefix, routeName] = [
@@ -18,25 +19,8 @@ const [port, count, mode, prefix, routeName] = [
 ];
 const T = TypeUrls;
 const delta = mode === 'delta';
-const Req = lookupType(
-  delta ? 'envoy.service.discovery.v3.DeltaDiscoveryRequest' : 'envoy.service.discovery.v3.DiscoveryRequest',
-);
-const Res = lookupType(
-  delta ? 'envoy.service.discovery.v3.DeltaDiscoveryResponse' : 'envoy.service.discovery.v3.DiscoveryResponse',
-);
 const Cluster = lookupType('envoy.config.cluster.v3.Cluster');
-const method = {
-  path: delta
-    ? '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources'
-    : '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-  requestStream: true,
-  responseStream: true,
-  requestSerialize: (v: object) => Buffer.from(Req.encode(Req.fromObject(v)).finish()),
-  requestDeserialize: (b: Buffer) => b,
-  responseSerialize: (b: Buffer) => b,
-  responseDeserialize: (b: Buffer) => ({ msg: Res.decode(b) as unknown as Record<string, any>, size: b.length }),
-};
-const Client = grpc.makeGenericClientConstructor({ S: method } as unknown as grpc.ServiceDefinition, 'ADS');
+const Client = rawAdsClient(delta);
 
 interface StreamState {
   ready: boolean;
@@ -53,9 +37,7 @@ function open(i: number): void {
   const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
     'grpc.use_local_subchannel_pool': 1,
     'grpc.max_receive_message_length': -1,
-  } as grpc.ChannelOptions) as unknown as {
-    S: () => grpc.ClientDuplexStream<object, { msg: Record<string, any>; size: number }>;
-  };
+  } as grpc.ChannelOptions);
   const call = client.S();
   const st: StreamState = { ready: false, bytes: 0 };
   states[i] = st;

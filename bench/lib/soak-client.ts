@@ -7,6 +7,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { lookupType } from '../../src/xds/proto-root.ts';
+import { rawAdsClient } from '../../test/helpers/raw-ads.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 
 const [port, perWave, waveSeconds, totalSeconds, prefix] = [
@@ -17,19 +18,8 @@ const [port, perWave, waveSeconds, totalSeconds, prefix] = [
   process.argv[6]!,
 ];
 const T = TypeUrls;
-const Req = lookupType('envoy.service.discovery.v3.DiscoveryRequest');
-const Res = lookupType('envoy.service.discovery.v3.DiscoveryResponse');
 const Cluster = lookupType('envoy.config.cluster.v3.Cluster');
-const method = {
-  path: '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-  requestStream: true,
-  responseStream: true,
-  requestSerialize: (v: object) => Buffer.from(Req.encode(Req.fromObject(v)).finish()),
-  requestDeserialize: (b: Buffer) => b,
-  responseSerialize: (b: Buffer) => b,
-  responseDeserialize: (b: Buffer) => Res.decode(b) as unknown as Record<string, any>,
-};
-const Client = grpc.makeGenericClientConstructor({ S: method } as unknown as grpc.ServiceDefinition, 'ADS');
+const Client = rawAdsClient();
 
 let responses = 0;
 let nacks = 0;
@@ -38,10 +28,10 @@ function open(id: string, behaviour: 'ack' | 'nack' | 'stall'): () => void {
   const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
     'grpc.use_local_subchannel_pool': 1,
     'grpc.max_receive_message_length': -1,
-  } as grpc.ChannelOptions) as unknown as { S: () => grpc.ClientDuplexStream<object, Record<string, any>> };
+  } as grpc.ChannelOptions);
   const call = client.S();
   let edsRequested = false;
-  call.on('data', (msg) => {
+  call.on('data', ({ msg }) => {
     responses++;
     const typeUrl = msg.type_url as string;
     if (behaviour === 'stall') {
@@ -72,7 +62,7 @@ function open(id: string, behaviour: 'ack' | 'nack' | 'stall'): () => void {
   call.write({ type_url: T.route, resource_names: ['edge-0'] });
   return () => {
     call.cancel();
-    (client as unknown as grpc.Client).close();
+    client.close();
   };
 }
 

@@ -8,32 +8,21 @@
 import * as grpc from '@grpc/grpc-js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { lookupType } from '../../src/xds/proto-root.ts';
-import { DISCOVERY_REQUEST, DISCOVERY_RESPONSE, TypeUrls } from '../../src/xds/resource-types.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
+import { rawAdsClient } from '../helpers/raw-ads.ts';
 import { freePort } from '../helpers/envoy.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
-const Req = lookupType(DISCOVERY_REQUEST);
-const Res = lookupType(DISCOVERY_RESPONSE);
-const method = {
-  path: '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-  requestStream: true,
-  responseStream: true,
-  requestSerialize: (v: object) => Buffer.from(Req.encode(Req.fromObject(v)).finish()),
-  requestDeserialize: (b: Buffer) => b,
-  responseSerialize: (b: Buffer) => b,
-  responseDeserialize: (b: Buffer) => Res.decode(b),
-};
-const Client = grpc.makeGenericClientConstructor({ S: method } as unknown as grpc.ServiceDefinition, 'ADS');
+const Client = rawAdsClient();
 
 /** A client that keeps one ADS stream open, reopening it when it ends (as Envoy does). */
 function persistentClient(target: string, id: string, reconnects: number[]) {
   const client = new Client(target, grpc.credentials.createInsecure(), {
     'grpc.use_local_subchannel_pool': 1,
     'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
-  } as grpc.ChannelOptions) as unknown as grpc.Client & { S: () => grpc.ClientDuplexStream<object, unknown> };
+  } as grpc.ChannelOptions);
   let closed = false;
   const open = () => {
     const call = client.S();
