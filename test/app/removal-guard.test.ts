@@ -3,16 +3,15 @@
  * group's listeners and clusters, is refused by validate, the apply pipeline (watcher) and the git
  * hook alike, unless a Guard document in the tree says so.
  */
-import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { checkTree } from '../../src/app/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
-import { projectPath } from '../../src/shared/paths.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
+import { runCli } from '../helpers/process.ts';
 
 const GUARD = (fields: string) => `kind: Guard\nname: this-change\n${fields}\n`;
 const TWO_LISTENERS = {
@@ -36,11 +35,7 @@ port: 9191
 virtualHosts: [ops]
 `;
 
-const validate = (...args: string[]) =>
-  spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'validate', ...args], {
-    cwd: projectPath(),
-    encoding: 'utf8',
-  });
+const validate = (...args: string[]) => runCli(['validate', ...args]);
 
 test('a tree that serves nothing is refused (no YAML at all, or only secrets and services)', async () => {
   const trees: Record<string, string>[] = [

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -6,6 +5,7 @@ import * as assert from 'uvu/assert';
 import { envoyBootstrap, grpcBootstrap, type BootstrapInput } from '../../src/bootstrap/envoy-bootstrap.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
+import { runCli } from '../helpers/process.ts';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 const dir = projectPath('test', 'golden', 'bootstrap');
@@ -110,13 +110,7 @@ test('several --server (replicas): every one an endpoint of the xDS cluster, or 
   );
 });
 
-function cli(...args: string[]) {
-  return spawnSync(
-    process.execPath,
-    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'bootstrap', '--config', 'config/fleetxds.yaml', ...args],
-    { cwd: projectPath(), encoding: 'utf8' },
-  );
-}
+const cli = (...args: string[]) => runCli(['bootstrap', '--config', 'config/fleetxds.yaml', ...args]);
 
 test('CLI: a bootstrap for each mode of the bundled config, for a node that really joins the group', () => {
   for (const mode of ['ads', 'delta', 'rest', 'files', 'grpc']) {

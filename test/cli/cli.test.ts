@@ -1,17 +1,12 @@
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { schemaText } from '../../src/cli/schema.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
+import { runCli } from '../helpers/process.ts';
 
-function cli(...args: string[]) {
-  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], {
-    cwd: projectPath(),
-    encoding: 'utf8',
-  });
-}
+const cli = (...args: string[]) => runCli(args);
 
 test('validate: the bundled example config is valid', () => {
   const r = cli('validate', 'config/services');

@@ -6,30 +6,21 @@
  * Envoy's text while the others keep routing on the previous version; `rollout abort` from the
  * CLI serves the previous version to the canary again.
  */
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { projectPath } from '../../src/shared/paths.ts';
 import { labSpecs, reportSetupFailure, startLab, type Lab, type LabEnvoySpec } from '../helpers/envoy-lab.ts';
-import { waitFor } from '../helpers/process.ts';
+import { waitFor, runCli } from '../helpers/process.ts';
 
 let lab: Lab;
 let canary: LabEnvoySpec;
 let wave: LabEnvoySpec;
 let rest: LabEnvoySpec;
 
-function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  return spawnSync(
-    process.execPath,
-    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args, '--config', join(lab.root, 'fleetxds.yaml')],
-    {
-      cwd: projectPath(),
-      encoding: 'utf8',
-      env: { ...process.env, FLEETXDS_ADMIN_LISTEN: `127.0.0.1:${lab.server.adminPort}` },
-    },
-  );
-}
+const cli = (...args: string[]) =>
+  runCli([...args, '--config', join(lab.root, 'fleetxds.yaml')], {
+    FLEETXDS_ADMIN_LISTEN: `127.0.0.1:${lab.server.adminPort}`,
+  });
 
 test.before(async () => {
   [canary, wave, rest] = (await labSpecs([

@@ -17,7 +17,7 @@ import {
   type Backend,
   type GreeterClientHandle,
 } from '../helpers/greeter.ts';
-import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
+import { spawnServer, waitFor, type ServerProcess, runCli } from '../helpers/process.ts';
 import { tempDir } from '../helpers/tree.ts';
 
 createRequire(import.meta.url)('@grpc/grpc-js-xds').register();
@@ -34,12 +34,7 @@ let server: ServerProcess;
 let a: Backend, b: Backend;
 let client: GreeterClientHandle;
 
-function cli(...args: string[]) {
-  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], {
-    cwd: projectPath(),
-    encoding: 'utf8',
-  });
-}
+const cli = (...args: string[]) => runCli(args);
 const git = (...args: string[]) => spawnSync('git', args, { cwd: work, env: gitEnv, encoding: 'utf8' });
 
 function editGrpc(edit: (docs: Doc[]) => void): void {

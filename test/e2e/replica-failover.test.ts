@@ -5,7 +5,6 @@
  * (SIGKILL) under a steady request stream: no request and no RPC fails, both clients reconnect to
  * replica 2, and a change applied after the kill reaches them through it.
  */
-import { spawnSync } from 'node:child_process';
 import { cpSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -21,7 +20,7 @@ import {
   type Backend as GrpcBackend,
   type GreeterClientHandle,
 } from '../helpers/greeter.ts';
-import { spawnServer, waitFor, type ServerProcess } from '../helpers/process.ts';
+import { spawnServer, waitFor, type ServerProcess, runCli } from '../helpers/process.ts';
 import { tempDir } from '../helpers/tree.ts';
 import { docOf, editYamlDocs } from '../helpers/yaml-edit.ts';
 
@@ -54,26 +53,19 @@ function settings(n: number): string {
 }
 
 function bootstrap(mode: string, nodeId: string): any {
-  const out = spawnSync(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      projectPath('src', 'cli', 'main.ts'),
-      'bootstrap',
-      '--config',
-      join(root, 'fleetxds-1.yaml'),
-      '--mode',
-      mode,
-      '--node-id',
-      nodeId,
-      '--server',
-      `127.0.0.1:${port}`,
-      '--server',
-      `127.0.0.2:${port}`,
-    ],
-    { cwd: projectPath(), encoding: 'utf8' },
-  );
+  const out = runCli([
+    'bootstrap',
+    '--config',
+    join(root, 'fleetxds-1.yaml'),
+    '--mode',
+    mode,
+    '--node-id',
+    nodeId,
+    '--server',
+    `127.0.0.1:${port}`,
+    '--server',
+    `127.0.0.2:${port}`,
+  ]);
   if (out.status !== 0) throw new Error(out.stderr);
   return JSON.parse(out.stdout);
 }

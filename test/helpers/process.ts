@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { projectPath } from '../../src/shared/paths.ts';
 
 export interface ServerProcess {
@@ -93,4 +93,13 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+/** Runs the fleetxds CLI (`src/cli/main.ts`) to completion from the project root. */
+export function runCli(args: string[], env: Record<string, string> = {}): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], {
+    cwd: projectPath(),
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
 }
