@@ -3,6 +3,7 @@
  * decisions (rollback, pin, unpin). A small interface, so `admin/` depends on no pipeline class
  * and can be tested against a fake.
  */
+import type { DecisionResult, SharedDecisionStatus } from '../decisions/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
 import type { AuditEntry } from '../store/audit.ts';
 import type { NackEvent } from '../store/nacks.ts';
@@ -27,10 +28,16 @@ export interface AdminControl {
   nacks(nodeId?: string, limit?: number): NackEvent[];
   /** Served secrets as fingerprints and expiry (never the material). */
   secrets(): ServedSecretInfo[];
-  /** Decisions; each is audited and fails with a FleetError (FXDS_UNKNOWN_VERSION, ...). */
-  rollback(versionId: number, actor: string): Promise<{ status: string; versionId?: number }>;
-  pin(group: string, versionId: number, actor: string): Promise<void>;
-  unpin(group: string, actor: string): Promise<void>;
+  /**
+   * Decisions; each is audited, and fails with a FleetError (FXDS_UNKNOWN_VERSION, ...) when it
+   * cannot be made. With several replicas it is made through the shared store, and fails with
+   * FXDS_SHARED_UNAVAILABLE while that is unreachable.
+   */
+  rollback(versionId: number, actor: string): Promise<DecisionResult>;
+  pin(group: string, versionId: number, actor: string): Promise<DecisionResult>;
+  unpin(group: string, actor: string): Promise<DecisionResult>;
+  /** The shared decision store as this replica sees it; undefined when decisions are not shared. */
+  sharedDecisions(): SharedDecisionStatus | undefined;
   /** The rollout under way (and the last one that ended, for context). */
   rollout(): { rollout: RolloutView | null; last?: RolloutView };
   rolloutCommand(command: 'promote' | 'halt' | 'resume' | 'abort', actor: string): Promise<RolloutView | null>;

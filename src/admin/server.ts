@@ -160,13 +160,14 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
       const id = Number(req.body?.versionId);
       if (!Number.isInteger(id))
         return reply.code(404).send({ error: 'unknown version', code: 'FXDS_UNKNOWN_VERSION' });
-      await deps.control.pin(req.params.group, id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
-      return { pinned: req.params.group, versionId: id };
+      const actor = actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`));
+      const result = await deps.control.pin(req.params.group, id, actor);
+      return { pinned: req.params.group, versionId: id, result };
     },
   );
   app.delete<{ Params: { group: string } }>('/api/v1/pins/:group', async (req) => {
-    await deps.control.unpin(req.params.group, actorOf(req, `admin@${req.ip}`));
-    return { unpinned: req.params.group };
+    const result = await deps.control.unpin(req.params.group, actorOf(req, `admin@${req.ip}`));
+    return { unpinned: req.params.group, result };
   });
   app.get('/api/v1/rollout', async () => deps.control.rollout());
   app.post<{ Params: { command: string }; Body: { actor?: unknown } }>(
@@ -296,6 +297,7 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
     nodes,
     rejection: deps.control.latestRejection() ?? null,
     fileFailures: deps.fileFailures?.() ?? [],
+    sharedDecisions: deps.control.sharedDecisions() ?? null,
     history,
   };
 }

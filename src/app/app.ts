@@ -22,6 +22,9 @@ import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
 import { createRestServer, type RestServer } from '../transports/rest/rest-server.ts';
 import { FileRenderer, type RenderStats } from '../transports/files/file-renderer.ts';
 import { RolloutDriver } from './rollout-driver.ts';
+import { DecisionDesk } from './decisions.ts';
+import { PostgresDecisionLog } from '../decisions/postgres-log.ts';
+import type { SharedDecisionStatus } from '../decisions/decision.ts';
 
 export interface RunningApp {
   grpcPort: number;
@@ -37,6 +40,8 @@ export interface RunningApp {
   registry: NodeRegistry;
   pipeline: ConfigPipeline;
   log: Logger;
+  /** The shared decision store as this replica sees it (undefined when decisions are not shared). */
+  sharedDecisions(): SharedDecisionStatus | undefined;
   reload(): Promise<unknown>;
   close(): Promise<void>;
 }
@@ -74,16 +79,42 @@ export async function startApp(
     config.configDir,
     envoyCheck,
   );
+  // Several replicas share operator decisions through PostgreSQL (see DecisionDesk).
+  const pg = config.replica?.postgres;
+  const sharedLog =
+    pg &&
+    new PostgresDecisionLog({
+      url: pg.url,
+      pollMs: pg.pollMs ?? 1000,
+      queryTimeoutMs: pg.queryTimeoutMs ?? 3000,
+      replica: config.replica?.name ?? 'fleetxds',
+      log: log.child({ component: 'decisions' }),
+    });
+  const desk = new DecisionDesk(pipeline, log.child({ component: 'decisions' }), stores.replicaState, sharedLog);
   const rollouts = new RolloutDriver(pipeline, cache, registry, stores, log.child({ component: 'rollout' }));
-  const metrics = new Metrics(registry, cache, config.replica?.name, () => {
-    const a = pipeline.rollout;
-    return a && { stage: a.state.stage, halted: a.state.status === 'halted', to: a.state.to };
-  });
+  const metrics = new Metrics(
+    registry,
+    cache,
+    config.replica?.name,
+    () => {
+      const a = pipeline.rollout;
+      return a && { stage: a.state.stage, halted: a.state.status === 'halted', to: a.state.to };
+    },
+    () => desk.status(),
+  );
   pipeline.events.on('applied', (ms: number) => metrics.applyDuration.observe(ms / 1000));
   pipeline.events.on('rejected', () => metrics.validationFailures.inc());
 
   // Serve the last good version before touching the directory (fast restart, survives a broken tree).
   await pipeline.loadLatestFromStore();
+
+  // The first connection to the shared store is awaited, so decisions made while this replica was
+  // down are applied before the directory is read; an unreachable store is not waited for: the
+  // replica serves what it has and keeps trying.
+  if (sharedLog) {
+    await sharedLog.start();
+    await desk.catchUp();
+  }
 
   const acks = new GroupAckTracker(config.grpc.serveLastAckedOnNack ?? false);
   const sds = secretsAllowed(config);
@@ -125,11 +156,15 @@ export async function startApp(
     latestRejection: () => stores.rejections.latest(),
     nacks: (nodeId, limit) => stores.nacks.list(nodeId, limit),
     secrets: () => pipeline.servedSecrets,
-    rollback: (id, actor) => pipeline.rollback(id, actor),
-    pin: (group, id, actor) => pipeline.pin(group, id, actor),
-    unpin: (group, actor) => pipeline.unpin(group, actor),
+    rollback: (versionId, actor) => desk.make({ kind: 'rollback', versionId }, actor),
+    pin: (group, versionId, actor) => desk.make({ kind: 'pin', group, versionId }, actor),
+    unpin: (group, actor) => desk.make({ kind: 'unpin', group }, actor),
+    sharedDecisions: () => desk.status(),
     rollout: () => rollouts.status(),
-    rolloutCommand: (command, actor) => rollouts.command(command, actor),
+    rolloutCommand: async (command, actor) => {
+      await desk.make({ kind: 'rollout', command }, actor);
+      return rollouts.current();
+    },
   };
   const admin: FastifyInstance = createAdminServer({
     control,
@@ -240,6 +275,7 @@ export async function startApp(
     registry,
     pipeline,
     log,
+    sharedDecisions: () => desk.status(),
     reload,
     filesIdle: () => rendering,
     async close() {
@@ -256,6 +292,8 @@ export async function startApp(
       grpc.endStreams('fleetxds is shutting down');
       await new Promise((r) => setTimeout(r, 50)); // let the status frames go out
       grpcServer.forceShutdown();
+      await sharedLog?.close();
+      await desk.idle();
       stores.close();
     },
   };

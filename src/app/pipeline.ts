@@ -34,12 +34,23 @@ import { PipelineCaches } from './caches.ts';
 import { manifestOf, RevisionLoader } from './revision-loader.ts';
 import { changesServed, rulesOf, servedRollout, servingChanged, type ActiveRollout } from '../rollout/active.ts';
 import { checkTree } from './check-tree.ts';
+import type { Decision, DecisionResult } from '../decisions/decision.ts';
 import type { EnvoyChecker } from './envoy-check.ts';
 
 export type ApplyOutcome =
   | { status: 'applied'; versionId: number; diagnostics: Diagnostic[] }
   | { status: 'unchanged'; versionId: number; diagnostics: Diagnostic[] }
   | { status: 'rejected'; diagnostics: Diagnostic[] };
+
+/** An operator's decision as the admin API takes it: versions named by this replica's ids. */
+export type OperatorCommand =
+  | { kind: 'rollback'; versionId: number }
+  | { kind: 'pin'; group: string; versionId: number }
+  | { kind: 'unpin'; group: string }
+  | { kind: 'rollout'; command: 'promote' | 'halt' | 'resume' | 'abort' };
+
+/** Shares a rollout transition this replica's gates or proxies caused; rejects when it cannot. */
+export type ShareTransition = (d: Decision & { kind: 'rollout' }, actor: string) => Promise<unknown>;
 
 export interface ServedSecret {
   name: string;
@@ -60,11 +71,21 @@ export class ConfigPipeline {
   private lastRejectedTree?: string;
   /** The rollout under way (progressing or halted); its serving part is an input of reconcile. */
   private active?: ActiveRollout;
-  /** Tree hash of the directory content a rollback replaced: not re-applied until it changes. */
+  /**
+   * What a rollback replaced: the directory's tree (not read again until it changes) and the model
+   * (not applied again from the directory: a replica that gets a rollback before the push it
+   * reverts skips that push). Kept in the replica state, so a restart does not undo a rollback.
+   */
   private suppressedTree?: string;
+  private suppressedModel?: string;
+  /** Set when decisions are shared between replicas: automatic rollout transitions go through it. */
+  shareTransition?: ShareTransition;
 
   constructor(
-    private readonly stores: Pick<Stores, 'revisions' | 'pins' | 'audit' | 'rejections' | 'rollouts' | 'atomically'>,
+    private readonly stores: Pick<
+      Stores,
+      'revisions' | 'pins' | 'audit' | 'rejections' | 'rollouts' | 'replicaState' | 'atomically'
+    >,
     private readonly cache: SnapshotCache,
     private readonly log: Logger,
     /** The config directory Secret file paths are relative to. */
@@ -133,49 +154,196 @@ export class ConfigPipeline {
   }
 
   /**
-   * Feeds the rollout's state machine (gate results, NACKs, operator commands), saves and audits
-   * every transition, and serves what the new state says. An abort serves the previous version
-   * again, recorded as a rollback.
+   * Automatic rollout events: gate results and NACKs. When decisions are shared, a transition they
+   * cause (a stage passed, a halt) is shared first and applied when it comes back from the log,
+   * like an operator's; if it cannot be shared, a gate waits and a NACK halts here anyway.
    */
-  rolloutEvent(event: RolloutEvent, actor = 'fleetxds'): Promise<RolloutState | undefined> {
+  rolloutEvent(event: RolloutEvent & { type: 'gates' | 'nack' }): Promise<RolloutState | undefined> {
     return this.enqueue(async () => {
       const a = this.active;
-      if (!a || !isActive(a.state)) {
-        if (event.type === 'gates' || event.type === 'nack') return undefined;
-        throw new FleetError(ErrorCodes.NO_ROLLOUT, 'no rollout is under way');
+      if (!a || !isActive(a.state)) return undefined;
+      const next = step(a.state, event, rulesOf(a.plan), new Date());
+      const transition = next.stage !== a.state.stage || next.status !== a.state.status;
+      if (transition && this.shareTransition && this.inputs) {
+        const shared: Decision & { kind: 'rollout' } = {
+          kind: 'rollout',
+          to: this.inputs.revision.modelHash,
+          stage: a.state.stage,
+          status: a.state.status as 'progressing',
+          event: event.type === 'nack' ? event : { type: 'promote' },
+        };
+        const ok = await this.shareTransition(shared, 'fleetxds').then(
+          () => true,
+          (err) => {
+            this.log.error({ err: (err as Error).message, event: event.type }, 'rollout transition not shared');
+            return false;
+          },
+        );
+        if (ok || event.type === 'gates') return a.state;
       }
-      let next: RolloutState;
-      try {
-        next = step(a.state, event, rulesOf(a.plan), new Date());
-      } catch (err) {
-        if (err instanceof RolloutCommandError) throw new FleetError(ErrorCodes.ROLLOUT_STATE, err.message);
-        throw err;
+      return this.transition(a, event, 'fleetxds', next);
+    });
+  }
+
+  /**
+   * Feeds the rollout's state machine, saves and audits every transition, and serves what the new
+   * state says. An abort serves the previous version again, recorded as a rollback.
+   */
+  private async transition(
+    a: ActiveRollout,
+    event: RolloutEvent,
+    actor: string,
+    computed?: RolloutState,
+  ): Promise<RolloutState> {
+    let next: RolloutState;
+    try {
+      next = computed ?? step(a.state, event, rulesOf(a.plan), new Date());
+    } catch (err) {
+      if (err instanceof RolloutCommandError) throw new FleetError(ErrorCodes.ROLLOUT_STATE, err.message);
+      throw err;
+    }
+    if (next === a.state) return next;
+    const automatic = event.type === 'gates' || event.type === 'nack' || actor === 'fleetxds';
+    const what = next.status !== a.state.status ? next.status : next.stage !== a.state.stage ? 'advanced' : undefined;
+    this.stores.atomically(() => {
+      this.stores.rollouts.save(a.id, next);
+      if (!automatic || what)
+        this.stores.audit.append(actor, `rollout-${automatic ? what : event.type}`, {
+          rollout: a.id,
+          stage: a.plan.names[next.stage] ?? 'rest',
+          ...(next.halt && what === 'halted' ? { halt: next.halt } : {}),
+        });
+    });
+    this.active = { ...a, state: next };
+    if (what) this.log.warn({ rollout: a.id, status: next.status, stage: a.plan.names[next.stage], actor }, 'rollout');
+    if (next.status === 'aborted') {
+      this.active = undefined;
+      this.rollbackNow(a.from.id, actor, 'rollout aborted');
+    } else if (next.status === 'complete') {
+      this.active = undefined;
+      this.update({ rollout: undefined });
+    } else if (servingChanged(a.state, next)) {
+      this.update({ rollout: servedRollout(this.active) });
+    }
+    return next;
+  }
+
+  /**
+   * Checks an operator's command against what this replica serves and names its versions by
+   * content, so any replica can apply it. Throws a FleetError when the command cannot be made.
+   */
+  prepare(c: OperatorCommand): Decision {
+    const served = this.inputs?.revision;
+    switch (c.kind) {
+      case 'rollback': {
+        const target = this.revisions.get(c.versionId, served);
+        return { kind: 'rollback', to: target.modelHash, ...(served ? { replaces: served.modelHash } : {}) };
       }
-      if (next === a.state) return next;
-      const automatic = event.type === 'gates' || event.type === 'nack';
-      const what = next.status !== a.state.status ? next.status : next.stage !== a.state.stage ? 'advanced' : undefined;
-      this.stores.atomically(() => {
-        this.stores.rollouts.save(a.id, next);
-        if (!automatic || what)
-          this.stores.audit.append(actor, `rollout-${automatic ? what : event.type}`, {
-            rollout: a.id,
-            stage: a.plan.names[next.stage] ?? 'rest',
-            ...(next.halt && what === 'halted' ? { halt: next.halt } : {}),
-          });
+      case 'pin': {
+        const pinned = this.revisions.get(c.versionId, served);
+        this.checkGroup(c.group, pinned);
+        return { kind: 'pin', group: c.group, to: pinned.modelHash };
+      }
+      case 'unpin':
+        if (!this.stores.pins.list().some((p) => p.group === c.group))
+          throw new FleetError(ErrorCodes.NOT_PINNED, `node group "${c.group}" is not pinned`);
+        return { kind: 'unpin', group: c.group };
+      case 'rollout': {
+        const a = this.active;
+        if (!a || !isActive(a.state) || !served) throw new FleetError(ErrorCodes.NO_ROLLOUT, 'no rollout is under way');
+        try {
+          step(a.state, { type: c.command }, rulesOf(a.plan), new Date());
+        } catch (err) {
+          if (err instanceof RolloutCommandError) throw new FleetError(ErrorCodes.ROLLOUT_STATE, err.message);
+          throw err;
+        }
+        const status = a.state.status as 'progressing' | 'halted';
+        return { kind: 'rollout', to: served.modelHash, stage: a.state.stage, status, event: { type: c.command } };
+      }
+    }
+  }
+
+  /**
+   * Applies a decision, made here or on another replica. Versions are found by model hash; a
+   * decision that no longer applies (the fleet moved on) is skipped, one naming a version this
+   * replica never applied is reported missing. Both are returned, not thrown: the decision is
+   * already made (and, when shared, in the log), and this replica goes on with the next.
+   */
+  decide(d: Decision, actor: string): Promise<DecisionResult> {
+    return this.enqueue(async (): Promise<DecisionResult> => {
+      const served = this.inputs?.revision;
+      const missing = (hash: string): DecisionResult => ({
+        status: 'missing',
+        reason: `version ${hash.slice(0, 12)} was never applied on this replica`,
       });
-      this.active = { ...a, state: next };
-      if (what)
-        this.log.warn({ rollout: a.id, status: next.status, stage: a.plan.names[next.stage], actor }, 'rollout');
-      if (next.status === 'aborted') {
-        this.active = undefined;
-        await this.rollbackNow(a.from.id, actor, 'rollout aborted');
-      } else if (next.status === 'complete') {
-        this.active = undefined;
-        this.update({ rollout: undefined });
-      } else if (servingChanged(a.state, next)) {
-        this.update({ rollout: servedRollout(this.active) });
+      switch (d.kind) {
+        case 'rollback': {
+          const id = this.stores.revisions.idOfModel(d.to);
+          if (id === undefined) return missing(d.to);
+          if (d.replaces && served && served.modelHash !== d.replaces && this.stores.revisions.idOfModel(d.replaces))
+            return { status: 'skipped', reason: 'superseded: a newer version was applied since' };
+          const outcome = this.rollbackNow(id, actor);
+          this.suppress(this.suppressedTree, d.replaces);
+          return { status: 'applied', versionId: outcome.status === 'rejected' ? undefined : outcome.versionId };
+        }
+        case 'pin': {
+          const id = this.stores.revisions.idOfModel(d.to);
+          if (id === undefined) return missing(d.to);
+          const pinned = this.revisions.get(id, served);
+          try {
+            this.checkGroup(d.group, pinned);
+          } catch (err) {
+            return { status: 'skipped', reason: (err as Error).message };
+          }
+          this.stores.atomically(() => {
+            this.stores.pins.set(d.group, id, actor);
+            this.stores.audit.append(actor, 'pin', { group: d.group, versionId: id });
+          });
+          this.update({ pins: new Map(this.inputs?.pins).set(d.group, pinned) });
+          return { status: 'applied', versionId: id };
+        }
+        case 'unpin': {
+          const removed = this.stores.atomically(() => {
+            const removed = this.stores.pins.delete(d.group);
+            if (removed) this.stores.audit.append(actor, 'unpin', { group: d.group });
+            return removed;
+          });
+          if (!removed) return { status: 'skipped', reason: `node group "${d.group}" is not pinned` };
+          const pins = new Map(this.inputs?.pins);
+          pins.delete(d.group);
+          this.update({ pins });
+          return { status: 'applied' };
+        }
+        case 'rollout': {
+          const a = this.active;
+          if (!a || !isActive(a.state)) return { status: 'skipped', reason: 'no rollout is under way' };
+          if (served?.modelHash !== d.to) return { status: 'skipped', reason: 'a transition of another rollout' };
+          if (a.state.stage !== d.stage || a.state.status !== d.status)
+            return { status: 'skipped', reason: 'the rollout is past the state this transition was decided in' };
+          await this.transition(a, d.event, actor);
+          return { status: 'applied' };
+        }
       }
-      return next;
+    });
+  }
+
+  /** Only a group that exists (now, or in the version to pin it to) can be pinned. */
+  private checkGroup(group: string, pinned: Revision): void {
+    const known = new Set([...(this.cache.current?.groups.keys() ?? []), ...pinned.groups.keys()]);
+    if (!known.has(group))
+      throw new FleetError(
+        ErrorCodes.UNKNOWN_GROUP,
+        `no node group "${group}" (known: ${[...known].sort().join(', ')})`,
+      );
+  }
+
+  /** Records what a rollback replaced (undefined clears), here and in the replica state. */
+  private suppress(tree: string | undefined, model: string | undefined): void {
+    this.suppressedTree = tree;
+    this.suppressedModel = model;
+    this.stores.atomically(() => {
+      this.stores.replicaState.set('rollback.suppressedTree', tree);
+      this.stores.replicaState.set('rollback.suppressedModel', model);
     });
   }
 
@@ -200,6 +368,8 @@ export class ConfigPipeline {
       );
       const revision = this.revisions.fromRecord(record, this.material);
       if (!revision) return false;
+      this.suppressedTree = this.stores.replicaState.get('rollback.suppressedTree');
+      this.suppressedModel = this.stores.replicaState.get('rollback.suppressedModel');
       this.active = this.restoreRollout(revision);
       this.update({
         revision,
@@ -230,7 +400,6 @@ export class ConfigPipeline {
       envoy: this.envoy,
     });
     if (check.unchanged && served) return { status: 'unchanged', versionId: served.id, diagnostics: [] };
-    this.suppressedTree = undefined; // the directory moved on since a rollback: it is the source again
     const secrets = check.model && check.config && buildSecrets(check.model, check.secrets ?? new Map(), this.caches);
     if (!check.model || !check.config || !secrets?.secrets) {
       const diagnostics = [...check.diagnostics, ...(secrets?.diagnostics ?? [])];
@@ -238,6 +407,13 @@ export class ConfigPipeline {
     }
     this.lastRejectedTree = undefined;
     const hash = this.caches.modelHash(check.model);
+    if (served && hash === this.suppressedModel) {
+      // The push a rollback reverted (reached here after the rollback, from another replica).
+      this.suppress(check.treeHash, hash);
+      return { status: 'unchanged', versionId: served.id, diagnostics: check.diagnostics };
+    }
+    // The directory moved on since a rollback: it is the source again.
+    if (this.suppressedTree || this.suppressedModel) this.suppress(undefined, undefined);
     if (served && served.modelHash === hash)
       return { status: 'unchanged', versionId: served.id, diagnostics: check.diagnostics };
     const appliedAt = new Date();
@@ -295,14 +471,6 @@ export class ConfigPipeline {
     return { status: 'rejected', diagnostics };
   }
 
-  /**
-   * Serves an earlier version again, recorded as a new version (source "rollback"). The directory
-   * is not re-applied until its content changes (a new push), so the rollback sticks.
-   */
-  rollback(toId: number, actor: string): Promise<ApplyOutcome> {
-    return this.enqueue(() => this.rollbackNow(toId, actor));
-  }
-
   /** A rollback ends a rollout under way: the operator chose one version for everyone. */
   private rollbackNow(toId: number, actor: string, why = 'rollback'): ApplyOutcome {
     const target = this.revisions.get(toId, this.inputs?.revision);
@@ -334,44 +502,11 @@ export class ConfigPipeline {
       }
       return id;
     });
-    if (served) this.suppressedTree = served.treeHash;
+    if (served) this.suppress(served.treeHash, served.modelHash);
     this.active = undefined;
     this.update({ revision: { ...target, id, subject, appliedAt: appliedAt.toISOString() }, rollout: undefined });
     this.log.warn({ versionId: id, to: toId, actor }, 'rolled back');
     return { status: 'applied', versionId: id, diagnostics: [] };
-  }
-
-  /** Holds a node group at an earlier version while the rest of the fleet moves on. */
-  pin(group: string, versionId: number, actor: string): Promise<void> {
-    return this.enqueue(() => {
-      const pinned = this.revisions.get(versionId, this.inputs?.revision);
-      // Only a group that exists (now, or in the version to pin it to) can be pinned.
-      const known = new Set([...(this.cache.current?.groups.keys() ?? []), ...pinned.groups.keys()]);
-      if (!known.has(group))
-        throw new FleetError(
-          ErrorCodes.UNKNOWN_GROUP,
-          `no node group "${group}" (known: ${[...known].sort().join(', ')})`,
-        );
-      this.stores.atomically(() => {
-        this.stores.pins.set(group, versionId, actor);
-        this.stores.audit.append(actor, 'pin', { group, versionId });
-      });
-      this.update({ pins: new Map(this.inputs?.pins).set(group, pinned) });
-    });
-  }
-
-  unpin(group: string, actor: string): Promise<void> {
-    return this.enqueue(() => {
-      const removed = this.stores.atomically(() => {
-        const removed = this.stores.pins.delete(group);
-        if (removed) this.stores.audit.append(actor, 'unpin', { group });
-        return removed;
-      });
-      if (!removed) throw new FleetError(ErrorCodes.NOT_PINNED, `node group "${group}" is not pinned`);
-      const pins = new Map(this.inputs?.pins);
-      pins.delete(group);
-      this.update({ pins });
-    });
   }
 
   /**

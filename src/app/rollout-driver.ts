@@ -67,8 +67,8 @@ export class RolloutDriver {
     return { rollout: null, ...(last && policy ? { last: this.view({ ...last, plan: compilePlan(policy) }) } : {}) };
   }
 
-  async command(command: 'promote' | 'halt' | 'resume' | 'abort', actor: string): Promise<RolloutView | null> {
-    await this.pipeline.rolloutEvent({ type: command }, actor);
+  /** The rollout under way, if any (after a command: what it did). */
+  current(): RolloutView | null {
     const active = this.pipeline.rollout;
     return active ? this.view(active) : null;
   }

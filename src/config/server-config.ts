@@ -207,6 +207,35 @@ export const ServerConfigSchema = Type.Object(
             }),
           ),
           token: Type.Optional(Type.String({ minLength: 1, description: "A token the peers' admin APIs accept." })),
+          postgres: Type.Optional(
+            Type.Object(
+              {
+                url: Type.String({
+                  pattern: '^postgres(ql)?://',
+                  description:
+                    'Where operator decisions (rollback, pins, rollout commands) are shared between replicas: a ' +
+                    'PostgreSQL connection URL (FLEETXDS_POSTGRES_URL overrides it, to keep a password out of the ' +
+                    'file).',
+                }),
+                pollMs: Type.Optional(
+                  Type.Integer({
+                    minimum: 100,
+                    maximum: 60_000,
+                    description:
+                      'Backstop for a missed notification: how often to look for new decisions (default 1 s).',
+                  }),
+                ),
+                queryTimeoutMs: Type.Optional(
+                  Type.Integer({
+                    minimum: 100,
+                    maximum: 60_000,
+                    description: 'A store that does not answer within this counts as unreachable (default 3 s).',
+                  }),
+                ),
+              },
+              { additionalProperties: false },
+            ),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -283,6 +312,7 @@ export const ENV_OVERRIDES = {
   FLEETXDS_REST_LISTEN: 'rest.listen',
   FLEETXDS_FILES_DIR: 'files.dir',
   FLEETXDS_LOG_LEVEL: 'log.level',
+  FLEETXDS_POSTGRES_URL: 'replica.postgres.url',
 } as const;
 
 export class ConfigError extends Error {}

@@ -18,12 +18,15 @@ export const ErrorCodes = {
   BAD_REQUEST: 'FXDS_BAD_REQUEST',
   /** What the client asked for is not for it (node identity not allowed, secrets without authentication). */
   FORBIDDEN: 'FXDS_FORBIDDEN',
+  /** A decision that must reach every replica while the shared store (PostgreSQL) is unreachable. */
+  SHARED_UNAVAILABLE: 'FXDS_SHARED_UNAVAILABLE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
 /** gRPC status names (keys of grpc-js `status`), so this folder needs no transport library. */
-export type GrpcStatusName = 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'PERMISSION_DENIED' | 'FAILED_PRECONDITION';
+export type GrpcStatusName =
+  'INVALID_ARGUMENT' | 'NOT_FOUND' | 'PERMISSION_DENIED' | 'FAILED_PRECONDITION' | 'UNAVAILABLE';
 
 export const ERROR_STATUS: Readonly<Record<ErrorCode, { http: number; grpc: GrpcStatusName }>> = {
   FXDS_UNKNOWN_VERSION: { http: 404, grpc: 'NOT_FOUND' },
@@ -33,6 +36,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, { http: number; grpc: Grpc
   FXDS_ROLLOUT_STATE: { http: 409, grpc: 'FAILED_PRECONDITION' },
   FXDS_BAD_REQUEST: { http: 400, grpc: 'INVALID_ARGUMENT' },
   FXDS_FORBIDDEN: { http: 403, grpc: 'PERMISSION_DENIED' },
+  FXDS_SHARED_UNAVAILABLE: { http: 503, grpc: 'UNAVAILABLE' },
 };
 
 export class FleetError extends Error {

@@ -3,6 +3,7 @@
  * modules do not import the metrics library.
  */
 import client from 'prom-client';
+import type { SharedDecisionStatus } from '../decisions/decision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from './node-registry.ts';
 
@@ -61,6 +62,7 @@ export class Metrics {
     cache: SnapshotCache,
     replica?: string,
     rollout: () => RolloutMetrics | undefined = () => undefined,
+    shared: () => SharedDecisionStatus | undefined = () => undefined,
   ) {
     // Every series names its replica, so one Prometheus sees the whole fleet side by side.
     if (replica) this.registry.setDefaultLabels({ replica });
@@ -110,6 +112,24 @@ export class Metrics {
       registers: [reg],
       collect() {
         this.set(rollout()?.to ?? 0);
+      },
+    });
+    new client.Gauge({
+      name: 'fleetxds_shared_store_up',
+      help: '1 while the shared decision store (PostgreSQL) is reachable, 0 while not; -1 when not shared',
+      registers: [reg],
+      collect() {
+        const s = shared();
+        this.set(s ? Number(s.connected) : -1);
+      },
+    });
+    new client.Gauge({
+      name: 'fleetxds_shared_decisions_behind',
+      help: 'Shared decisions in the store this replica has not applied yet',
+      registers: [reg],
+      collect() {
+        const s = shared();
+        this.set(s ? Math.max(0, s.newestSeq - s.appliedSeq) : 0);
       },
     });
     cache.onPublish((cfg) => {

@@ -14,6 +14,7 @@ import { NackLog } from './nacks.ts';
 import { PinStore } from './pins.ts';
 import { RejectionLog } from './rejections.ts';
 import { RevisionStore } from './revisions.ts';
+import { ReplicaStateStore } from './replica-state.ts';
 import { RolloutStore } from './rollouts.ts';
 
 /** Every store of one database file, and the few things done across them. */
@@ -24,6 +25,7 @@ export interface Stores {
   readonly nacks: NackLog;
   readonly rejections: RejectionLog;
   readonly rollouts: RolloutStore;
+  readonly replicaState: ReplicaStateStore;
   /** Runs `fn` in one transaction (BEGIN IMMEDIATE): a decision and its audit entry land together. */
   atomically<T>(fn: () => T): T;
   /** The database file (`:memory:` in tests). */
@@ -49,6 +51,7 @@ export function openStores(path: string, migrationsDir = projectPath('migrations
     nacks: new NackLog(db),
     rejections: new RejectionLog(db),
     rollouts: new RolloutStore(db),
+    replicaState: new ReplicaStateStore(db),
     atomically: (fn) => db.transaction(fn).immediate(),
     path,
     settings: () => ({

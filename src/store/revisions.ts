@@ -145,6 +145,14 @@ export class RevisionStore {
     return row ? { ...toRecord(row), model: JSON.parse(row.model_json) as Model } : undefined;
   }
 
+  /** The newest version with this model hash (shared decisions name versions by content, ids are per replica). */
+  idOfModel(modelHash: string): number | undefined {
+    const row = this.db.prepare('SELECT MAX(id) AS id FROM config_versions WHERE model_hash = ?').get(modelHash) as {
+      id: number | null;
+    };
+    return row.id ?? undefined;
+  }
+
   latest(): (VersionRecord & { model: Model }) | undefined {
     const row = this.db.prepare('SELECT MAX(id) AS id FROM config_versions').get() as { id: number | null };
     return row.id === null ? undefined : this.get(row.id);

@@ -20,7 +20,7 @@ export interface StartOptions {
   maxUnreadBytes?: number;
   maxBehindMs?: number;
   grpc?: { maxStreams?: number; maxConnectionAgeMs?: number; maxConnectionAgeGraceMs?: number };
-  replica?: { name: string; peers?: string[]; token?: string };
+  replica?: ServerConfig['replica'];
   /** host:port for gRPC (default: a free port on 127.0.0.1). */
   grpcListen?: string;
   /** Serve SDS without authentication (loopback only; default true here: most tests are about other things). */
