@@ -5,7 +5,8 @@
  * never module state: two pipelines in one process share nothing, and a fresh object gives a
  * build that reuses nothing (what the determinism tests compare against).
  */
-import type { Model } from '../model/types.ts';
+import { newCheckMemo } from '../model/checks.ts';
+import { LIST_OF, originKey, type Model } from '../model/types.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import type { BuildCaches } from '../snapshot/build.ts';
@@ -16,30 +17,28 @@ import { TranslationMemo } from '../translate/memo.ts';
 export class PipelineCaches implements BuildCaches {
   readonly source = new SourceCache();
   readonly schemaChecked = new WeakSet<object>();
+  readonly checks = newCheckMemo();
   readonly memo = new TranslationMemo();
   readonly encoder = new ResourceEncoder();
   private readonly docHashes = new WeakMap<object, string>();
 
-  /** Hash of a model: over per-document hashes, memoized by document identity (unchanged files cost nothing). */
+  /**
+   * Hash of a model: over per-document hashes (memoized by document identity: unchanged files
+   * cost nothing) and where each document is (kind, file, index, line). The lists are in name
+   * order, so no key sorting is needed; origins of documents the model does not hold do not exist.
+   */
   modelHash(model: Model): string {
     const h = (doc: object) => {
       let v = this.docHashes.get(doc);
       if (!v) this.docHashes.set(doc, (v = sha256Hex(canonicalJson(doc))));
       return v;
     };
-    const parts: string[] = [];
-    for (const list of [
-      model.services,
-      model.listeners,
-      model.virtualHosts,
-      model.grpcServices,
-      model.secrets,
-      model.nodeGroups,
-      model.guards ?? [],
-      model.rollouts ?? [],
-    ])
-      for (const d of list) parts.push(h(d));
-    parts.push(sha256Hex(canonicalJson(model.origins)));
+    const parts: string[] = [String(model.schemaVersion)];
+    for (const [kind, list] of Object.entries(LIST_OF))
+      for (const d of (model[list] ?? []) as { name: string }[]) {
+        const o = model.origins[originKey(kind, d.name)];
+        parts.push(`${h(d)} ${kind} ${o ? `${o.file}#${o.index}:${o.line}` : '-'}`);
+      }
     return sha256Hex(parts.join('\n'));
   }
 }

@@ -67,7 +67,7 @@ async function checkTreeUncapped(
 ): Promise<TreeCheck & { unchanged?: true }> {
   const source = await readTree(dir, undefined, { unlessTreeHash: opts.unlessTreeHash, cache: caches.source });
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
-  const validated = validateSourceSet(source, caches.schemaChecked);
+  const validated = validateSourceSet(source, caches.schemaChecked, caches.checks);
   if (!validated.model) return { treeHash: source.treeHash, diagnostics: validated.diagnostics };
   const model = validated.model;
   const secrets = await loadSecrets(model.secrets, resolve(dir), (name) => model.origins[originKey('Secret', name)]);

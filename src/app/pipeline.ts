@@ -31,7 +31,7 @@ import { revisionOf } from '../source/git-info.ts';
 import { loadSecrets } from '../source/secrets.ts';
 import type { Stores } from '../store/database.ts';
 import { PipelineCaches } from './caches.ts';
-import { manifestOf, RevisionLoader } from './revision-loader.ts';
+import { RevisionLoader, versionManifest } from './revision-loader.ts';
 import { changesServed, rulesOf, servedRollout, servingChanged, type ActiveRollout } from '../rollout/active.ts';
 import { checkTree } from './check-tree.ts';
 import type { Decision, DecisionResult } from '../decisions/decision.ts';
@@ -418,7 +418,6 @@ export class ConfigPipeline {
       return { status: 'unchanged', versionId: served.id, diagnostics: check.diagnostics };
     const appliedAt = new Date();
     const groups = revisionGroups(check.config.groups);
-    const { manifest, resources } = manifestOf(groups);
     const rev = await revisionOf(dir);
     const id = this.stores.revisions.insert(
       {
@@ -432,8 +431,7 @@ export class ConfigPipeline {
         author: rev ? `${rev.author} <${rev.email}>` : undefined,
         subject: rev?.subject,
       },
-      resources,
-      manifest,
+      versionManifest(groups),
       appliedAt,
     );
     this.material = check.secrets ?? new Map();
@@ -490,8 +488,7 @@ export class ConfigPipeline {
           model: target.model,
           warnings: [],
         },
-        [],
-        manifestOf(target.groups).manifest,
+        versionManifest(target.groups),
         appliedAt,
       );
       this.stores.audit.append(actor, 'rollback', { from: served?.id ?? null, to: toId, as: id, why });

@@ -12,7 +12,7 @@ import { buildConfig } from '../snapshot/build.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { makeGroupSnapshot } from '../snapshot/group-snapshot.ts';
 import { makeRevision, revisionGroups, type Revision, type RevisionGroup } from '../snapshot/revision.ts';
-import type { RevisionStore, Manifest, StoredResource, VersionRecord } from '../store/revisions.ts';
+import type { RevisionStore, VersionManifest, VersionRecord } from '../store/revisions.ts';
 import { SECRET_PREFIX } from '../store/revisions.ts';
 import type { PipelineCaches } from './caches.ts';
 
@@ -99,24 +99,21 @@ function revisionFields(r: StoredVersion): Omit<Revision, 'resolver' | 'groups'>
   };
 }
 
-/** The manifest of a revision's groups and the encoded resources it names (secrets by name only). */
-export function manifestOf(groups: ReadonlyMap<string, RevisionGroup>): {
-  manifest: Manifest;
-  resources: StoredResource[];
-} {
-  const manifest: Manifest = {};
-  const resources = new Map<string, StoredResource>();
-  for (const [name, g] of groups) {
-    const keys: string[] = [];
-    for (const t of Object.values(g.snapshot.types)) {
-      for (const r of t.resources.values()) {
-        keys.push(r.key);
-        resources.set(r.key, r);
-      }
-    }
-    // Secrets hold private keys: the store keeps only their names (material is re-read from files).
-    for (const s of g.secretNames) keys.push(SECRET_PREFIX + s);
-    manifest[name] = keys;
-  }
-  return { manifest, resources: [...resources.values()] };
+/**
+ * What a version serves, for the store: per group, each resource type by its content version
+ * (keys and encoded resources read only for types the store does not have) and secrets by name
+ * (they hold private keys: the store keeps only names; material is re-read from files).
+ */
+export function versionManifest(groups: ReadonlyMap<string, RevisionGroup>): VersionManifest {
+  const out: VersionManifest = {};
+  for (const [name, g] of groups)
+    out[name] = {
+      types: Object.values(g.snapshot.types).map((t) => ({
+        typeKey: `${t.kind}:${t.version}`,
+        keys: () => [...t.resources.values()].map((r) => r.key),
+        resources: () => t.resources.values(),
+      })),
+      secrets: g.secretNames,
+    };
+  return out;
 }

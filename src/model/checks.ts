@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { RE2JS } from 're2js';
 import { Codes } from '../shared/diagnostics.ts';
-import type { PathSegment } from '../shared/diagnostics.ts';
+import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
 import type {
   GrpcRouteDoc,
@@ -52,7 +52,33 @@ export const GRPC_RETRY_ON = new Set([
   'unavailable',
 ]);
 
-export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): void {
+/**
+ * Results of the checks that read one document only, by document identity: parsed documents of
+ * unchanged files are the same objects as last time, so a one-file change checks that file's
+ * documents again and replays the others' diagnostics (cross-references are checked every time).
+ */
+export interface CheckMemo {
+  readonly service: WeakMap<object, Diagnostic[]>;
+  readonly shadowedRoutes: WeakMap<object, Diagnostic[]>;
+}
+
+export function newCheckMemo(): CheckMemo {
+  return { service: new WeakMap(), shadowedRoutes: new WeakMap() };
+}
+
+/** Runs a one-document check, or replays what it reported for this very object before. */
+function once(memo: WeakMap<object, Diagnostic[]> | undefined, doc: object, sink: DiagnosticSink, run: () => void) {
+  const hit = memo?.get(doc);
+  if (hit) {
+    sink.diagnostics.push(...hit);
+    return;
+  }
+  const before = sink.diagnostics.length;
+  run();
+  memo?.set(doc, sink.diagnostics.slice(before));
+}
+
+export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf, memo?: CheckMemo): void {
   const services = new Map(model.services.map((s) => [s.name, s]));
   const vhosts = new Map(model.virtualHosts.map((v) => [v.name, v]));
   const secrets = new Map(model.secrets.map((s) => [s.name, s]));
@@ -96,7 +122,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
       sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" holds no certificate`);
   };
   for (const s of model.services) {
-    checkService(s, ref('Service', s.name), sink);
+    once(memo?.service, s, sink, () => checkService(s, ref('Service', s.name), sink));
     if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
     if (s.tls?.clientSecret !== undefined)
       needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
@@ -202,7 +228,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf): vo
     v.routes.forEach((route, i) => {
       checkHttpRoute(route, ['routes', i], r, sink, needService);
     });
-    checkShadowedRoutes(v.routes, r, sink);
+    once(memo?.shadowedRoutes, v, sink, () => checkShadowedRoutes(v.routes, r, sink));
   }
 
   for (const g of model.grpcServices) {

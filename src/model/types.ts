@@ -41,6 +41,25 @@ export interface Model {
   origins: Record<string, Origin>;
 }
 
+export type ModelListName = keyof Omit<Model, 'schemaVersion' | 'origins'>;
+
+/** The model list each document kind goes to: validation fills the lists, the store packs them by file. */
+export const LIST_OF = {
+  Service: 'services',
+  Listener: 'listeners',
+  VirtualHost: 'virtualHosts',
+  GrpcService: 'grpcServices',
+  Secret: 'secrets',
+  NodeGroup: 'nodeGroups',
+  Guard: 'guards',
+  Rollout: 'rollouts',
+} as const satisfies Record<string, ModelListName>;
+
+/** Model lists are sorted by name (the order validation produces and a restored model must have). */
+export function byName(a: { name: string }, b: { name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
 export function originKey(kind: string, name: string): string {
   return `${kind}/${name}`;
 }

@@ -11,11 +11,11 @@ import type { TSchema } from '@sinclair/typebox';
 import { Codes, sortDiagnostics, type Diagnostic } from '../shared/diagnostics.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 import type { SourceSet } from './sources.ts';
-import { checkModel } from './checks.ts';
+import { checkModel, type CheckMemo } from './checks.ts';
 import { editDistance } from '../shared/edit-distance.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
 import { KINDS, type KindName } from './schema.ts';
-import { emptyModel, originKey, type Model } from './types.ts';
+import { byName, emptyModel, LIST_OF, originKey, type Model } from './types.ts';
 
 /** Validators compiled from the static schemas: code, not data, so the same for every pipeline. */
 const checkers = new Map<string, TypeCheck<TSchema>>();
@@ -28,17 +28,6 @@ function checkerFor(kind: KindName): TypeCheck<TSchema> {
   return c;
 }
 
-const LIST_OF: Record<KindName, keyof Omit<Model, 'schemaVersion' | 'origins'>> = {
-  Service: 'services',
-  Listener: 'listeners',
-  VirtualHost: 'virtualHosts',
-  GrpcService: 'grpcServices',
-  Secret: 'secrets',
-  NodeGroup: 'nodeGroups',
-  Guard: 'guards',
-  Rollout: 'rollouts',
-};
-
 export interface ValidationResult {
   /** Present when there is no error (warnings allowed). */
   model?: Model;
@@ -50,7 +39,11 @@ export interface ValidationResult {
  * the same objects as last time (source cache), so a pipeline passes its set and each document is
  * checked once; a fresh set checks everything.
  */
-export function validateSourceSet(source: SourceSet, schemaChecked = new WeakSet<object>()): ValidationResult {
+export function validateSourceSet(
+  source: SourceSet,
+  schemaChecked = new WeakSet<object>(),
+  checks?: CheckMemo,
+): ValidationResult {
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
   const sink = new DiagnosticSink((file) => texts.get(file));
   sink.push(...source.diagnostics);
@@ -105,10 +98,9 @@ export function validateSourceSet(source: SourceSet, schemaChecked = new WeakSet
       (model[LIST_OF[kind as KindName]] as unknown[]).push(value);
     }
   }
-  for (const list of Object.values(LIST_OF))
-    (model[list] as { name: string }[]).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const list of Object.values(LIST_OF)) (model[list] as { name: string }[]).sort(byName);
 
-  checkModel(model, sink, (kind, name) => refs.get(originKey(kind, name)));
+  checkModel(model, sink, (kind, name) => refs.get(originKey(kind, name)), checks);
   const diagnostics = sortDiagnostics(sink.diagnostics);
   return diagnostics.some((d) => d.severity === 'error') ? { diagnostics } : { model, diagnostics };
 }

@@ -7,6 +7,7 @@
 import type { Model } from '../model/types.ts';
 import type { Diagnostic } from '../shared/diagnostics.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
+import { ModelPacker, unpackModel } from './model-pack.ts';
 import type { Sqlite } from './sqlite.ts';
 
 export type SourceKind = 'directory' | 'git' | 'rollback';
@@ -51,6 +52,25 @@ export interface StoredResource {
 /** Per node group, the keys of the resources a version serves (`secret:<name>` for secrets). */
 export type Manifest = Record<string, string[]>;
 
+/**
+ * One resource type of one group, as a version to store names it: by its content version, with
+ * its keys and resources read only if the store does not have that type version yet.
+ */
+export interface StoredType {
+  /** `kind:version`: the same for every group and version serving the same resources of a type. */
+  typeKey: string;
+  keys(): string[];
+  resources(): Iterable<StoredResource>;
+}
+
+/** What a version serves, per node group: its types and the names of its secrets. */
+export type VersionManifest = Record<string, { types: StoredType[]; secrets: readonly string[] }>;
+
+interface TypedManifestJson {
+  typed: 1;
+  groups: Record<string, { types: string[]; secrets: string[] }>;
+}
+
 export interface GroupChanges {
   added: string[];
   changed: string[];
@@ -91,19 +111,35 @@ const VERSION_COLUMNS =
 export class RevisionStore {
   /** Keys already in encoded_resources (loaded on first insert), so an apply inserts only new ones. */
   private storedKeys?: Set<string>;
+  /** Type keys already in type_manifests (loaded on first insert). */
+  private storedTypes?: Set<string>;
+  private readonly packer = new ModelPacker();
 
   constructor(private readonly db: Sqlite) {}
 
   /**
-   * Records a version, the encoded resources it introduces and its manifest in one transaction:
-   * after a crash either all of it is there or none. Resources already stored are skipped.
+   * Records a version in one transaction: its row (model packed by file), the resource types and
+   * encoded resources it introduces, its manifest. After a crash either all of it is there or
+   * none. Types and resources already stored are skipped without being read.
    */
-  insert(v: VersionInput, resources: Iterable<StoredResource>, manifest: Manifest, at = new Date()): number {
+  insert(v: VersionInput, manifest: VersionManifest, at = new Date()): number {
     this.storedKeys ??= new Set(this.db.prepare('SELECT key FROM encoded_resources').pluck().all() as string[]);
-    const known = this.storedKeys;
-    const fresh = [...resources].filter((r) => !known.has(r.key));
+    this.storedTypes ??= new Set(this.db.prepare('SELECT type_key FROM type_manifests').pluck().all() as string[]);
+    const knownKeys = this.storedKeys;
+    const knownTypes = this.storedTypes;
+    const newTypes = new Map<string, StoredType>();
+    for (const g of Object.values(manifest))
+      for (const t of g.types) if (!knownTypes.has(t.typeKey)) newTypes.set(t.typeKey, t);
+    const fresh = new Map<string, StoredResource>();
+    for (const t of newTypes.values()) for (const r of t.resources()) if (!knownKeys.has(r.key)) fresh.set(r.key, r);
+    const typed: TypedManifestJson = { typed: 1, groups: {} };
+    for (const [group, g] of Object.entries(manifest))
+      typed.groups[group] = { types: g.types.map((t) => t.typeKey), secrets: [...g.secrets] };
+    const model = this.packer.pack(v.model);
     const id = this.db
       .transaction(() => {
+        const chunk = this.db.prepare('INSERT OR IGNORE INTO model_chunks (hash, json) VALUES (?, ?)');
+        for (const c of model.built) chunk.run(c.hash, c.json);
         const info = this.db
           .prepare(
             `INSERT INTO config_versions
@@ -120,29 +156,39 @@ export class RevisionStore {
             v.author ?? null,
             v.subject ?? null,
             at.toISOString(),
-            JSON.stringify(v.model),
+            model.skeleton,
             JSON.stringify(v.warnings),
           );
         const versionId = Number(info.lastInsertRowid);
         const ins = this.db.prepare(
           'INSERT OR IGNORE INTO encoded_resources (key, kind, name, json, any) VALUES (?, ?, ?, ?, ?)',
         );
-        for (const r of fresh)
+        for (const r of fresh.values())
           ins.run(r.key, r.kind, r.name, typeof r.json === 'string' ? r.json : JSON.stringify(r.json), r.any);
+        const type = this.db.prepare('INSERT OR IGNORE INTO type_manifests (type_key, keys_json) VALUES (?, ?)');
+        for (const t of newTypes.values()) type.run(t.typeKey, JSON.stringify(t.keys()));
         this.db
           .prepare('INSERT INTO version_manifests (version_id, manifest_json) VALUES (?, ?)')
-          .run(versionId, JSON.stringify(manifest));
+          .run(versionId, JSON.stringify(typed));
         return versionId;
       })
       .immediate();
-    for (const r of fresh) known.add(r.key);
+    for (const k of fresh.keys()) knownKeys.add(k);
+    for (const k of newTypes.keys()) knownTypes.add(k);
     return id;
   }
 
   get(id: number): (VersionRecord & { model: Model }) | undefined {
     const row = this.db.prepare(`SELECT ${VERSION_COLUMNS}, model_json FROM config_versions WHERE id = ?`).get(id) as
       (VersionRow & { model_json: string }) | undefined;
-    return row ? { ...toRecord(row), model: JSON.parse(row.model_json) as Model } : undefined;
+    return row ? { ...toRecord(row), model: unpackModel(row.model_json, (h) => this.chunks(h)) } : undefined;
+  }
+
+  private chunks(hashes: string[]): Map<string, string> {
+    const rows = this.db
+      .prepare('SELECT hash, json FROM model_chunks WHERE hash IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(hashes)) as { hash: string; json: string }[];
+    return new Map(rows.map((r) => [r.hash, r.json]));
   }
 
   /** The newest version with this model hash (shared decisions name versions by content, ids are per replica). */
@@ -168,7 +214,23 @@ export class RevisionStore {
   manifest(versionId: number): Manifest | undefined {
     const row = this.db.prepare('SELECT manifest_json FROM version_manifests WHERE version_id = ?').get(versionId) as
       { manifest_json: string } | undefined;
-    return row ? (JSON.parse(row.manifest_json) as Manifest) : undefined;
+    if (!row) return undefined;
+    const parsed = JSON.parse(row.manifest_json) as Manifest | TypedManifestJson;
+    if (!('typed' in parsed && parsed.typed === 1)) return parsed as Manifest;
+    const typed = parsed as TypedManifestJson;
+    const wanted = [...new Set(Object.values(typed.groups).flatMap((g) => g.types))];
+    const lists = new Map(
+      (
+        this.db
+          .prepare('SELECT type_key, keys_json FROM type_manifests WHERE type_key IN (SELECT value FROM json_each(?))')
+          .all(JSON.stringify(wanted)) as { type_key: string; keys_json: string }[]
+      ).map((r) => [r.type_key, JSON.parse(r.keys_json) as string[]]),
+    );
+    if (lists.size !== wanted.length) return undefined;
+    const out: Manifest = {};
+    for (const [group, g] of Object.entries(typed.groups))
+      out[group] = [...g.types.flatMap((t) => lists.get(t)!), ...g.secrets.map((s) => SECRET_PREFIX + s)];
+    return out;
   }
 
   /** The stored resources a manifest names (secrets excluded); undefined if any is missing. */

@@ -4,6 +4,7 @@
  * is complete (its manifest and resources are there: never a mix), and integrity_check is ok.
  */
 import Database from 'better-sqlite3';
+import { RevisionStore } from '../../src/store/revisions.ts';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -49,12 +50,13 @@ test('killed during applies, again and again: restarts serve a committed version
         )
         .get() as { n: number };
       assert.is(orphans.n, 0, 'every committed version has its manifest');
-      for (const row of after.prepare('SELECT manifest_json FROM version_manifests').all() as {
-        manifest_json: string;
-      }[]) {
-        const keys = Object.values(JSON.parse(row.manifest_json) as Record<string, string[]>).flat();
-        const stmt = after.prepare('SELECT 1 FROM encoded_resources WHERE key = ?');
-        for (const k of keys) assert.ok(stmt.get(k), `resource ${k} of a committed version is stored`);
+      // Every committed version reads back whole: its model chunks, its manifest and every resource it names.
+      const store = new RevisionStore(after);
+      for (const v of store.list(1000)) {
+        assert.ok(store.get(v.id)?.model, `version ${v.id}: its model is stored`);
+        const manifest = store.manifest(v.id);
+        assert.ok(manifest, `version ${v.id}: its manifest and resource types are stored`);
+        assert.ok(store.resources(manifest), `version ${v.id}: every resource it names is stored`);
       }
     } finally {
       after.close();

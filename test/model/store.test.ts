@@ -68,7 +68,7 @@ test('versions persist across reopen, in WAL mode with synchronous=FULL', () => 
     model,
     warnings: [],
   };
-  const id = s1.revisions.insert(version, [], { default: [] });
+  const id = s1.revisions.insert(version, { default: { types: [], secrets: [] } });
   assert.equal(s1.settings(), { journalMode: 'wal', synchronous: 2, integrity: 'ok' });
   s1.close();
   const s2 = openStores(path);
@@ -91,11 +91,23 @@ test('a resource shared by versions is stored once; a diff names what changed pe
     json: { name },
     any: Buffer.from(key),
   });
-  const a = s.revisions.insert(v, [res('k1', 'web'), res('k2', 'api')], { edge: ['k1', 'k2', 'secret:cert'] });
-  const b = s.revisions.insert(v, [res('k1', 'web'), res('k3', 'api'), res('k4', 'db')], {
-    edge: ['k1', 'k3', 'k4'],
-    mesh: ['k1'],
+  // A type as a version names it: read only if the store does not have that type version yet.
+  let reads = 0;
+  const type = (typeKey: string, list: ReturnType<typeof res>[]) => ({
+    typeKey,
+    keys: () => (reads++, list.map((r) => r.key)),
+    resources: () => list,
   });
+  const edgeA = type('cluster:a', [res('k1', 'web'), res('k2', 'api')]);
+  const a = s.revisions.insert(v, { edge: { types: [edgeA], secrets: ['cert'] } });
+  const b = s.revisions.insert(v, {
+    edge: { types: [type('cluster:b', [res('k1', 'web'), res('k3', 'api'), res('k4', 'db')])], secrets: [] },
+    mesh: { types: [type('cluster:c', [res('k1', 'web')])], secrets: [] },
+  });
+  assert.is(reads, 3);
+  const c = s.revisions.insert(v, { edge: { types: [edgeA], secrets: ['cert'] } });
+  assert.is(reads, 3, 'a type already stored is not read again');
+  assert.equal(s.revisions.manifest(c), { edge: ['k1', 'k2', 'secret:cert'] });
   assert.equal([...s.revisions.resources(s.revisions.manifest(a)!)!.keys()].sort(), ['k1', 'k2']);
   assert.equal([...s.revisions.resources(s.revisions.manifest(b)!)!.keys()].sort(), ['k1', 'k3', 'k4']);
   assert.equal(s.revisions.diff(a, b), {
