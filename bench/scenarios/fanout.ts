@@ -98,7 +98,8 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
     };
   } finally {
     for (const c of children) c.kill('SIGKILL');
-    await server.stop('SIGKILL');
+    // SIGTERM when profiling: the CPU profile is written at exit.
+    await server.stop(process.env.FLEETXDS_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
   }
 }
 

@@ -4,7 +4,7 @@
  * to the new snapshot being published (including the watcher debounce). Runs in its own process
  * so peak RSS is this scenario's alone. Prints one JSON line.
  */
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { startApp } from '../../src/app/app.ts';
@@ -46,6 +46,9 @@ const app = await startApp(
 );
 const changes: number[] = [];
 const applies: number[] = [];
+// What a one-file change adds to the database (after a checkpoint, so the WAL is in the file).
+const dbBytes = () => (app.stores.checkpoint(), statSync(database).size);
+const bytesBefore = dbBytes();
 for (let k = 0; k < 5; k++) {
   const published = new Promise<number>((resolve) => {
     const off = app.cache.onPublish(() => {
@@ -63,6 +66,7 @@ for (let k = 0; k < 5; k++) {
   changes.push(p - w);
   applies.push(app.pipeline.caches.encoder.stats.encoded - before);
 }
+const storedPerChange = (dbBytes() - bytesBefore) / changes.length;
 await app.close();
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(
@@ -77,6 +81,7 @@ console.log(
     oneFileChangeMs: Math.round(med(changes)!),
     debounceMs: 50,
     encodedPerChange: med(applies),
+    storedKBPerChange: Math.round(storedPerChange / 1024),
     peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
     database,
     configDir: cfg,

@@ -18,11 +18,24 @@ process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
 
-/** Runs `fleetxds serve` as a real process and waits until it reports it is serving. */
+/**
+ * Runs `fleetxds serve` as a real process and waits until it reports it is serving. With
+ * FLEETXDS_CPU_PROF=<dir> (benchmarks) the server writes a V8 CPU profile there when it stops
+ * with SIGTERM (`--cpu-prof` is not allowed in NODE_OPTIONS).
+ */
 export function spawnServer(configFile: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const prof = process.env.FLEETXDS_CPU_PROF;
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'serve', '--config', configFile],
+    [
+      ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+      '--import',
+      'tsx',
+      projectPath('src', 'cli', 'main.ts'),
+      'serve',
+      '--config',
+      configFile,
+    ],
     {
       cwd: projectPath(),
       env: {
