@@ -282,8 +282,7 @@ export class ConfigPipeline {
           if (id === undefined) return missing(d.to);
           if (d.replaces && served && served.modelHash !== d.replaces && this.stores.revisions.idOfModel(d.replaces))
             return { status: 'skipped', reason: 'superseded: a newer version was applied since' };
-          const outcome = this.rollbackNow(id, actor);
-          this.suppress(this.suppressedTree, d.replaces);
+          const outcome = this.rollbackNow(id, actor, 'rollback', { model: d.replaces });
           return { status: 'applied', versionId: outcome.status === 'rejected' ? undefined : outcome.versionId };
         }
         case 'pin': {
@@ -470,7 +469,13 @@ export class ConfigPipeline {
   }
 
   /** A rollback ends a rollout under way: the operator chose one version for everyone. */
-  private rollbackNow(toId: number, actor: string, why = 'rollback'): ApplyOutcome {
+  private rollbackNow(
+    toId: number,
+    actor: string,
+    why = 'rollback',
+    /** The model a shared rollback names as replaced (default: the one served here). */
+    replaces?: { model: string | undefined },
+  ): ApplyOutcome {
     const target = this.revisions.get(toId, this.inputs?.revision);
     const subject = `rollback to #${toId}${target.subject ? `: ${target.subject}` : ''}`;
     const served = this.inputs?.revision;
@@ -499,7 +504,8 @@ export class ConfigPipeline {
       }
       return id;
     });
-    if (served) this.suppress(served.treeHash, served.modelHash);
+    if (replaces) this.suppress(served?.treeHash ?? this.suppressedTree, replaces.model);
+    else if (served) this.suppress(served.treeHash, served.modelHash);
     this.active = undefined;
     this.update({ revision: { ...target, id, subject, appliedAt: appliedAt.toISOString() }, rollout: undefined });
     this.log.warn({ versionId: id, to: toId, actor }, 'rolled back');

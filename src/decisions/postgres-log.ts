@@ -133,7 +133,8 @@ export class PostgresDecisionLog {
   }
 
   private poll(): void {
-    if (!this.client) return void this.start();
+    // While disconnected the retry timer reconnects (with backoff); the poll only looks for decisions.
+    if (!this.client) return;
     this.client
       .query<{ seq: string | null }>(`SELECT MAX(seq) AS seq FROM ${CHANNEL}`)
       .then((r) => {

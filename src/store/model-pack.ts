@@ -36,7 +36,7 @@ interface Skeleton {
 }
 
 export class ModelPacker {
-  private readonly byFile = new Map<string, Chunk>();
+  private byFile = new Map<string, Chunk>();
 
   pack(model: Model): PackedModel {
     const files = new Map<string, Entry[]>();
@@ -70,8 +70,7 @@ export class ModelPacker {
       seen.set(file, chunk!);
       hashes.push(chunk!.hash);
     }
-    this.byFile.clear();
-    for (const [file, chunk] of seen) this.byFile.set(file, chunk);
+    this.byFile = seen;
     const skeleton: Skeleton = { packed: 1, schemaVersion: model.schemaVersion, chunks: hashes };
     return { skeleton: JSON.stringify(skeleton), built };
   }
