@@ -132,18 +132,25 @@ test('killing the replica both clients use: no request fails, they move to the o
   const failures: string[] = [];
   let requests = 0;
   let rpcs = 0;
+  // Each failure names when it happened (after the kill, after the change) and what Envoy said.
+  let phase = 'before the kill';
+  const t0 = Date.now();
+  const when = () => `${phase}, +${Date.now() - t0} ms`;
   const load = (async () => {
     while (!stop) {
       const [h, g] = await Promise.allSettled([httpGet(httpPort, '/x', 'any'), grpcClient.sayHello('steady', 3000)]);
       requests++;
       rpcs++;
       if (h.status === 'rejected' || h.value.status !== 200)
-        failures.push(`http: ${h.status === 'rejected' ? h.reason : h.value.status}`);
-      if (g.status === 'rejected') failures.push(`rpc: ${g.reason}`);
+        failures.push(
+          `http: ${h.status === 'rejected' ? h.reason : `${h.value.status} ${h.value.body.slice(0, 200)}`} (${when()})`,
+        );
+      if (g.status === 'rejected') failures.push(`rpc: ${g.reason} (${when()})`);
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
   const killedAt = Date.now();
+  phase = 'after the kill';
   await replicas[0]!.stop('SIGKILL');
   await waitFor('Envoy on replica 2', async () => (await replicaOf('failover-envoy')) === 2, 30_000, 100);
   const envoyMs = Date.now() - killedAt;
@@ -153,6 +160,7 @@ test('killing the replica both clients use: no request fails, they move to the o
   await new Promise((r) => setTimeout(r, 1500)); // traffic on, while they are on replica 2
 
   // A change after the kill reaches both clients through replica 2.
+  phase = 'after the route change';
   editYamlDocs(join(root, 'services', 'failover.yaml'), (docs) => {
     docOf(docs, 'VirtualHost', 'fo').routes[0].to = 'fb';
   });
