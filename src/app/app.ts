@@ -139,6 +139,7 @@ export async function startApp(
     maxReceiveBytes: config.grpc.maxReceiveBytes,
     maxUnreadBytes: config.grpc.maxUnreadBytes,
     maxBehindMs: config.grpc.maxBehindMs,
+    warmingHoldMs: config.grpc.warmingHoldMs,
     maxStreams: config.grpc.maxStreams,
     maxConnectionAgeMs: config.grpc.maxConnectionAgeMs,
     maxConnectionAgeGraceMs: config.grpc.maxConnectionAgeGraceMs,

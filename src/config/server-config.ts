@@ -92,6 +92,16 @@ export const ServerConfigSchema = Type.Object(
               'reads again); after this long without reading it is ended with RESOURCE_EXHAUSTED (default 60 s).',
           }),
         ),
+        warmingHoldMs: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: 60_000,
+            description:
+              'On ADS, listeners and routes that follow clusters added by the same change wait until the stream ' +
+              "has sent those clusters' endpoints (Envoy asks for them once it applied the clusters), at most this " +
+              'long (default 5 s; 0 turns the wait off).',
+          }),
+        ),
         tls: Type.Optional(TlsFiles),
         serveLastAckedOnNack: Type.Optional(
           Type.Boolean({

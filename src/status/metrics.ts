@@ -36,6 +36,14 @@ export class Metrics {
     labelNames: ['type'],
     registers: [this.registry],
   });
+  private readonly warmingHolds = new client.Counter({
+    name: 'fleetxds_warming_holds_total',
+    help:
+      'Pushes whose listeners and routes waited for the endpoints of clusters added by the same change, by ' +
+      'outcome (delivered, or expired: sent anyway after the hold limit)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   private readonly latency = new client.Histogram({
     name: 'fleetxds_push_latency_seconds',
     help: 'From a config version being applied to a client ACKing it, by resource type',
@@ -148,6 +156,7 @@ export class Metrics {
         if (at !== undefined) this.latency.observe({ type: typeName(typeUrl) }, (Date.now() - at) / 1000);
       },
       nacked: (typeUrl) => this.nacks.inc({ type: typeName(typeUrl) }),
+      warmingHeld: (outcome) => this.warmingHolds.inc({ outcome }),
     });
   }
 

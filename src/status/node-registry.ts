@@ -44,6 +44,8 @@ export interface RegistryObserver {
   sent(typeUrl: string): void;
   acked(typeUrl: string, version: string): void;
   nacked(typeUrl: string): void;
+  /** A stream's routes waited for the endpoints of new clusters: until they were sent, or in vain. */
+  warmingHeld?(outcome: 'delivered' | 'expired'): void;
 }
 
 const MAX_DISCONNECTED = 1000;
@@ -122,6 +124,10 @@ export class NodeRegistry {
       ackedVersion: version,
       ackedAt: new Date().toISOString(),
     });
+  }
+
+  warmingHeld(outcome: 'delivered' | 'expired'): void {
+    for (const o of this.observers) o.warmingHeld?.(outcome);
   }
 
   unchanged(s: StreamStatus, typeUrl: string, version: string): void {

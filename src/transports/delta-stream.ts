@@ -36,6 +36,8 @@ interface DeltaTypeState extends PinHolder {
   readonly pending: Map<string, TypeSnapshot>;
   /** The snapshot the last push decision looked at: an unchanged one needs no work. */
   servedFrom?: TypeSnapshot;
+  /** A request that came during a warming hold, answered when the hold ends. */
+  owed?: { force: Set<string>; replyIfEmpty: boolean };
 }
 
 /** Each resource's Resource-wrapper framing, computed once per encoded resource. */
@@ -99,7 +101,15 @@ export class DeltaStream extends StreamBase {
     }
     if (unsubscribe.includes('*')) for (const n of [...ts.known.keys()]) if (!ts.sub.covers(n)) ts.known.delete(n);
     const replyIfEmpty = first && ts.sub.wildcard;
-    this.push(ts, 'all', force, replyIfEmpty || wildcardAdded);
+    if (this.hold?.active) {
+      // Answered when the hold ends, with what this request asked for; endpoints and secrets get
+      // their upserts now (warming needs them), removals with the rest.
+      const owed = (ts.owed ??= { force: new Set(), replyIfEmpty: false });
+      for (const n of force) owed.force.add(n);
+      owed.replyIfEmpty ||= replyIfEmpty || wildcardAdded;
+      if (!this.hold.holds(kind)) this.push(ts, 'upserts', force, false);
+    } else this.push(ts, 'all', force, replyIfEmpty || wildcardAdded);
+    if (kind === 'endpoint') this.hold?.progress((c) => this.claDelivered(c));
   }
 
   protected onConfig(snap: GroupSnapshot): void {
@@ -109,22 +119,52 @@ export class DeltaStream extends StreamBase {
       for (const [name, r] of snap.types.cluster.resources)
         if (cds.known.has(name) && cds.known.get(name) !== r.version) rewarm.add(name);
     }
-    const unchanged = (ts: DeltaTypeState, kind: ResourceKind) =>
-      !ts.pinned && ts.servedFrom === snap.types[kind] && !(kind === 'endpoint' && rewarm.size);
-    const todo = RESOURCE_KINDS.filter((kind) => {
+    // Upserts of clusters, their endpoints and secrets first; removals only after routes moved.
+    let introduced: string[] = [];
+    for (const kind of ['cluster', 'endpoint', 'secret'] as const) {
       const ts = this.types.get(kind);
-      return ts?.started && !unchanged(ts, kind);
-    });
-    for (const kind of todo) {
-      const ts = this.types.get(kind)!;
-      this.push(ts, 'upserts', kind === 'endpoint' ? rewarm : new Set(), false);
+      const force = kind === 'endpoint' ? rewarm : new Set<string>();
+      if (!ts?.started || (!ts.owed && !force.size && !this.stale(ts, snap))) continue;
+      const fresh = this.push(ts, 'upserts', new Set([...force, ...(ts.owed?.force ?? [])]), false);
+      if (kind === 'cluster') introduced = fresh;
     }
-    for (const kind of todo) this.push(this.types.get(kind)!, 'removals', new Set(), false);
+    if (this.hold?.await(introduced, (c) => this.claDelivered(c))) return;
+    this.afterWarming(snap);
   }
 
-  private push(ts: DeltaTypeState, phase: Phase, force: Set<string>, replyIfEmpty: boolean): void {
+  protected afterWarming(snap: GroupSnapshot): void {
+    const todo = RESOURCE_KINDS.filter((kind) => {
+      const ts = this.types.get(kind);
+      return ts?.started && (ts.owed || this.stale(ts, snap));
+    });
+    for (const kind of todo)
+      if (kind === 'listener' || kind === 'route') {
+        const ts = this.types.get(kind)!;
+        this.push(ts, 'upserts', ts.owed?.force ?? new Set(), false);
+      }
+    for (const kind of todo) {
+      const ts = this.types.get(kind)!;
+      const owed = ts.owed;
+      ts.owed = undefined;
+      this.push(ts, 'removals', owed?.force ?? new Set(), owed?.replyIfEmpty ?? false);
+    }
+  }
+
+  /** Whether a type has not been brought up to `snap` yet (removals are the last step of a push). */
+  private stale(ts: DeltaTypeState, snap: GroupSnapshot): boolean {
+    return ts.pinned !== undefined || ts.servedFrom !== snap.types[ts.kind];
+  }
+
+  /** Whether the stream has sent the CLA of an EDS cluster (true for clusters without one). */
+  private claDelivered(cluster: string): boolean {
     const snap = this.snapshot();
-    if (!snap) return;
+    return !snap?.types.endpoint.resources.has(cluster) || this.types.get('endpoint')?.known.has(cluster) === true;
+  }
+
+  /** Sends what `phase` calls for; returns the names the client did not hold before (upserts only). */
+  private push(ts: DeltaTypeState, phase: Phase, force: Set<string>, replyIfEmpty: boolean): string[] {
+    const snap = this.snapshot();
+    if (!snap) return [];
     // Decisions and ACK bookkeeping use the group's snapshot; the bytes come from this client's view of it.
     const base = this.snapshotToServe(ts, ts.kind, snap.types[ts.kind], ts.pending.size === 0 && ts.known.size === 0);
     const t = this.view(base);
@@ -151,7 +191,7 @@ export class DeltaStream extends StreamBase {
     if (!sendUpserts.length && !sendRemoved.length && !replyIfEmpty) {
       if (phase !== 'upserts' && ts.pending.size === 0)
         this.opts.registry.unchanged(this.status!, TypeUrls[ts.kind], base.version);
-      return;
+      return [];
     }
 
     const nonce = this.nextNonce();
@@ -160,11 +200,13 @@ export class DeltaStream extends StreamBase {
     parts.push(stringField(DDR.typeUrl, TypeUrls[ts.kind]), stringField(DDR.nonce, nonce));
     for (const n of sendRemoved.sort()) parts.push(stringField(DDR.removedResources, n));
     parts.push(this.controlPlaneField(DDR.controlPlane));
+    const fresh = sendUpserts.filter((r) => !ts.known.has(r.name)).map((r) => r.name);
     for (const r of sendUpserts) ts.known.set(r.name, r.version);
     for (const n of sendRemoved) ts.known.delete(n);
     ts.pending.set(nonce, base);
     if (ts.pending.size > MAX_PENDING) ts.pending.delete(ts.pending.keys().next().value as string);
     this.opts.registry.sent(this.status!, TypeUrls[ts.kind], t.version, nonce);
     this.sendBytes(Buffer.concat(parts));
+    return fresh;
   }
 }

@@ -10,7 +10,7 @@
 import { derive } from '../snapshot/derived.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
-import { RESOURCE_KINDS, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
+import { ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DR, stringField } from '../xds/wire.ts';
 import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
@@ -38,6 +38,8 @@ interface TypeState extends PinHolder {
   servedFrom?: TypeSnapshot;
   /** The client's first request said it holds the current full state (reconnect, other replica). */
   resumed?: boolean;
+  /** A request that came during a warming hold, answered when the hold ends. */
+  owed?: { force: boolean; names: Set<string> };
 }
 
 /** Response bodies (all but the nonce) shared by every stream asking for the same selection. */
@@ -103,7 +105,15 @@ export class SotwStream extends StreamBase {
     // A plain ACK (same names, nothing new published since): nothing to decide.
     if (!first && added.length === 0 && ts.sub.size === before && ts.servedFrom === this.snapshot()?.types[kind])
       return;
+    if (this.hold?.holds(kind)) {
+      // Answered when the hold ends, with what this request asked for.
+      const owed = (ts.owed ??= { force: false, names: new Set() });
+      owed.force ||= first || added.length > 0;
+      for (const n of added) owed.names.add(n);
+      return;
+    }
     this.push(ts, first || added.length > 0, undefined, new Set(added));
+    if (kind === 'endpoint') this.hold?.progress((c) => this.claDelivered(c));
   }
 
   /**
@@ -133,29 +143,51 @@ export class SotwStream extends StreamBase {
       for (const [name, version] of cds.sent) {
         const now = snap.types.cluster.resources.get(name);
         if (now && now.version !== version) changed.add(name);
-        const old = prev?.types.cluster.resources.get(name);
+        // What was sent may be an interim snapshot of a push still held (warming-hold.ts).
+        const old = cds.sentSnapshot?.resources.get(name) ?? prev?.types.cluster.resources.get(name);
         if (!now && old && !cds.sub.isEmpty()) removed.push(old);
       }
     }
+    const sentBefore = cds?.sent;
     // Make before break: a removed cluster stays in an interim CDS response until listeners and
-    // routes that used it have been replaced.
-    const interim = cds && removed.length > 0 && answered(cds);
-    if (interim)
+    // routes that used it have been replaced (afterWarming drops it).
+    if (cds && removed.length > 0 && answered(cds))
       this.push(cds, false, makeTypeSnapshot('cluster', [...snap.types.cluster.resources.values(), ...removed]));
-    for (const kind of RESOURCE_KINDS) {
-      const ts = this.types.get(kind);
-      if (!ts || (interim && kind === 'cluster')) continue;
-      const rewarm =
-        kind === 'endpoint'
-          ? new Set([...changed].filter((c) => ts.sub.wildcard || ts.sub.names.has(c)))
-          : new Set<string>();
-      // The same type snapshot this stream was last served from: nothing changed for it (O(1),
-      // which matters when thousands of streams see a change of another type).
-      if (answered(ts) && !ts.pinned && rewarm.size === 0 && ts.servedFrom === snap.types[kind]) continue;
-      // A request still unanswered (nothing applied yet, or its names did not exist) is answered now.
-      this.push(ts, rewarm.size > 0 || !answered(ts), undefined, rewarm);
-    }
-    if (interim) this.push(cds, false); // now drop the removed clusters
+    else this.refresh('cluster', snap);
+    const eds = this.types.get('endpoint');
+    this.refresh('endpoint', snap, eds ? [...changed].filter((c) => eds.sub.wildcard || eds.sub.names.has(c)) : []);
+    this.refresh('secret', snap);
+    // Clusters this push introduced: routes to them wait until their endpoints are out.
+    const introduced = cds && cds.sent !== sentBefore ? [...cds.sent.keys()].filter((n) => !sentBefore?.has(n)) : [];
+    if (this.hold?.await(introduced, (c) => this.claDelivered(c))) return;
+    this.afterWarming(snap);
+  }
+
+  protected afterWarming(snap: GroupSnapshot): void {
+    this.refresh('listener', snap);
+    this.refresh('route', snap);
+    this.refresh('cluster', snap); // drops clusters an interim response kept; nothing otherwise
+  }
+
+  /** Whether the stream has sent the CLA of an EDS cluster (true for clusters without one). */
+  private claDelivered(cluster: string): boolean {
+    const snap = this.snapshot();
+    return !snap?.types.endpoint.resources.has(cluster) || this.types.get('endpoint')?.sent.has(cluster) === true;
+  }
+
+  /**
+   * Brings one type up to `snap`, with what a held request is owed. Skips a type served from this
+   * very snapshot already (O(1), which matters when thousands of streams see a change of another
+   * type); a request still unanswered (nothing applied yet, or its names did not exist) is answered.
+   */
+  private refresh(kind: ResourceKind, snap: GroupSnapshot, rewarm: readonly string[] = []): void {
+    const ts = this.types.get(kind);
+    if (!ts) return;
+    const owed = ts.owed;
+    ts.owed = undefined;
+    if (!owed && answered(ts) && !ts.pinned && rewarm.length === 0 && ts.servedFrom === snap.types[kind]) return;
+    const names = owed ? new Set([...owed.names, ...rewarm]) : new Set(rewarm);
+    this.push(ts, rewarm.length > 0 || !answered(ts) || owed?.force === true, undefined, names);
   }
 
   /**

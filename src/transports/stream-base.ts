@@ -15,6 +15,7 @@ import { lenField, stringField } from '../xds/wire.ts';
 import { displayUserAgent, nodeLimitViolation } from '../security/node-limits.ts';
 import type { GroupAckTracker } from './group-ack-tracker.ts';
 import { recordReply, type Reply } from './replies.ts';
+import { DEFAULT_WARMING_HOLD_MS, WarmingHold, type HoldOutcome } from './warming-hold.ts';
 
 /** Per-type stream state that NACK containment may pin to an older snapshot. */
 export interface PinHolder {
@@ -57,6 +58,8 @@ export interface StreamOptions {
   onRefusal?: (reason: string) => void;
   /** How references in served resources must point for this client; undefined keeps ADS. */
   variant?: ConfigSourceVariant;
+  /** Longest wait of listeners and routes for the endpoints of new clusters (ADS only; warming-hold.ts). */
+  warmingHoldMs?: number;
 }
 
 export abstract class StreamBase {
@@ -79,8 +82,25 @@ export abstract class StreamBase {
   private served?: GroupSnapshot;
   private servedControlPlane?: string;
   private unsubscribe?: () => void;
+  /**
+   * Only an aggregated stream can order types: per-type streams of one proxy are separate
+   * connections, and Envoy asks for endpoints on the EDS stream whatever the routes stream does.
+   */
+  protected readonly hold?: WarmingHold;
 
-  constructor(protected readonly opts: StreamOptions) {}
+  constructor(protected readonly opts: StreamOptions) {
+    if (!opts.fixedKind && opts.warmingHoldMs !== 0)
+      this.hold = new WarmingHold(opts.warmingHoldMs ?? DEFAULT_WARMING_HOLD_MS, (outcome) => this.released(outcome));
+  }
+
+  private released(outcome: HoldOutcome): void {
+    this.opts.registry.warmingHeld(outcome);
+    const snap = this.snapshot();
+    if (snap && !this.closed) this.afterWarming(snap);
+  }
+
+  /** Pushes what a warming hold kept back (listeners, routes, the CDS that drops old clusters). */
+  protected abstract afterWarming(snap: GroupSnapshot): void;
 
   get streamStatus(): StreamStatus | undefined {
     return this.status;
@@ -246,6 +266,7 @@ export abstract class StreamBase {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.hold?.stop();
     clearTimeout(this.behind?.timer);
     this.behind = undefined;
     this.unsubscribe?.();

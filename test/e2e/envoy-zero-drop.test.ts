@@ -7,7 +7,14 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { httpGet, labSpecs, reportSetupFailure, startLab, type Lab, type LabEnvoySpec } from '../helpers/envoy-lab.ts';
+import {
+  labSpecs,
+  reportSetupFailure,
+  startLab,
+  steadyLoad,
+  type Lab,
+  type LabEnvoySpec,
+} from '../helpers/envoy-lab.ts';
 
 let lab: Lab;
 let specs: LabEnvoySpec[];
@@ -26,44 +33,11 @@ test.after(async () => {
   await lab?.stop();
 });
 
-interface Load {
-  paths: string[];
-  sent: number;
-  failed: number;
-  failures: string[];
-  stop(): Promise<void>;
-}
-
-/** Workers per Envoy sending requests back to back over keep-alive connections. */
-function steadyLoad(paths: string[], workersPerEnvoy = 3): Load {
-  let running = true;
-  const load: Load = { paths, sent: 0, failed: 0, failures: [], stop: async () => {} };
-  const worker = async (s: LabEnvoySpec, w: number) => {
-    for (let i = w; running; i++) {
-      const path = load.paths[i % load.paths.length];
-      load.sent++;
-      try {
-        const r = await httpGet(s.httpPort, path!);
-        if (r.status !== 200) throw new Error(`${r.status} ${r.body.slice(0, 100)}`);
-      } catch (err) {
-        load.failed++;
-        if (load.failures.length < 10) load.failures.push(`${s.id} ${path}: ${(err as Error).message}`);
-      }
-    }
-  };
-  const all = specs.flatMap((s) => Array.from({ length: workersPerEnvoy }, (_, w) => worker(s, w)));
-  load.stop = async () => {
-    running = false;
-    await Promise.all(all);
-  };
-  return load;
-}
-
 test('a split change, an added service, and a removed service whose route moves: no request fails', async () => {
   const services = lab.docs['services.yaml'] as any[];
   const routes = lab.docs['routes.yaml'] as any[];
   const vh = routes[0];
-  const load = steadyLoad(['/split', '/ep']);
+  const load = steadyLoad(specs, ['/split', '/ep']);
   await new Promise((r) => setTimeout(r, 500));
 
   // (a) split 100/0 -> 50/50 -> 0/100

@@ -14,6 +14,7 @@ import { projectPath } from '../../src/shared/paths.ts';
 import { makePki, type Pki } from './certs.ts';
 import { freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from './envoy.ts';
 import { spawnServer, waitFor, type ServerProcess } from './process.ts';
+import { startSlowLink, type SlowLink } from './slow-link.ts';
 import { tempDir } from './tree.ts';
 
 const run = promisify(execFile);
@@ -49,6 +50,8 @@ export interface LabEnvoySpec {
   version: EnvoyVersion;
   httpPort: number;
   httpsPort: number;
+  /** Delays what this Envoy sends to the server (slow-link.ts): its requests arrive late. */
+  uplinkDelayMs?: number;
 }
 
 export interface Response {
@@ -199,6 +202,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
   writeFileSync(join(root, 'fleetxds.yaml'), stringify(settings));
   const server = await spawnServer(join(root, 'fleetxds.yaml'));
   const envoys = new Map<string, EnvoyProcess>();
+  const links: SlowLink[] = [];
 
   const bootstrapFor = async (spec: LabEnvoySpec): Promise<any> => {
     const nodeId = `${spec.id}-1`;
@@ -241,7 +245,12 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
         },
       };
     }
-    const port = spec.mode === 'rest' ? server.restPort : server.grpcPort;
+    let port = spec.mode === 'rest' ? server.restPort : server.grpcPort;
+    if (spec.uplinkDelayMs) {
+      const link = await startSlowLink(port, spec.uplinkDelayMs);
+      links.push(link);
+      port = link.port;
+    }
     const { stdout } = await run(
       process.execPath,
       [
@@ -303,11 +312,50 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     async stop() {
       await Promise.all([...envoys.values()].map((e) => e.stop()));
       await server.stop();
+      await Promise.all(links.map((l) => l.close()));
       for (const b of Object.values(backends)) b.server.close();
       agent.destroy();
     },
   };
   return lab;
+}
+
+export interface Load {
+  paths: string[];
+  sent: number;
+  failed: number;
+  failures: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Workers per Envoy sending requests back to back over keep-alive connections; every answer that
+ * is not a 200 is a failure, recorded (the first ten) with the Envoy, path, time and body.
+ */
+export function steadyLoad(specs: LabEnvoySpec[], paths: string[], workersPerEnvoy = 3): Load {
+  let running = true;
+  const started = Date.now();
+  const load: Load = { paths, sent: 0, failed: 0, failures: [], stop: async () => {} };
+  const worker = async (s: LabEnvoySpec, w: number) => {
+    for (let i = w; running; i++) {
+      const path = load.paths[i % load.paths.length];
+      load.sent++;
+      try {
+        const r = await httpGet(s.httpPort, path!);
+        if (r.status !== 200) throw new Error(`${r.status} ${JSON.stringify(r.body.slice(0, 100))}`);
+      } catch (err) {
+        load.failed++;
+        const at = `${Date.now() - started} ms`;
+        if (load.failures.length < 10) load.failures.push(`${s.id} ${path} at ${at}: ${(err as Error).message}`);
+      }
+    }
+  };
+  const all = specs.flatMap((s) => Array.from({ length: workersPerEnvoy }, (_, w) => worker(s, w)));
+  load.stop = async () => {
+    running = false;
+    await Promise.all(all);
+  };
+  return load;
 }
 
 /** Specs with fresh ports for each (mode, version). */

@@ -19,7 +19,12 @@ export interface StartOptions {
   envoyCheck?: { binaries: string[] };
   maxUnreadBytes?: number;
   maxBehindMs?: number;
-  grpc?: { maxStreams?: number; maxConnectionAgeMs?: number; maxConnectionAgeGraceMs?: number };
+  grpc?: {
+    maxStreams?: number;
+    maxConnectionAgeMs?: number;
+    maxConnectionAgeGraceMs?: number;
+    warmingHoldMs?: number;
+  };
   replica?: ServerConfig['replica'];
   /** host:port for gRPC (default: a free port on 127.0.0.1). */
   grpcListen?: string;

@@ -223,6 +223,40 @@ test('ordering on one ADS stream: cluster, endpoints, listener, route; removal o
   s.close();
 });
 
+test('delta: routes to a cluster added by the same change wait until the client subscribed to its endpoints', async () => {
+  const s = client.open();
+  s.send({ node: NODE, type_url: T.cluster });
+  s.send({ type_url: T.endpoint, resource_names_subscribe: ['api', 'web'] });
+  s.send({ type_url: T.listener });
+  s.send({ type_url: T.route, resource_names_subscribe: ['edge'] });
+  for (let i = 0; i < 4; i++) s.send(ack(await s.next()));
+  assert.ok(await s.quiet(200));
+  const files = withService('fresh', '10.5.5.5');
+  files['edge.yaml'] = files['edge.yaml']!.replace('  - to: web\n', '  - to: fresh\n');
+  await setTree(files);
+  const cds = await s.next();
+  assert.equal([cds.type_url, dnames(cds)], [T.cluster, ['fresh']]);
+  assert.ok(await s.quiet(400), 'no route to `fresh` before its endpoints');
+  s.send(ack(cds));
+  assert.ok(await s.quiet(200), 'the ACK of the clusters does not end the wait');
+  s.send({ type_url: T.endpoint, resource_names_subscribe: ['fresh'] });
+  const got: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await s.next();
+    got.push(
+      `${r.type_url.split('.').pop()}:${dnames(r).join(',')}${r.removed_resources?.length ? ` -${r.removed_resources}` : ''}`,
+    );
+  }
+  assert.equal(got, [
+    'ClusterLoadAssignment:fresh',
+    'RouteConfiguration:edge',
+    'Cluster: -web',
+    'ClusterLoadAssignment: -web',
+  ]);
+  assert.ok(await s.quiet(200), 'each held response was sent once');
+  s.close();
+});
+
 test('per-type delta service: DeltaClusters', async () => {
   const cds = connect(app.grpcPort, 'delta-cds');
   const s = cds.open();

@@ -298,6 +298,65 @@ test('a removed cluster is dropped only after listeners and routes stopped using
   s.close();
 });
 
+/** A stream holding api and web (clusters, their endpoints, listener edge, routes edge), everything ACKed. */
+async function settledStream(): Promise<{ s: ReturnType<typeof client.open>; eds: Json }> {
+  const s = client.open();
+  s.send({ node: NODE, type_url: T.cluster });
+  s.send({ type_url: T.endpoint, resource_names: ['api', 'web'] });
+  s.send({ type_url: T.listener });
+  s.send({ type_url: T.route, resource_names: ['edge'] });
+  let eds: Json = {};
+  for (let i = 0; i < 4; i++) {
+    const r = await s.next();
+    if (r.type_url === T.endpoint) eds = r;
+    const names = { [T.endpoint]: { resource_names: ['api', 'web'] }, [T.route]: { resource_names: ['edge'] } };
+    s.send(ack(r, names[r.type_url] ?? {}));
+  }
+  assert.ok(await s.quiet(200));
+  return { s, eds };
+}
+
+const MOVE_TO_FRESH = {
+  'fresh.yaml': 'kind: Service\nname: fresh\nendpoints: [{ address: 10.5.5.5:80 }]\n',
+  'edge.yaml': BASE['edge.yaml']!.replace('  - to: web\n', '  - to: fresh\n'),
+};
+const label = (r: Json) => `${r.type_url.split('.').pop()}:${names(r).join(',')}`;
+
+test('routes to a cluster added by the same change wait until the client asked for its endpoints and got them', async () => {
+  const { s, eds } = await settledStream();
+  await setTree(MOVE_TO_FRESH);
+  const cds = await s.next();
+  assert.is(label(cds), 'Cluster:api,fresh,web', 'the new cluster, the old one kept');
+  assert.ok(await s.quiet(400), 'no route to `fresh` before its endpoints');
+  s.send(ack(cds));
+  assert.ok(await s.quiet(200), 'the ACK of the clusters does not end the wait');
+  // What Envoy does once it applied the clusters: ask for the new cluster's endpoints.
+  s.send({ ...ack(eds), resource_names: ['api', 'fresh', 'web'] });
+  const seq = [label(await s.next()), label(await s.next()), label(await s.next())];
+  assert.equal(seq, ['ClusterLoadAssignment:fresh', 'RouteConfiguration:edge', 'Cluster:api,fresh']);
+  assert.ok(await s.quiet(200), 'each held response was sent once');
+  s.close();
+});
+
+test('a client that never asks for the endpoints gets its routes after the hold limit', async () => {
+  client.close();
+  await app.close();
+  app = await startServer(dir, { grpc: { warmingHoldMs: 400 } });
+  client = connect(app.grpcPort);
+  const { s } = await settledStream();
+  await setTree(MOVE_TO_FRESH);
+  await s.next();
+  const held = Date.now();
+  assert.ok(await s.quiet(250));
+  const rds = await s.next();
+  assert.is(label(rds), 'RouteConfiguration:edge');
+  assert.ok(Date.now() - held >= 350, `routes sent ${Date.now() - held} ms after the clusters`);
+  assert.is(label(await s.next()), 'Cluster:api,fresh');
+  const metrics = await (await fetch(`http://127.0.0.1:${app.adminPort}/metrics`)).text();
+  assert.match(metrics, /fleetxds_warming_holds_total\{outcome="expired"\} 1\b/);
+  s.close();
+});
+
 test("NACK containment: a node connecting while its group's newest version stands NACKed gets the last ACKed one", async () => {
   await app.close();
   app = await startServer(dir, { serveLastAckedOnNack: true });

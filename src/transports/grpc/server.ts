@@ -42,6 +42,8 @@ export interface GrpcServerOptions {
   maxUnreadBytes?: number;
   /** How long a stream may stay unable to deliver a newer config before it is ended (default 60 s). */
   maxBehindMs?: number;
+  /** ADS: longest wait of routes for the endpoints of clusters added with them (warming-hold.ts). */
+  warmingHoldMs?: number;
   /** Streams this server serves at most; more are refused with RESOURCE_EXHAUSTED. */
   maxStreams?: number;
   /** Connections older than this (±10%) are asked to go away (GOAWAY), streams ended after the grace. */
@@ -215,6 +217,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           // cluster, whose name Envoy sends as the :authority.
           variant: spec.kind ? grpcVariant(xdsClusterName(call.getHost(), GRPC_XDS_CLUSTER), spec.delta) : undefined,
           maxBehindMs: opts.maxBehindMs ?? DEFAULT_MAX_BEHIND_MS,
+          warmingHoldMs: opts.warmingHoldMs,
           onStuck: (behindMs: number) => {
             log.warn(
               { node: stream.streamStatus?.nodeId, behindMs },

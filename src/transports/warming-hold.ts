@@ -1,0 +1,86 @@
+/**
+ * Holding a stream's listeners and routes back while clusters it was just sent are warming.
+ *
+ * Envoy warms a new EDS cluster until its ClusterLoadAssignment arrives, and it asks for that CLA
+ * only after it has applied the CDS response. A route that names the cluster before then finds
+ * no cluster and answers 503 ("routes are not warmed", docs/xds-protocol.md §4.7). So on an ADS
+ * stream, after a push that introduced clusters, LDS/RDS (and the CDS that drops clusters the old
+ * routes still use) wait until this stream has sent the CLA of every introduced cluster, or until
+ * `limitMs` has passed (a client that never asks must not freeze its routes for ever).
+ *
+ * What holds: responses of the kinds in HELD_KINDS, pushed or requested. Endpoints and secrets
+ * never wait: they are what warming needs.
+ */
+import type { ResourceKind } from '../xds/resource-types.ts';
+
+export const HELD_KINDS: ReadonlySet<ResourceKind> = new Set<ResourceKind>(['cluster', 'listener', 'route']);
+
+/** How long a stream's routes may wait for the endpoints of its new clusters to be requested and sent. */
+export const DEFAULT_WARMING_HOLD_MS = 5000;
+
+export type HoldOutcome = 'delivered' | 'expired';
+
+export class WarmingHold {
+  /** Clusters introduced on this stream whose CLA has not been sent on it yet. */
+  private readonly awaited = new Set<string>();
+  private timer?: NodeJS.Timeout;
+
+  /**
+   * @param release continues the held push (called once per hold, never from inside `await`).
+   */
+  constructor(
+    private readonly limitMs: number,
+    private readonly release: (outcome: HoldOutcome) => void,
+  ) {}
+
+  get active(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** Whether a response of `kind` must wait now. */
+  holds(kind: ResourceKind): boolean {
+    return this.timer !== undefined && HELD_KINDS.has(kind);
+  }
+
+  /**
+   * After the cluster and endpoint step of a push: start (or go on) waiting while any introduced
+   * cluster, from this push or from a hold still running, lacks its CLA. Returns whether to wait.
+   * A hold that goes on keeps its first deadline, so frequent pushes cannot postpone routes.
+   */
+  await(introduced: Iterable<string>, delivered: (cluster: string) => boolean): boolean {
+    for (const c of introduced) this.awaited.add(c);
+    this.settle(delivered);
+    if (this.awaited.size === 0) {
+      this.stop();
+      return false;
+    }
+    if (!this.timer) {
+      this.timer = setTimeout(() => this.finish('expired'), this.limitMs);
+      this.timer.unref();
+    }
+    return true;
+  }
+
+  /** Endpoints were sent (or clusters went away): release once every awaited CLA is out. */
+  progress(delivered: (cluster: string) => boolean): void {
+    if (!this.timer) return;
+    this.settle(delivered);
+    if (this.awaited.size === 0) this.finish('delivered');
+  }
+
+  /** Ends the hold without continuing (the stream closed). */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.awaited.clear();
+  }
+
+  private settle(delivered: (cluster: string) => boolean): void {
+    for (const c of this.awaited) if (delivered(c)) this.awaited.delete(c);
+  }
+
+  private finish(outcome: HoldOutcome): void {
+    this.stop();
+    this.release(outcome);
+  }
+}
