@@ -11,6 +11,7 @@ import { projectPath } from '../src/shared/paths.ts';
 import { tempDir } from '../test/helpers/tree.ts';
 import { fanout, type FanoutResult } from './scenarios/fanout.ts';
 import { filesScenario } from './scenarios/files.ts';
+import { buildGoHarness, peerRun, PEERS, type PeerName, type PeerResult } from './scenarios/peers.ts';
 import { restScenario } from './scenarios/rest.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import { rolloutCost } from './scenarios/rollout.ts';
@@ -20,6 +21,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: { runs: { type: 'string' }, quick: { type: 'boolean', default: false } },
 });
+// `peers` needs Go and the Go module proxy: run it by name.
 const all = ['pipeline', 'restart', 'fanout', 'rollout', 'rest', 'files', 'envoy-check'];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
@@ -146,4 +148,44 @@ if (selected.includes('envoy-check')) {
       'scale)',
     rows,
   );
+}
+
+if (selected.includes('peers')) {
+  const bin = buildGoHarness();
+  const n = quick ? 1000 : 5000;
+  const peerRuns = Number(values.runs ?? 3);
+  const results = new Map<PeerName, PeerResult[]>(PEERS.map((p) => [p, []]));
+  for (let r = 0; r < peerRuns; r++) {
+    // Alternate the order so no server always runs first (or on a warmer machine).
+    const order = PEERS.map((_, i) => PEERS[(i + r) % PEERS.length]!);
+    for (const name of order) results.get(name)!.push(await peerRun(name, n, bin));
+  }
+  const rows = PEERS.map((p) => medianOf(results.get(p)! as unknown as Record<string, unknown>[]));
+  const ratio = (label: string, a: Record<string, unknown>, b: Record<string, unknown>) => {
+    const out: Record<string, unknown> = { server: label, n: a.n };
+    for (const k of Object.keys(a)) if (k !== 'server' && k !== 'n') out[k] = (Number(a[k]) / Number(b[k])).toFixed(2);
+    return out;
+  };
+  const spread = PEERS.map((p) => ({
+    server: p,
+    ...Object.fromEntries(
+      (['routeP99', 'routeCpu', 'endpointP99', 'stormP99'] as const).map((k) => [
+        k,
+        results
+          .get(p)!
+          .map((x) => x[k])
+          .join(' / '),
+      ]),
+    ),
+  }));
+  table(
+    `Peers, ${n} SotW ADS streams, server on one core, Go client on the other (median of ${peerRuns}): p99 ms, ` +
+      'server CPU s, bytes per stream, KB RSS per stream; ratios below',
+    [
+      ...rows,
+      ratio('fleetxds / go-control-plane', rows[0]!, rows[1]!),
+      ratio('fleetxds / bare-http2', rows[0]!, rows[2]!),
+    ],
+  );
+  table('Peers: every run (spread)', spread);
 }

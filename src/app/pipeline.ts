@@ -390,6 +390,7 @@ export class ConfigPipeline {
 
   private async applyNow(dir: string): Promise<ApplyOutcome> {
     const started = performance.now();
+    const cpuAtStart = process.cpuUsage();
     const served = this.inputs?.revision;
     const check = await checkTree(dir, this.caches, {
       // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
@@ -445,10 +446,20 @@ export class ConfigPipeline {
       groups,
     });
     this.active = this.rolloutFor(revision, served, appliedAt);
+    // What the change cost before any proxy was sent anything, and what handing it to every stream took.
+    const cpu = process.cpuUsage(cpuAtStart);
+    const publishing = performance.now();
     this.update({ revision, secrets: secrets.secrets, rollout: servedRollout(this.active) });
     const ms = performance.now() - started;
     this.log.info(
-      { versionId: id, modelHash: hash.slice(0, 12), ms: Math.round(ms), warnings: check.diagnostics.length },
+      {
+        versionId: id,
+        modelHash: hash.slice(0, 12),
+        ms: Math.round(ms),
+        cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+        publishMs: Math.round(performance.now() - publishing),
+        warnings: check.diagnostics.length,
+      },
       'applied config version',
     );
     this.events.emit('applied', ms);

@@ -1,0 +1,130 @@
+/**
+ * The floor of the machine for fan-out (`npm run bench -- peers`): SotW ADS on bare node:http2, no
+ * gRPC library and no xDS logic. It encodes each type's DiscoveryResponse once from `fleetxds
+ * render` output, answers the first request of each type on a stream, reads (and ignores) ACKs,
+ * and on SIGHUP writes the types whose version changed to every stream that asked for them. What
+ * it spends per push is the least any Node server can spend on the same bytes and streams.
+ *
+ * Usage: node --import tsx bench/lib/bare-h2-ads.ts RENDERED.json [GROUP]
+ */
+import { readFileSync } from 'node:fs';
+import { createServer, type ServerHttp2Stream } from 'node:http2';
+import { encodeJson } from '../../src/xds/proto-json.ts';
+import { RESOURCE_TYPES } from '../../src/xds/resource-types.ts';
+import { DR, encodeAny, lenField, stringField } from '../../src/xds/wire.ts';
+
+const [file, group = 'default'] = process.argv.slice(2);
+
+interface Rendered {
+  version_info: string;
+  type_url: string;
+  resources: Record<string, unknown>[];
+}
+
+/** type URL -> { version, response body without nonce } */
+function load(): Map<string, { version: string; body: Buffer }> {
+  const all = JSON.parse(readFileSync(file!, 'utf8')) as Record<string, Record<string, Rendered>>;
+  const out = new Map<string, { version: string; body: Buffer }>();
+  for (const t of RESOURCE_TYPES) {
+    const r = all[group]?.[t.kind];
+    if (!r || t.kind === 'secret') continue;
+    const parts = [stringField(DR.versionInfo, r.version_info)];
+    for (const { '@type': _, ...json } of r.resources)
+      parts.push(
+        lenField(
+          DR.resources,
+          encodeAny(t.typeUrl, encodeJson(t.typeUrl.slice(t.typeUrl.indexOf('/') + 1), json).bytes),
+        ),
+      );
+    parts.push(stringField(DR.typeUrl, t.typeUrl));
+    out.set(t.typeUrl, { version: r.version_info, body: Buffer.concat(parts) });
+  }
+  return out;
+}
+
+let bodies = load();
+
+/** One gRPC message: compression flag 0, 4-byte length, payload. */
+function frame(body: Buffer, nonce: number): Buffer {
+  const nonceField = stringField(DR.nonce, String(nonce));
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(body.length + nonceField.length, 1);
+  return Buffer.concat([head, body, nonceField]);
+}
+
+/** type_url (4) and response_nonce (5) of a DiscoveryRequest, skipping every other field. */
+function scan(msg: Buffer): { typeUrl: string; nonce: string } {
+  let typeUrl = '';
+  let nonce = '';
+  for (let i = 0; i < msg.length;) {
+    let tag = 0;
+    for (let s = 0; ; s += 7) {
+      const b = msg[i++]!;
+      tag |= (b & 0x7f) << s;
+      if (b < 0x80) break;
+    }
+    const wire = tag & 7;
+    if (wire === 0) {
+      while (msg[i++]! >= 0x80);
+      continue;
+    }
+    if (wire !== 2) throw new Error(`unexpected wire type ${wire}`);
+    let len = 0;
+    for (let s = 0; ; s += 7) {
+      const b = msg[i++]!;
+      len += (b & 0x7f) * 2 ** s;
+      if (b < 0x80) break;
+    }
+    const field = tag >>> 3;
+    if (field === 4) typeUrl = msg.toString('utf8', i, i + len);
+    if (field === 5) nonce = msg.toString('utf8', i, i + len);
+    i += len;
+  }
+  return { typeUrl, nonce };
+}
+
+interface StreamState {
+  stream: ServerHttp2Stream;
+  nonce: number;
+  types: Set<string>;
+}
+const streams = new Set<StreamState>();
+
+const server = createServer({ settings: { maxConcurrentStreams: 1_000_000 } });
+server.on('stream', (stream) => {
+  const st: StreamState = { stream, nonce: 0, types: new Set() };
+  streams.add(st);
+  stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+  stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+  let pending: Buffer = Buffer.alloc(0);
+  stream.on('data', (chunk: Buffer) => {
+    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+    while (pending.length >= 5) {
+      const len = pending.readUInt32BE(1);
+      if (pending.length < 5 + len) break;
+      const { typeUrl, nonce } = scan(pending.subarray(5, 5 + len));
+      pending = pending.subarray(5 + len);
+      const body = bodies.get(typeUrl);
+      if (nonce === '' && body && !st.types.has(typeUrl)) {
+        st.types.add(typeUrl);
+        stream.write(frame(body.body, ++st.nonce));
+      }
+    }
+  });
+  stream.on('close', () => streams.delete(st));
+  stream.on('error', () => streams.delete(st));
+});
+
+process.on('SIGHUP', () => {
+  const before = bodies;
+  bodies = load();
+  for (const [typeUrl, b] of bodies) {
+    if (before.get(typeUrl)?.version === b.version) continue;
+    for (const st of streams) if (st.types.has(typeUrl)) st.stream.write(frame(b.body, ++st.nonce));
+  }
+  console.log(JSON.stringify({ event: 'published' }));
+});
+
+server.listen(0, '127.0.0.1', () => {
+  console.log(JSON.stringify({ event: 'listening', port: (server.address() as { port: number }).port }));
+});

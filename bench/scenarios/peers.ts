@@ -1,0 +1,244 @@
+/**
+ * Side by side (`npm run bench -- peers`): fleetxds, go-control-plane v0.14 (per-type versions)
+ * and the bare-node:http2 floor serve the same resources, one at a time, each pinned to core 0;
+ * one fan-out client (bench/peers/fanout, Go, one core) on core 1 drives each with N SotW ADS
+ * streams. Scenarios: a one-route change, a one-endpoint change, and a reconnect storm (every
+ * stream reconnects at once). Per scenario: p99 ms until every stream got the new response (the
+ * storm: its full state), server CPU seconds, bytes per stream; server RSS per held stream.
+ *
+ * Where the clock starts: at the publish. For the peers that is the SIGHUP that makes them load
+ * resources already rendered from the same tree (their figures include that load). For fleetxds it
+ * is when its pipeline handed the new version to the streams (its log line "applied config
+ * version" says when and how much CPU reading, validating and building took; that CPU is taken off,
+ * so CPU figures are per push). `fromWriteP99` is fleetxds's p99 from the write of the YAML file,
+ * with the 50 ms debounce and the whole pipeline.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { projectPath } from '../../src/shared/paths.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
+import { tempDir } from '../../test/helpers/tree.ts';
+import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
+import { percentile, procStats, sleep } from '../lib/proc.ts';
+import { benchServer } from '../lib/server.ts';
+
+export type PeerName = 'fleetxds' | 'go-control-plane' | 'bare-http2';
+export const PEERS: PeerName[] = ['fleetxds', 'go-control-plane', 'bare-http2'];
+
+export interface PeerResult {
+  server: PeerName;
+  n: number;
+  routeP99: number;
+  fromWriteP99: number;
+  routeCpu: number;
+  endpointP99: number;
+  endpointCpu: number;
+  endpointBytes: number;
+  stormP99: number;
+  stormCpu: number;
+  kbPerStream: number;
+}
+
+const SERVICES = 100;
+const SERVER_CORE = '0';
+const CLIENT_CORE = '1';
+
+/** Changes of the generated tree, the same for every server. */
+const changeRoute = (cfg: string) =>
+  writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, SERVICES).replace('/api/r7/', '/api/r7-moved/'));
+const changeEndpoint = (cfg: string) =>
+  writeFileSync(
+    join(cfg, 'services', 'svc-0.yaml'),
+    [serviceYaml(0, 7), ...Array.from({ length: 99 }, (_, i) => serviceYaml(i + 1))].join('---\n'),
+  );
+
+function pin(pid: number, core: string): void {
+  execFileSync('taskset', ['-a', '-cp', core, String(pid)], { stdio: 'ignore' });
+}
+
+/** Builds the Go harness (server and client) once per run of the suite. */
+export function buildGoHarness(): { gcpServer: string; fanout: string } {
+  const out = tempDir('fleetxds-peers-bin-');
+  const dir = projectPath('bench', 'peers');
+  for (const cmd of ['gcpserver', 'fanout'])
+    execFileSync('go', ['build', '-o', join(out, cmd), `./${cmd}`], { cwd: dir, stdio: 'inherit' });
+  return { gcpServer: join(out, 'gcpserver'), fanout: join(out, 'fanout') };
+}
+
+/** A process that prints JSON events, one per line. */
+class EventProcess {
+  private readonly waiters: { event: string; resolve: (v: any) => void }[] = [];
+  constructor(readonly child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      let msg: any;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        return;
+      }
+      const i = this.waiters.findIndex((w) => w.event === msg.event);
+      if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(msg);
+    });
+    child.stderr!.on('data', (d) => process.stderr.write(d));
+  }
+  next(event: string, timeoutMs = 300_000): Promise<any> {
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`timeout waiting for ${event}`)), timeoutMs);
+      this.waiters.push({ event, resolve: (v) => (clearTimeout(t), resolve(v)) });
+    });
+  }
+  send(cmd: object): void {
+    this.child.stdin!.write(`${JSON.stringify(cmd)}\n`);
+  }
+}
+
+interface Running {
+  pid: number;
+  port: number;
+  /** Applies a change; returns when it was started. */
+  change(apply: (cfg: string) => void): Promise<number>;
+  /** After a change: when it was published, and the CPU seconds spent before that (not the push's). */
+  published(started: number): { at: number; cpuBefore: number };
+  stop(): Promise<void>;
+}
+
+function render(cfg: string, file: string): void {
+  const json = execFileSync(
+    process.execPath,
+    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'render', cfg],
+    {
+      cwd: projectPath(),
+      maxBuffer: 1 << 28,
+    },
+  );
+  writeFileSync(file, json);
+}
+
+async function startPeer(name: PeerName, bin: { gcpServer: string }): Promise<Running> {
+  if (name === 'fleetxds') {
+    const { server, cfg } = await benchServer(SERVICES);
+    pin(server.child.pid!, SERVER_CORE);
+    return {
+      pid: server.child.pid!,
+      port: server.grpcPort,
+      change: async (apply) => {
+        const t0 = Date.now();
+        apply(cfg);
+        return t0;
+      },
+      published: (started) => {
+        const applied = server
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('"applied config version"'))
+          .map((l) => JSON.parse(l) as { time: number; publishMs: number; cpuMs: number })
+          .find((l) => l.time >= started);
+        if (!applied) throw new Error('fleetxds did not log the applied version');
+        return { at: applied.time - applied.publishMs, cpuBefore: applied.cpuMs / 1000 };
+      },
+      stop: async () => void (await server.stop('SIGKILL')),
+    };
+  }
+  const dir = tempDir('fleetxds-peers-');
+  const cfg = join(dir, 'cfg');
+  generateTree(cfg, { services: SERVICES, routesPerVhost: 100 });
+  const file = join(dir, 'rendered.json');
+  render(cfg, file);
+  const child =
+    name === 'go-control-plane'
+      ? spawn(bin.gcpServer, ['-resources', file], {
+          env: { ...process.env, GOMAXPROCS: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
+      : spawn(process.execPath, ['--import', 'tsx', projectPath('bench', 'lib', 'bare-h2-ads.ts'), file], {
+          cwd: projectPath(),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+  const events = new EventProcess(child);
+  const { port } = await events.next('listening', 60_000);
+  pin(child.pid!, SERVER_CORE);
+  return {
+    pid: child.pid!,
+    port,
+    change: async (apply) => {
+      apply(cfg);
+      render(cfg, file);
+      const t0 = Date.now();
+      child.kill('SIGHUP');
+      await events.next('published', 60_000);
+      return t0;
+    },
+    published: (started) => ({ at: started, cpuBefore: 0 }),
+    stop: async () => {
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+export async function peerRun(name: PeerName, n: number, bin: ReturnType<typeof buildGoHarness>): Promise<PeerResult> {
+  const server = await startPeer(name, bin);
+  await sleep(500);
+  const idle = procStats(server.pid).rssMB;
+  const client = new EventProcess(
+    spawn(bin.fanout, ['-target', `127.0.0.1:${server.port}`, '-n', String(n)], {
+      env: { ...process.env, GOMAXPROCS: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }),
+  );
+  pin(client.child.pid!, CLIENT_CORE);
+  try {
+    await client.next('ready');
+    await sleep(1000);
+    const held = procStats(server.pid).rssMB;
+    const measure = async (start: () => Promise<number>, isChange = true) => {
+      const before = procStats(server.pid).cpuSeconds;
+      const got = client.next('got');
+      const t0 = await start();
+      const { at, bytes } = await got;
+      await sleep(300); // the last ACKs are part of the push's cost
+      const published = isChange ? server.published(t0) : { at: t0, cpuBefore: 0 };
+      const cpu = procStats(server.pid).cpuSeconds - before - published.cpuBefore;
+      const p99 = (from: number) =>
+        percentile(
+          (at as number[]).map((t) => t - from),
+          99,
+        );
+      const avg = (bytes as number[]).reduce((a, b) => a + b, 0) / bytes.length;
+      await sleep(200);
+      return { p99: p99(published.at), fromWrite: p99(t0), cpu: Number(cpu.toFixed(2)), bytes: Math.round(avg) };
+    };
+    const watch = async (typeUrl: string) => {
+      const watching = client.next('watching');
+      client.send({ cmd: 'watch', type: typeUrl });
+      await watching;
+    };
+    await watch(TypeUrls.route);
+    const route = await measure(() => server.change(changeRoute));
+    await watch(TypeUrls.endpoint);
+    const endpoint = await measure(() => server.change(changeEndpoint));
+    const storm = await measure(async () => {
+      const t0 = Date.now();
+      client.send({ cmd: 'storm' });
+      return t0;
+    }, false);
+    return {
+      server: name,
+      n,
+      routeP99: route.p99,
+      fromWriteP99: route.fromWrite,
+      routeCpu: route.cpu,
+      endpointP99: endpoint.p99,
+      endpointCpu: endpoint.cpu,
+      endpointBytes: endpoint.bytes,
+      stormP99: storm.p99,
+      stormCpu: storm.cpu,
+      kbPerStream: Math.round(((held - idle) * 1024) / n),
+    };
+  } finally {
+    client.child.kill('SIGKILL');
+    await server.stop();
+  }
+}
