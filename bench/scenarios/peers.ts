@@ -138,7 +138,8 @@ async function startPeer(name: PeerName, bin: { gcpServer: string }): Promise<Ru
         if (!applied) throw new Error('fleetxds did not log the applied version');
         return { at: applied.time - applied.publishMs, cpuBefore: applied.cpuMs / 1000 };
       },
-      stop: async () => void (await server.stop('SIGKILL')),
+      // SIGTERM when profiling: the CPU profile is written at exit.
+      stop: async () => void (await server.stop(process.env.FLEETXDS_CPU_PROF ? 'SIGTERM' : 'SIGKILL')),
     };
   }
   const dir = tempDir('fleetxds-peers-');

@@ -55,6 +55,21 @@ export const MAX_NACK_MESSAGE = 4096;
 export const NACK_REPORTS_PER_MINUTE = 20;
 const MAX_NACK_KEYS = 50_000;
 
+/**
+ * The time as ISO text, formatted once per millisecond: a push to thousands of streams records a
+ * send and an ACK for each, mostly within the same few milliseconds.
+ */
+let isoAt = 0;
+let iso = '';
+function nowIso(): string {
+  const now = Date.now();
+  if (now !== isoAt) {
+    isoAt = now;
+    iso = new Date(now).toISOString();
+  }
+  return iso;
+}
+
 export function capNackMessage(message: string): string {
   return message.length <= MAX_NACK_MESSAGE
     ? message
@@ -82,7 +97,7 @@ export class NodeRegistry {
   }
 
   open(info: Omit<StreamStatus, 'streamId' | 'connectedAt' | 'types'>): StreamStatus {
-    const s: StreamStatus = { ...info, streamId: this.nextId++, connectedAt: new Date().toISOString(), types: {} };
+    const s: StreamStatus = { ...info, streamId: this.nextId++, connectedAt: nowIso(), types: {} };
     this.live.set(s.streamId, s);
     return s;
   }
@@ -93,7 +108,7 @@ export class NodeRegistry {
 
   /** Into the recently disconnected list, so status still shows who went away. */
   private retire(s: StreamStatus): void {
-    s.disconnectedAt = new Date().toISOString();
+    s.disconnectedAt = nowIso();
     this.gone.push(s);
     if (this.gone.length > MAX_DISCONNECTED) this.gone.shift();
   }
@@ -103,13 +118,22 @@ export class NodeRegistry {
   }
 
   sent(s: StreamStatus, typeUrl: string, version: string, nonce: string): void {
-    Object.assign(this.type(s, typeUrl), { sentVersion: version, sentNonce: nonce, sentAt: new Date().toISOString() });
+    const t = this.type(s, typeUrl);
+    t.sentVersion = version;
+    t.sentNonce = nonce;
+    t.sentAt = nowIso();
     for (const o of this.observers) o.sent(typeUrl);
   }
 
   acked(s: StreamStatus, typeUrl: string, version: string): void {
-    Object.assign(this.type(s, typeUrl), { ackedVersion: version, ackedAt: new Date().toISOString() });
+    const t = this.type(s, typeUrl);
+    t.ackedVersion = version;
+    t.ackedAt = nowIso();
     for (const o of this.observers) o.acked(typeUrl, version);
+  }
+
+  warmingHeld(outcome: 'delivered' | 'expired'): void {
+    for (const o of this.observers) o.warmingHeld?.(outcome);
   }
 
   /**
@@ -122,12 +146,8 @@ export class NodeRegistry {
     Object.assign(this.type(s, typeUrl), {
       sentVersion: version,
       ackedVersion: version,
-      ackedAt: new Date().toISOString(),
+      ackedAt: nowIso(),
     });
-  }
-
-  warmingHeld(outcome: 'delivered' | 'expired'): void {
-    for (const o of this.observers) o.warmingHeld?.(outcome);
   }
 
   unchanged(s: StreamStatus, typeUrl: string, version: string): void {
@@ -143,7 +163,7 @@ export class NodeRegistry {
    * repeating a huge NACK costs neither disk nor log nor memory.
    */
   nacked(s: StreamStatus, typeUrl: string, version: string, nonce: string, code: number, message: string): void {
-    const at = new Date().toISOString();
+    const at = nowIso();
     const kept = capNackMessage(message);
     const t = this.type(s, typeUrl);
     const repeat = t.lastNack?.version === version && t.lastNack.message === kept;
@@ -172,7 +192,7 @@ export class NodeRegistry {
   poller(info: Omit<StreamStatus, 'streamId' | 'connectedAt' | 'types'>): StreamStatus {
     let s = this.pollers.get(info.nodeId);
     if (!s) {
-      s = { ...info, streamId: this.nextId++, connectedAt: new Date().toISOString(), types: {} };
+      s = { ...info, streamId: this.nextId++, connectedAt: nowIso(), types: {} };
       this.pollers.set(info.nodeId, s);
       if (this.pollers.size > MAX_POLLERS) this.pollers.delete(this.pollers.keys().next().value as string);
     }
@@ -181,7 +201,7 @@ export class NodeRegistry {
       peer: info.peer,
       userAgent: info.userAgent,
       nodeCluster: info.nodeCluster,
-      lastSeenAt: new Date().toISOString(),
+      lastSeenAt: nowIso(),
     });
     return s;
   }
@@ -192,7 +212,7 @@ export class NodeRegistry {
    */
   newRun(s: StreamStatus): void {
     s.types = {};
-    s.connectedAt = new Date().toISOString();
+    s.connectedAt = nowIso();
   }
 
   /** A REST proxy stopped polling: it moves to the recently disconnected list. */

@@ -206,7 +206,8 @@ export class DeltaStream extends StreamBase {
     ts.pending.set(nonce, base);
     if (ts.pending.size > MAX_PENDING) ts.pending.delete(ts.pending.keys().next().value as string);
     this.opts.registry.sent(this.status!, TypeUrls[ts.kind], t.version, nonce);
-    this.sendBytes(Buffer.concat(parts));
+    // Many small framed resources: one buffer writes faster than a writev of hundreds.
+    this.sendBytes([Buffer.concat(parts)]);
     return fresh;
   }
 }

@@ -249,6 +249,6 @@ export class SotwStream extends StreamBase {
     else for (const r of selected) ts.sent.set(r.name, r.version);
     ts.sentSnapshot = base;
     this.opts.registry.sent(this.status!, TypeUrls[kind], t.version, nonce);
-    this.sendBytes(Buffer.concat([body, stringField(DR.nonce, nonce), this.controlPlaneField(DR.controlPlane)]));
+    this.sendBytes([body, Buffer.concat([stringField(DR.nonce, nonce), this.controlPlaneField(DR.controlPlane)])]);
   }
 }

@@ -38,10 +38,11 @@ export interface StreamOptions {
   /** Per-type services fix the type; ADS takes it from each request. */
   fixedKind?: ResourceKind;
   /**
-   * Writes one response; `flushed` is called once the transport handed it to the connection (for
+   * Writes one response, the concatenation of `parts` (shared encoded bytes first: the transport
+   * need not copy them); `flushed` is called once the transport handed it to the connection (for
    * a client that does not read, that stops when its flow-control window is full).
    */
-  send: (bytes: Buffer, flushed: () => void) => void;
+  send: (parts: readonly Buffer[], flushed: () => void) => void;
   /**
    * Called when the stream has been unable to deliver a newer config for `maxBehindMs` (the client
    * stopped reading): the transport ends it so the client reconnects and gets the current state.
@@ -257,10 +258,10 @@ export abstract class StreamBase {
   /** A new config was published; push what changed for this stream. */
   protected abstract onConfig(snap: GroupSnapshot, prev: GroupSnapshot | undefined): void;
 
-  protected sendBytes(bytes: Buffer): void {
+  protected sendBytes(parts: readonly Buffer[]): void {
     if (this.closed) return;
     this.unflushed++;
-    this.opts.send(bytes, () => this.flushed());
+    this.opts.send(parts, () => this.flushed());
   }
 
   close(): void {

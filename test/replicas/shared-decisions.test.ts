@@ -237,6 +237,34 @@ test('PostgreSQL down: every replica keeps serving, decisions are refused; back:
   p.close();
 });
 
+test('PostgreSQL down: a canary NACK still halts the rollout on the replica that saw it', async () => {
+  await push('13s', true);
+  await pg.stop();
+  await waitFor('replicas see the store gone', async () => replicas.every((r) => connected(r) === false));
+  await push('14s', true);
+  const c = connect(replicas[1]!.grpcPort);
+  const s = c.open();
+  s.send({ node: { id: 'canary-2', cluster: 'c' }, type_url: T.cluster });
+  const cds = await s.next();
+  assert.is(timeoutOf(cds), '14s', 'the canary has the new version');
+  s.send({
+    type_url: T.cluster,
+    response_nonce: cds.nonce,
+    error_detail: { code: 13, message: 'cluster api: refused during the outage' },
+  });
+  // The NACK cannot be shared, so it is not lost either: the replica that saw it stops the rollout.
+  await waitFor('halted on r2', async () => {
+    const r2 = (await admin(replicas[1]!, 'GET', '/api/v1/rollout')).json.rollout;
+    return r2?.status === 'halted' && /refused during the outage/.test(r2.halt?.message);
+  });
+  for (const i of [0, 2])
+    assert.is((await admin(replicas[i]!, 'GET', '/api/v1/rollout')).json.rollout.status, 'progressing');
+  c.close();
+  await pg.start();
+  await waitFor('reconnected', async () => replicas.every((r) => connected(r) === true), 10_000);
+  for (const r of replicas) await admin(r, 'POST', '/api/v1/rollout/abort');
+});
+
 test('a replica that was down applies the decisions it missed when it starts, before serving', async () => {
   const [v11] = await push('11s');
   await push('12s');

@@ -3,6 +3,7 @@
  * with the real Envoy protos; responses are pre-assembled bytes (see sotw-stream.ts), so the
  * response serializer is the identity.
  */
+import { leanWriter } from './lean-writer.ts';
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
@@ -168,6 +169,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
         }
       : {}),
   });
+  let warnedCopying = false;
   const sotwType = lookupType(DISCOVERY_REQUEST);
   const deltaType = lookupType(DELTA_DISCOVERY_REQUEST);
 
@@ -196,6 +198,11 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
         }
         const log = opts.log.child({ transport: spec.transport, peer: call.getPeer() });
         calls.add(call);
+        const write = leanWriter(call);
+        if (!write && !warnedCopying) {
+          warnedCopying = true;
+          opts.log.warn('this grpc-js does not expose its HTTP/2 stream: responses are copied per stream (slower)');
+        }
         let unread = 0;
         const prefix = opts.identityPrefix;
         const peerCert = prefix
@@ -229,11 +236,13 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
             });
             finish();
           },
-          send: (bytes: Buffer, flushed: () => void) => {
+          send: (parts: readonly Buffer[], flushed: () => void) => {
             if (!call.writable || call.destroyed) return;
+            let length = 0;
+            for (const p of parts) length += p.length;
             // A client that does not read must not make us buffer push after push without bound.
             // (The call is an object-mode stream: its writableLength counts messages, so count bytes here.)
-            if (unread + bytes.length > maxUnread) {
+            if (unread + length > maxUnread) {
               log.warn(
                 { node: stream.streamStatus?.nodeId, unreadBytes: unread },
                 'client is not reading its responses; ending the stream',
@@ -245,11 +254,13 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
               finish();
               return;
             }
-            unread += bytes.length;
-            call.write(bytes, () => {
-              unread -= bytes.length;
+            unread += length;
+            const done = () => {
+              unread -= length;
               flushed();
-            });
+            };
+            if (write) write(parts, done);
+            else call.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts), done);
           },
         };
         const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
