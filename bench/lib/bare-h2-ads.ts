@@ -2,8 +2,9 @@
  * The floor of the machine for fan-out (`npm run bench -- peers`): SotW ADS on bare node:http2, no
  * gRPC library and no xDS logic. It encodes each type's DiscoveryResponse once from `fleetxds
  * render` output, answers the first request of each type on a stream, reads (and ignores) ACKs,
- * and on SIGHUP writes the types whose version changed to every stream that asked for them. What
- * it spends per push is the least any Node server can spend on the same bytes and streams.
+ * and on SIGHUP writes the types whose version changed to every stream that asked for them (SIGUSR1
+ * first loads and encodes the file, so a push is timed alone). What it spends per push is the
+ * least any Node server can spend on the same bytes and streams.
  *
  * Usage: node --import tsx bench/lib/bare-h2-ads.ts RENDERED.json [GROUP]
  */
@@ -43,6 +44,7 @@ function load(): Map<string, { version: string; body: Buffer }> {
 }
 
 let bodies = load();
+let prepared = bodies;
 
 /** One gRPC message: compression flag 0, 4-byte length, payload. */
 function frame(body: Buffer, nonce: number): Buffer {
@@ -115,9 +117,14 @@ server.on('stream', (stream) => {
   stream.on('error', () => streams.delete(st));
 });
 
+process.on('SIGUSR1', () => {
+  prepared = load();
+  console.log(JSON.stringify({ event: 'prepared' }));
+});
+
 process.on('SIGHUP', () => {
   const before = bodies;
-  bodies = load();
+  bodies = prepared;
   for (const [typeUrl, b] of bodies) {
     if (before.get(typeUrl)?.version === b.version) continue;
     for (const st of streams) if (st.types.has(typeUrl)) st.stream.write(frame(b.body, ++st.nonce));

@@ -6,8 +6,8 @@
  * stream reconnects at once). Per scenario: p99 ms until every stream got the new response (the
  * storm: its full state), server CPU seconds, bytes per stream; server RSS per held stream.
  *
- * Where the clock starts: at the publish. For the peers that is the SIGHUP that makes them load
- * resources already rendered from the same tree (their figures include that load). For fleetxds it
+ * Where the clock starts: at the publish. For the peers that is the SIGHUP that makes them publish
+ * resources rendered from the same tree and already loaded (SIGUSR1, untimed). For fleetxds it
  * is when its pipeline handed the new version to the streams (its log line "applied config
  * version" says when and how much CPU reading, validating and building took; that CPU is taken off,
  * so CPU figures are per push). `fromWriteP99` is fleetxds's p99 from the write of the YAML file,
@@ -29,6 +29,7 @@ export const PEERS: PeerName[] = ['fleetxds', 'go-control-plane', 'bare-http2'];
 
 export interface PeerResult {
   server: PeerName;
+  services: number;
   n: number;
   routeP99: number;
   fromWriteP99: number;
@@ -41,13 +42,12 @@ export interface PeerResult {
   kbPerStream: number;
 }
 
-const SERVICES = 100;
 const SERVER_CORE = '0';
 const CLIENT_CORE = '1';
 
 /** Changes of the generated tree, the same for every server. */
-const changeRoute = (cfg: string) =>
-  writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, SERVICES).replace('/api/r7/', '/api/r7-moved/'));
+const changeRoute = (services: number) => (cfg: string) =>
+  writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, services).replace('/api/r7/', '/api/r7-moved/'));
 const changeEndpoint = (cfg: string) =>
   writeFileSync(
     join(cfg, 'services', 'svc-0.yaml'),
@@ -116,9 +116,9 @@ function render(cfg: string, file: string): void {
   writeFileSync(file, json);
 }
 
-async function startPeer(name: PeerName, bin: { gcpServer: string }): Promise<Running> {
+async function startPeer(name: PeerName, services: number, bin: { gcpServer: string }): Promise<Running> {
   if (name === 'fleetxds') {
-    const { server, cfg } = await benchServer(SERVICES);
+    const { server, cfg } = await benchServer(services);
     pin(server.child.pid!, SERVER_CORE);
     return {
       pid: server.child.pid!,
@@ -144,7 +144,7 @@ async function startPeer(name: PeerName, bin: { gcpServer: string }): Promise<Ru
   }
   const dir = tempDir('fleetxds-peers-');
   const cfg = join(dir, 'cfg');
-  generateTree(cfg, { services: SERVICES, routesPerVhost: 100 });
+  generateTree(cfg, { services, routesPerVhost: 100 });
   const file = join(dir, 'rendered.json');
   render(cfg, file);
   const child =
@@ -166,6 +166,9 @@ async function startPeer(name: PeerName, bin: { gcpServer: string }): Promise<Ru
     change: async (apply) => {
       apply(cfg);
       render(cfg, file);
+      const prepared = events.next('prepared', 60_000);
+      child.kill('SIGUSR1');
+      await prepared;
       const t0 = Date.now();
       child.kill('SIGHUP');
       await events.next('published', 60_000);
@@ -179,8 +182,13 @@ async function startPeer(name: PeerName, bin: { gcpServer: string }): Promise<Ru
   };
 }
 
-export async function peerRun(name: PeerName, n: number, bin: ReturnType<typeof buildGoHarness>): Promise<PeerResult> {
-  const server = await startPeer(name, bin);
+export async function peerRun(
+  name: PeerName,
+  n: number,
+  services: number,
+  bin: ReturnType<typeof buildGoHarness>,
+): Promise<PeerResult> {
+  const server = await startPeer(name, services, bin);
   await sleep(500);
   const idle = procStats(server.pid).rssMB;
   const client = new EventProcess(
@@ -217,7 +225,7 @@ export async function peerRun(name: PeerName, n: number, bin: ReturnType<typeof 
       await watching;
     };
     await watch(TypeUrls.route);
-    const route = await measure(() => server.change(changeRoute));
+    const route = await measure(() => server.change(changeRoute(services)));
     await watch(TypeUrls.endpoint);
     const endpoint = await measure(() => server.change(changeEndpoint));
     const storm = await measure(async () => {
@@ -227,6 +235,7 @@ export async function peerRun(name: PeerName, n: number, bin: ReturnType<typeof 
     }, false);
     return {
       server: name,
+      services,
       n,
       routeP99: route.p99,
       fromWriteP99: route.fromWrite,

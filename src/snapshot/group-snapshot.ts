@@ -1,6 +1,6 @@
 import { shortHash } from '../shared/hash.ts';
 import { RESOURCE_KINDS, type ResourceKind } from '../xds/resource-types.ts';
-import type { Derivable } from './derived.ts';
+import { derive, type Derivable } from './derived.ts';
 import type { EncodedResource } from './encoder.ts';
 
 export interface TypeSnapshot extends Derivable {
@@ -56,4 +56,42 @@ function sameResources(prev: TypeSnapshot | undefined, items: readonly EncodedRe
   if (!prev || prev.resources.size !== items.length) return false;
   for (const r of items) if (prev.resources.get(r.name) !== r) return false;
   return true;
+}
+
+/** How one type snapshot differs from an earlier one, by name. */
+export interface TypeDiff {
+  /** In both, with another version. */
+  readonly changed: readonly string[];
+  /** Only in the newer one. */
+  readonly added: readonly string[];
+  /** Only in the earlier one (the earlier resource). */
+  readonly removed: readonly EncodedResource[];
+}
+
+const NO_DIFF: TypeDiff = { changed: [], added: [], removed: [] };
+
+/**
+ * What changed from `from` to `to`, computed once per pair and shared by every stream that moves
+ * between them: a stream's push then costs what changed, not the size of the type.
+ */
+export function diffTypes(from: TypeSnapshot, to: TypeSnapshot): TypeDiff {
+  if (from === to || from.version === to.version) return NO_DIFF;
+  return derive(
+    to,
+    'diff-from',
+    from.version,
+    () => {
+      const changed: string[] = [];
+      const added: string[] = [];
+      const removed: EncodedResource[] = [];
+      for (const [name, r] of to.resources) {
+        const before = from.resources.get(name);
+        if (!before) added.push(name);
+        else if (before.version !== r.version) changed.push(name);
+      }
+      for (const [name, r] of from.resources) if (!to.resources.has(name)) removed.push(r);
+      return { changed, added, removed };
+    },
+    16,
+  );
 }

@@ -115,7 +115,7 @@ export class DeltaStream extends StreamBase {
   protected onConfig(snap: GroupSnapshot): void {
     const cds = this.types.get('cluster');
     const rewarm = new Set<string>();
-    if (cds) {
+    if (cds && this.stale(cds, snap)) {
       for (const [name, r] of snap.types.cluster.resources)
         if (cds.known.has(name) && cds.known.get(name) !== r.version) rewarm.add(name);
     }

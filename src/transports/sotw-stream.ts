@@ -9,7 +9,8 @@
  */
 import { derive } from '../snapshot/derived.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
-import { makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
+import { diffTypes, makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
+import { shortHash } from '../shared/hash.ts';
 import { ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DR, stringField } from '../xds/wire.ts';
 import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
@@ -30,8 +31,14 @@ interface TypeState extends PinHolder {
   readonly sub: Subscription;
   /** Nonce of the last response of this type; undefined until the first one. */
   nonce?: string;
-  /** What the last response contained: name -> resource version. */
-  sent: Map<string, string>;
+  /**
+   * What the client holds of this type, kept without a per-name copy (at ten thousand clusters a
+   * copy per stream cost a megabyte and a walk of every name at every push): for every name it
+   * is subscribed to that exists in `from`, the version in `from`. For LDS/CDS (full state),
+   * `selection` is also the version of the whole set it was last sent, so whether anything changed
+   * for this client is one comparison. Undefined: it holds nothing.
+   */
+  held?: { from: TypeSnapshot; selection?: string };
   /** The type snapshot the last response was cut from. */
   sentSnapshot?: TypeSnapshot;
   /** The snapshot the last push decision looked at (whether or not it sent anything). */
@@ -43,7 +50,7 @@ interface TypeState extends PinHolder {
 }
 
 /** Response bodies (all but the nonce) shared by every stream asking for the same selection. */
-function responseBody(t: TypeSnapshot, key: string, selected: EncodedResource[]): Buffer {
+function responseBody(t: TypeSnapshot, key: string, selected: readonly EncodedResource[]): Buffer {
   return derive(t, 'sotw-body', key, () => {
     const parts: Buffer[] = [stringField(DR.versionInfo, t.version)];
     for (const r of selected) parts.push(r.framed);
@@ -52,15 +59,38 @@ function responseBody(t: TypeSnapshot, key: string, selected: EncodedResource[])
   });
 }
 
+/** The cache key of a selection of `t` (what a response body and a selection version are shared by). */
+function selectionKey(sub: Subscription, t: TypeSnapshot, selected: readonly EncodedResource[]): string {
+  // Every resource of the type (distinct names, in name order): one key, not thousands of names joined.
+  if (selected.length === t.resources.size) return '\u0001all';
+  const names = (rs: readonly EncodedResource[]) => rs.map((r) => r.name);
+  return (sub.wildcard ? ['*', ...names(selected.filter((r) => r.namedOnly))] : names(selected)).join('\u0000');
+}
+
+/** The version of a whole selection (names and versions), computed once per (snapshot, selection). */
+function selectionVersion(t: TypeSnapshot, key: string, selected: readonly EncodedResource[]): string {
+  return derive(t, 'selection-version', key, () =>
+    shortHash(selected.map((r) => `${r.name}\u0000${r.version}`).join('\n')),
+  );
+}
+
+/** Whether a full-state client (LDS/CDS) was sent `r` as part of what it subscribes to. */
+const selects = (sub: Subscription, r: EncodedResource) => (sub.wildcard && !r.namedOnly) || sub.names.has(r.name);
+
 /** What a subscription selects of a type snapshot, in name order. */
-function desiredOf(sub: Subscription, t: TypeSnapshot): EncodedResource[] {
+function desiredOf(sub: Subscription, t: TypeSnapshot): readonly EncodedResource[] {
   const desired: EncodedResource[] = [];
   if (sub.wildcard) {
+    if (sub.names.size === 0) return t.wildcard; // Envoy's LDS and CDS: the shared list itself
     desired.push(...t.wildcard);
     for (const name of [...sub.names].sort()) {
       const r = t.resources.get(name);
       if (r?.namedOnly) desired.push(r); // named explicitly besides the wildcard
     }
+  } else if (sub.names.size * Math.log2(sub.names.size + 1) > t.resources.size) {
+    // Names for most of the type (Envoy's EDS names every cluster): walk the snapshot, already in
+    // name order, rather than sort thousands of names per stream and push.
+    for (const r of t.resources.values()) if (sub.names.has(r.name)) desired.push(r);
   } else {
     for (const name of [...sub.names].sort()) {
       const r = t.resources.get(name);
@@ -82,8 +112,7 @@ export class SotwStream extends StreamBase {
     const kind = this.kindOf(req.type_url);
     if (!kind) return; // a type we do not serve (RTDS, ECDS, ...): the client's initial_fetch_timeout applies
     let ts = this.types.get(kind);
-    if (!ts)
-      this.types.set(kind, (ts = { kind, sub: new Subscription(ResourceTypes[kind].wildcard), sent: new Map() }));
+    if (!ts) this.types.set(kind, (ts = { kind, sub: new Subscription(ResourceTypes[kind].wildcard) }));
 
     const first = ts.nonce === undefined;
     if (!first) {
@@ -126,7 +155,9 @@ export class SotwStream extends StreamBase {
     const current = this.snapshot()?.types[ts.kind];
     if (!version || !ResourceTypes[ts.kind].wildcard || !current || current.version !== version) return false;
     if (this.snapshotToServe(ts, ts.kind, current, true) !== current) return false; // NACK containment decides
-    ts.sent = new Map(desiredOf(ts.sub, this.view(current)).map((r) => [r.name, r.version]));
+    const view = this.view(current);
+    const desired = desiredOf(ts.sub, view);
+    ts.held = { from: current, selection: selectionVersion(view, selectionKey(ts.sub, view, desired), desired) };
     ts.sentSnapshot = current;
     ts.servedFrom = current;
     ts.resumed = true;
@@ -134,31 +165,33 @@ export class SotwStream extends StreamBase {
     return true;
   }
 
-  protected onConfig(snap: GroupSnapshot, prev: GroupSnapshot | undefined): void {
+  protected onConfig(snap: GroupSnapshot): void {
     // Clusters whose content changes need their CLA again, or they stay warming (§4.7, SOTW-09).
     const cds = this.types.get('cluster');
-    const changed = new Set<string>();
+    const changed: string[] = [];
     const removed: EncodedResource[] = [];
-    if (cds) {
-      for (const [name, version] of cds.sent) {
-        const now = snap.types.cluster.resources.get(name);
-        if (now && now.version !== version) changed.add(name);
-        // What was sent may be an interim snapshot of a push still held (warming-hold.ts).
-        const old = cds.sentSnapshot?.resources.get(name) ?? prev?.types.cluster.resources.get(name);
-        if (!now && old && !cds.sub.isEmpty()) removed.push(old);
-      }
+    // From what the client holds (possibly an interim snapshot of a push still held, warming-hold.ts)
+    // to now: a diff shared by every stream, empty when the clusters did not change.
+    const heldBefore = cds?.held?.from;
+    if (cds && heldBefore && !cds.sub.isEmpty()) {
+      const d = diffTypes(heldBefore, snap.types.cluster);
+      for (const name of d.changed) if (selects(cds.sub, snap.types.cluster.resources.get(name)!)) changed.push(name);
+      for (const old of d.removed) if (selects(cds.sub, old)) removed.push(old);
     }
-    const sentBefore = cds?.sent;
     // Make before break: a removed cluster stays in an interim CDS response until listeners and
     // routes that used it have been replaced (afterWarming drops it).
     if (cds && removed.length > 0 && answered(cds))
       this.push(cds, false, makeTypeSnapshot('cluster', [...snap.types.cluster.resources.values(), ...removed]));
     else this.refresh('cluster', snap);
     const eds = this.types.get('endpoint');
-    this.refresh('endpoint', snap, eds ? [...changed].filter((c) => eds.sub.wildcard || eds.sub.names.has(c)) : []);
+    this.refresh('endpoint', snap, eds ? changed.filter((c) => eds.sub.covers(c)) : []);
     this.refresh('secret', snap);
     // Clusters this push introduced: routes to them wait until their endpoints are out.
-    const introduced = cds && cds.sent !== sentBefore ? [...cds.sent.keys()].filter((n) => !sentBefore?.has(n)) : [];
+    const heldNow = cds?.held?.from;
+    const introduced =
+      cds && heldBefore && heldNow && heldNow !== heldBefore
+        ? diffTypes(heldBefore, heldNow).added.filter((n) => selects(cds.sub, heldNow.resources.get(n)!))
+        : [];
     if (this.hold?.await(introduced, (c) => this.claDelivered(c))) return;
     this.afterWarming(snap);
   }
@@ -172,7 +205,9 @@ export class SotwStream extends StreamBase {
   /** Whether the stream has sent the CLA of an EDS cluster (true for clusters without one). */
   private claDelivered(cluster: string): boolean {
     const snap = this.snapshot();
-    return !snap?.types.endpoint.resources.has(cluster) || this.types.get('endpoint')?.sent.has(cluster) === true;
+    if (!snap?.types.endpoint.resources.has(cluster)) return true;
+    const eds = this.types.get('endpoint');
+    return eds?.held?.from.resources.has(cluster) === true && eds.sub.covers(cluster);
   }
 
   /**
@@ -205,9 +240,8 @@ export class SotwStream extends StreamBase {
     const base = override ?? this.snapshotToServe(ts, kind, snap.types[kind], first);
     const t = this.view(base);
     ts.servedFrom = override ? undefined : base;
-    const desired = desiredOf(ts.sub, t);
     if (ts.sub.isEmpty()) {
-      ts.sent = new Map();
+      ts.held = undefined;
       return; // unsubscribed from everything: send nothing further (SOTW-11)
     }
     const fullState = ResourceTypes[kind].wildcard;
@@ -215,38 +249,38 @@ export class SotwStream extends StreamBase {
     const settled = (): void => {
       if (!override) this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
     };
-    const differs = (r: EncodedResource) => ts.sent.get(r.name) !== r.version;
-    let selected: EncodedResource[];
+    const held = ts.held;
+    let selected: readonly EncodedResource[];
+    let key: string;
     if (fullState) {
-      const changed = desired.length !== ts.sent.size || desired.some(differs);
-      if (!changed && !force) {
+      selected = desiredOf(ts.sub, t);
+      key = selectionKey(ts.sub, t, selected);
+      const selection = selectionVersion(t, key, selected);
+      ts.held = { from: base, selection };
+      if (held?.selection === selection && !force) {
         settled();
         return;
       }
-      selected = desired;
     } else {
-      selected = first || forceNames.has('*') ? desired : desired.filter((r) => differs(r) || forceNames.has(r.name));
-      // Forget names no longer subscribed (or gone), so a later resubscribe sends them again.
-      const kept = new Map<string, string>();
-      for (const r of desired) {
-        const v = ts.sent.get(r.name);
-        if (v !== undefined) kept.set(r.name, v);
+      if (first || forceNames.has('*') || !held) selected = desiredOf(ts.sub, t);
+      else {
+        // What changed since what the client holds, among what it subscribes to, and what is forced.
+        const d = diffTypes(held.from, base);
+        const names = new Set<string>();
+        for (const list of [d.changed, d.added, forceNames])
+          for (const n of list) if (ts.sub.covers(n) && t.resources.has(n)) names.add(n);
+        selected = [...names].sort().map((n) => t.resources.get(n)!);
       }
-      ts.sent = kept;
+      ts.held = { from: base };
       if (selected.length === 0) {
         settled();
         return;
       }
+      key = selectionKey(ts.sub, t, selected);
     }
-    const names = (rs: EncodedResource[]) => rs.map((r) => r.name);
-    const key = (ts.sub.wildcard ? ['*', ...names(selected.filter((r) => r.namedOnly))] : names(selected)).join(
-      '\u0000',
-    );
     const body = responseBody(t, key, selected);
     const nonce = this.nextNonce();
     ts.nonce = nonce;
-    if (fullState) ts.sent = new Map(selected.map((r) => [r.name, r.version]));
-    else for (const r of selected) ts.sent.set(r.name, r.version);
     ts.sentSnapshot = base;
     this.opts.registry.sent(this.status!, TypeUrls[kind], t.version, nonce);
     this.sendBytes([body, Buffer.concat([stringField(DR.nonce, nonce), this.controlPlaneField(DR.controlPlane)])]);

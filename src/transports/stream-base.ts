@@ -75,9 +75,9 @@ export abstract class StreamBase {
   /**
    * Set when configs were published while responses were still unflushed: the stream catches up
    * from the newest config once they flush, skipping the versions in between (at most the newest
-   * undelivered state is kept per stream). `since` is what it was served before falling behind.
+   * undelivered state is kept per stream); each type's state says what its client holds.
    */
-  private behind?: { since: GroupSnapshot | undefined; timer?: NodeJS.Timeout };
+  private behind?: { timer?: NodeJS.Timeout };
   /** The config `served` was resolved for, and this stream's group snapshot in it. */
   private servedCfg?: PublishedConfig;
   private served?: GroupSnapshot;
@@ -217,8 +217,6 @@ export abstract class StreamBase {
 
   private publish(cfg: PublishedConfig): void {
     if (this.closed || !this.node) return;
-    // What this stream was served until now (the previous config's snapshot for its group or stage).
-    const before = this.served;
     const group = cfg.resolver.resolve(this.node);
     if (group !== this.group) {
       this.group = group;
@@ -227,13 +225,13 @@ export abstract class StreamBase {
     this.resolveServed(cfg);
     if (this.unflushed > 0) {
       // The client has not taken the last response yet: remember to catch up, push nothing now.
-      if (!this.behind) this.fallBehind(before);
+      if (!this.behind) this.fallBehind();
       return;
     }
-    if (this.served) this.onConfig(this.served, before);
+    if (this.served) this.onConfig(this.served);
   }
 
-  private fallBehind(since: GroupSnapshot | undefined): void {
+  private fallBehind(): void {
     const limit = this.opts.maxBehindMs;
     const started = Date.now();
     const timer =
@@ -243,20 +241,20 @@ export abstract class StreamBase {
           }, limit)
         : undefined;
     timer?.unref();
-    this.behind = { since, timer };
+    this.behind = { timer };
   }
 
   private flushed(): void {
     if (--this.unflushed > 0 || !this.behind || this.closed) return;
-    const { since, timer } = this.behind;
+    const { timer } = this.behind;
     clearTimeout(timer);
     this.behind = undefined;
     const snap = this.snapshot();
-    if (snap) this.onConfig(snap, since);
+    if (snap) this.onConfig(snap);
   }
 
   /** A new config was published; push what changed for this stream. */
-  protected abstract onConfig(snap: GroupSnapshot, prev: GroupSnapshot | undefined): void;
+  protected abstract onConfig(snap: GroupSnapshot): void;
 
   protected sendBytes(parts: readonly Buffer[]): void {
     if (this.closed) return;

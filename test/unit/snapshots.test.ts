@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { emptyModel } from '../../src/model/types.ts';
 import { ResourceEncoder } from '../../src/snapshot/encoder.ts';
-import { makeGroupSnapshot, makeTypeSnapshot } from '../../src/snapshot/group-snapshot.ts';
+import { diffTypes, makeGroupSnapshot, makeTypeSnapshot } from '../../src/snapshot/group-snapshot.ts';
 import { reconcile } from '../../src/snapshot/reconcile.ts';
 import { makeRevision, type Revision } from '../../src/snapshot/revision.ts';
 
@@ -17,6 +17,71 @@ const secret = (name: string, ca: string) =>
   enc.encode('secret', name, {
     name,
     validation_context: { trusted_ca: { inline_bytes: Buffer.from(ca).toString('base64') } },
+  });
+
+const DIFF_ROWS: {
+  rule: string;
+  from: [string, number][];
+  to: [string, number][];
+  want: [string[], string[], string[]];
+}[] = [
+  { rule: 'the same content: nothing', from: [['a', 1]], to: [['a', 1]], want: [[], [], []] },
+  {
+    rule: 'a version changed',
+    from: [
+      ['a', 1],
+      ['b', 1],
+    ],
+    to: [
+      ['a', 2],
+      ['b', 1],
+    ],
+    want: [['a'], [], []],
+  },
+  {
+    rule: 'a resource added',
+    from: [['a', 1]],
+    to: [
+      ['a', 1],
+      ['b', 1],
+    ],
+    want: [[], ['b'], []],
+  },
+  {
+    rule: 'a resource removed',
+    from: [
+      ['a', 1],
+      ['b', 1],
+    ],
+    to: [['a', 1]],
+    want: [[], [], ['b']],
+  },
+  {
+    rule: 'all at once',
+    from: [
+      ['a', 1],
+      ['b', 1],
+    ],
+    to: [
+      ['a', 3],
+      ['c', 1],
+    ],
+    want: [['a'], ['c'], ['b']],
+  },
+  { rule: 'from nothing', from: [], to: [['a', 1]], want: [[], ['a'], []] },
+];
+for (const row of DIFF_ROWS)
+  test(`diff between type snapshots: ${row.rule}`, () => {
+    const snap = (rs: [string, number][]) =>
+      makeTypeSnapshot(
+        'cluster',
+        rs.map(([n, s]) => cluster(n, s * 1000)),
+      );
+    const from = snap(row.from);
+    const to = snap(row.to);
+    const d = diffTypes(from, to);
+    assert.equal([d.changed, d.added, d.removed.map((r) => r.name)], row.want);
+    assert.is(diffTypes(from, to), d, 'computed once per pair, shared');
   });
 
 test('a type version depends on names and resource versions only, not on order', () => {

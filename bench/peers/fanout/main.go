@@ -88,28 +88,36 @@ func bit(typeURL string) uint32 {
 }
 
 func (s *stream) run(node string) {
+	ctx, cancel := context.WithCancel(context.Background())
 	conn, err := grpc.NewClient(*target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.WaitForReady(true)))
 	if err != nil {
 		log.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	s.conn, s.cancel = conn, cancel
+	ready := false
+	// As Envoy does: a stream that fails (a refused connection during a storm) is opened again.
+	for ctx.Err() == nil {
+		s.session(ctx, conn, node, &ready)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// session runs one ADS stream until it fails.
+func (s *stream) session(ctx context.Context, conn *grpc.ClientConn, node string, ready *bool) {
 	call, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
 	if err != nil {
 		return
 	}
 	names := map[string][]string{rdsURL: {*routeName}}
-	send := func(r *discovery.DiscoveryRequest) {
-		if call.Send(r) != nil {
-			cancel()
-		}
-	}
+	send := func(r *discovery.DiscoveryRequest) { _ = call.Send(r) }
 	send(&discovery.DiscoveryRequest{Node: nodeOf(node), TypeUrl: cdsURL})
 	send(&discovery.DiscoveryRequest{TypeUrl: ldsURL})
 	send(&discovery.DiscoveryRequest{TypeUrl: rdsURL, ResourceNames: names[rdsURL]})
-	ready := false
 	for {
 		resp, err := call.Recv()
 		if err != nil {
@@ -130,8 +138,8 @@ func (s *stream) run(node string) {
 			names[edsURL] = eds
 			send(&discovery.DiscoveryRequest{TypeUrl: edsURL, ResourceNames: eds})
 		}
-		if t == rdsURL && !ready {
-			ready = true
+		if t == rdsURL && !*ready {
+			*ready = true
 			if readyLeft.Add(-1) == 0 {
 				emit(map[string]any{"event": "ready"})
 			}

@@ -1,7 +1,8 @@
 // A go-control-plane ADS server for side-by-side benchmarks (npm run bench -- peers): it serves
 // the resources `fleetxds render` printed for one node group, each type with its own version
 // (the content hash fleetxds gives it), to every node. SIGHUP reloads the file and publishes a
-// new snapshot. Benchmark harness only: the product is TypeScript.
+// new snapshot: SIGUSR1 loads the file and builds the snapshot, SIGHUP then sets it, so the
+// benchmark times the push alone. Benchmark harness only: the product is TypeScript.
 package main
 
 import (
@@ -85,21 +86,27 @@ func main() {
 
 	ctx := context.Background()
 	snapshots := cache.NewSnapshotCache(true, oneGroup{}, nil)
-	publish := func() {
-		snap, err := load(*file, *group)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := snapshots.SetSnapshot(ctx, "all", snap); err != nil {
-			log.Fatal(err)
-		}
+	prepared, err := load(*file, *group)
+	if err != nil {
+		log.Fatal(err)
 	}
-	publish()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	if err := snapshots.SetSnapshot(ctx, "all", prepared); err != nil {
+		log.Fatal(err)
+	}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGUSR1)
 	go func() {
-		for range hup {
-			publish()
+		for sig := range signals {
+			if sig == syscall.SIGUSR1 {
+				if prepared, err = load(*file, *group); err != nil {
+					log.Fatal(err)
+				}
+				fmt.Println(`{"event":"prepared"}`)
+				continue
+			}
+			if err := snapshots.SetSnapshot(ctx, "all", prepared); err != nil {
+				log.Fatal(err)
+			}
 			fmt.Println(`{"event":"published"}`)
 		}
 	}()
