@@ -1,3 +1,5 @@
+import { shortHash } from '../shared/hash.ts';
+
 /**
  * What one stream has asked for, for one type. Shared by every transport's state machine so the
  * wildcard rules live in one place (xDS protocol, "How the client specifies what resources to
@@ -6,10 +8,25 @@
  */
 export class Subscription {
   wildcard = false;
-  readonly names = new Set<string>();
+  /** Possibly shared with other streams (see `interned`): replaced, never changed in place, while shared. */
+  private named: Set<string> = new Set();
+  private shared = false;
   private everNamed = false;
 
   constructor(private readonly wildcardAllowed: boolean) {}
+
+  get names(): ReadonlySet<string> {
+    return this.named;
+  }
+
+  /** The set to change in place: this subscription's own. */
+  private own(): Set<string> {
+    if (this.shared) {
+      this.named = new Set(this.named);
+      this.shared = false;
+    }
+    return this.named;
+  }
 
   /** Replaces the subscription with a SotW request's names; returns the names added (`*` for the wildcard). */
   setSotw(resourceNames: readonly string[]): string[] {
@@ -23,16 +40,20 @@ export class Subscription {
       return [];
     if (!this.everNamed && resourceNames.length === 0 && this.wildcard === this.wildcardAllowed) return [];
     const wasWildcard = this.wildcard;
-    const before = new Set(this.names);
-    this.names.clear();
+    const before = this.named;
     if (resourceNames.length === 0 && !this.everNamed) {
       this.wildcard = this.wildcardAllowed;
+      this.named = new Set();
+      this.shared = false;
     } else {
       this.everNamed = true;
       this.wildcard = this.wildcardAllowed && resourceNames.includes('*');
-      for (const n of resourceNames) if (n !== '*') this.names.add(n);
+      const names = resourceNames.filter((n) => n !== '*');
+      const sharedSet = interned(names);
+      this.named = sharedSet ?? new Set(names);
+      this.shared = sharedSet !== undefined;
     }
-    const added = [...this.names].filter((n) => !before.has(n));
+    const added = [...this.named].filter((n) => !before.has(n));
     if (this.wildcard && !wasWildcard) added.push('*');
     return added;
   }
@@ -56,13 +77,13 @@ export class Subscription {
       this.everNamed = true;
       if (n === '*') this.wildcard = this.wildcardAllowed;
       else {
-        this.names.add(n);
+        this.own().add(n);
         added.push(n);
       }
     }
     for (const n of unsubscribe) {
       if (n === '*') this.wildcard = false;
-      else this.names.delete(n);
+      else this.own().delete(n);
     }
     return { added, wildcardAdded: this.wildcard && !wasWildcard };
   }
@@ -80,4 +101,28 @@ export class Subscription {
   isEmpty(): boolean {
     return !this.wildcard && this.names.size === 0;
   }
+}
+
+/** Below this many names a set of one's own costs less than looking one up. */
+const INTERN_FROM = 32;
+const pool = new Map<string, WeakRef<Set<string>>>();
+const dropped = new FinalizationRegistry<string>((key) => {
+  if (pool.get(key)?.deref() === undefined) pool.delete(key);
+});
+
+/**
+ * One set for every stream that names the same resources in the same order: thousands of Envoys
+ * of a group each name every cluster's endpoints, and ten thousand names held per stream were
+ * hundreds of kilobytes each. Kept while some subscription uses it.
+ */
+function interned(names: readonly string[]): Set<string> | undefined {
+  if (names.length < INTERN_FROM) return undefined;
+  const key = shortHash(names.join('\u0000'));
+  const hit = pool.get(key)?.deref();
+  if (hit && hit.size === names.length && names.every((n) => hit.has(n))) return hit;
+  const set = new Set(names);
+  if (set.size !== names.length) return undefined; // duplicates: keep it out of the pool
+  pool.set(key, new WeakRef(set));
+  dropped.register(set, key);
+  return set;
 }

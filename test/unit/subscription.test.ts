@@ -186,4 +186,24 @@ for (const row of ROWS) {
   });
 }
 
+test('streams naming the same many resources share one set; a change makes a set of its own', () => {
+  const names = Array.from({ length: 100 }, (_, i) => `cluster-${i}`);
+  const a = new Subscription(false);
+  const b = new Subscription(false);
+  a.setSotw(names);
+  b.setSotw([...names]);
+  assert.ok(a.names === b.names, 'one set for both');
+  const c = new Subscription(false);
+  c.setSotw([...names.slice(1), 'other']);
+  assert.ok(c.names !== a.names, 'other names, another set');
+  assert.equal(b.setSotw([...names, 'extra']), ['extra']);
+  assert.ok(!a.names.has('extra'), 'a change of one stream is not seen by the other');
+  assert.is(a.names.size, 100);
+  const few = new Subscription(false);
+  const alsoFew = new Subscription(false);
+  few.setSotw(['x', 'y']);
+  alsoFew.setSotw(['x', 'y']);
+  assert.ok(few.names !== alsoFew.names, 'small sets are not pooled');
+});
+
 test.run();
