@@ -22,9 +22,19 @@ export async function restartScenario(
       `127.0.0.1:0 }\nlog: { level: warn }\n`,
   );
   const t0 = Date.now();
-  const child = spawn(process.execPath, [projectPath('dist', 'src', 'cli', 'main.js'), 'serve', '--config', settings], {
-    stdio: 'ignore',
-  });
+  // FLEETXDS_CPU_PROF=DIR: the server writes its CPU profile there (it is stopped with SIGTERM then).
+  const prof = process.env.FLEETXDS_CPU_PROF;
+  const child = spawn(
+    process.execPath,
+    [
+      ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+      projectPath('dist', 'src', 'cli', 'main.js'),
+      'serve',
+      '--config',
+      settings,
+    ],
+    { stdio: 'ignore' },
+  );
   try {
     for (;;) {
       const c = connect(port);
@@ -49,6 +59,10 @@ export async function restartScenario(
       }
     }
   } finally {
-    child.kill('SIGKILL');
+    if (prof) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    } else child.kill('SIGKILL');
   }
 }
