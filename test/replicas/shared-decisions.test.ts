@@ -181,19 +181,33 @@ test('rollout commands: promote on r1 and abort on r3 are applied by every repli
   p.close();
 });
 
+/** A canary on replica `r` that gets the version with `timeout` and NACKs it with `message`. */
+async function canaryNacks(r: RunningApp, id: string, timeout: string, message: string): Promise<() => void> {
+  const c = connect(r.grpcPort);
+  const s = c.open();
+  s.send({ node: { id, cluster: 'c' }, type_url: T.cluster });
+  const cds = await s.next();
+  assert.is(timeoutOf(cds), timeout, 'the canary has the new version');
+  s.send({ type_url: T.cluster, response_nonce: cds.nonce, error_detail: { code: 13, message } });
+  return () => c.close();
+}
+
+/** PostgreSQL stopped, and every replica has noticed. */
+async function outage(): Promise<void> {
+  await pg.stop();
+  await waitFor('replicas see the store gone', async () => replicas.every((r) => connected(r) === false));
+}
+
+/** PostgreSQL back, and every replica reconnected. */
+async function recovery(): Promise<void> {
+  await pg.start();
+  await waitFor('reconnected', async () => replicas.every((r) => connected(r) === true), 10_000);
+}
+
 test('a canary NACK on r2 halts the rollout on every replica (an automatic transition is shared too)', async () => {
   await push('5.5s', true);
   await push('6.5s', true);
-  const c = connect(replicas[1]!.grpcPort);
-  const s = c.open();
-  s.send({ node: { id: 'canary-1', cluster: 'c' }, type_url: T.cluster });
-  const cds = await s.next();
-  assert.is(timeoutOf(cds), '6.5s', 'the canary has the new version');
-  s.send({
-    type_url: T.cluster,
-    response_nonce: cds.nonce,
-    error_detail: { code: 13, message: 'cluster api: refused by the canary' },
-  });
+  const close = await canaryNacks(replicas[1]!, 'canary-1', '6.5s', 'cluster api: refused by the canary');
   await waitFor('halted everywhere by the NACK', async () => {
     const all = await Promise.all(replicas.map((r) => admin(r, 'GET', '/api/v1/rollout')));
     return all.every(
@@ -205,15 +219,14 @@ test('a canary NACK on r2 halts the rollout on every replica (an automatic trans
   assert.match(metrics, /^fleetxds_shared_store_up\{replica="r3"\} 1$/m);
   assert.match(metrics, /^fleetxds_shared_decisions_behind\{replica="r3"\} 0$/m);
   await admin(replicas[0]!, 'POST', '/api/v1/rollout/abort');
-  c.close();
+  close();
 });
 
 test('PostgreSQL down: every replica keeps serving, decisions are refused; back: they flow again', async () => {
   const v8 = await push('8s');
   await push('9s');
   const p = await proxies('outage');
-  await pg.stop();
-  await waitFor('replicas see the store gone', async () => replicas.every((r) => connected(r) === false));
+  await outage();
   const refused = await admin(replicas[0]!, 'POST', '/api/v1/rollback', { versionId: v8[0] });
   assert.is(refused.status, 503);
   assert.is(refused.json.code, 'FXDS_SHARED_UNAVAILABLE');
@@ -227,8 +240,7 @@ test('PostgreSQL down: every replica keeps serving, decisions are refused; back:
   assert.ok(status.json.sharedDecisions.lastError);
   late.close();
 
-  await pg.start();
-  await waitFor('reconnected', async () => replicas.every((r) => connected(r) === true), 10_000);
+  await recovery();
   await allReceive(p.streams, performance.now()); // the 10s push
   const t0 = performance.now();
   assert.is((await admin(replicas[2]!, 'POST', '/api/v1/rollback', { versionId: v8[2] })).json.status, 'applied');
@@ -239,19 +251,9 @@ test('PostgreSQL down: every replica keeps serving, decisions are refused; back:
 
 test('PostgreSQL down: a canary NACK still halts the rollout on the replica that saw it', async () => {
   await push('13s', true);
-  await pg.stop();
-  await waitFor('replicas see the store gone', async () => replicas.every((r) => connected(r) === false));
+  await outage();
   await push('14s', true);
-  const c = connect(replicas[1]!.grpcPort);
-  const s = c.open();
-  s.send({ node: { id: 'canary-2', cluster: 'c' }, type_url: T.cluster });
-  const cds = await s.next();
-  assert.is(timeoutOf(cds), '14s', 'the canary has the new version');
-  s.send({
-    type_url: T.cluster,
-    response_nonce: cds.nonce,
-    error_detail: { code: 13, message: 'cluster api: refused during the outage' },
-  });
+  const close = await canaryNacks(replicas[1]!, 'canary-2', '14s', 'cluster api: refused during the outage');
   // The NACK cannot be shared, so it is not lost either: the replica that saw it stops the rollout.
   await waitFor('halted on r2', async () => {
     const r2 = (await admin(replicas[1]!, 'GET', '/api/v1/rollout')).json.rollout;
@@ -259,9 +261,8 @@ test('PostgreSQL down: a canary NACK still halts the rollout on the replica that
   });
   for (const i of [0, 2])
     assert.is((await admin(replicas[i]!, 'GET', '/api/v1/rollout')).json.rollout.status, 'progressing');
-  c.close();
-  await pg.start();
-  await waitFor('reconnected', async () => replicas.every((r) => connected(r) === true), 10_000);
+  close();
+  await recovery();
   for (const r of replicas) await admin(r, 'POST', '/api/v1/rollout/abort');
 });
 

@@ -32,9 +32,9 @@ test('messages of shared parts arrive whole, in order, through flow control; the
       available = write !== undefined;
       if (!write) return call.end();
       call.once('data', () => {
-        write([Buffer.from('first')], () => done.push(1));
-        write([shared, Buffer.from('|tail')], () => done.push(2));
-        write([Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], () => {
+        write([Buffer.from('first')], 5, () => done.push(1));
+        write([shared, Buffer.from('|tail')], shared.length + 5, () => done.push(2));
+        write([Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], 3, () => {
           done.push(3);
           call.end();
         });

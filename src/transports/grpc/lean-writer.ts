@@ -19,13 +19,15 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { ServerHttp2Stream } from 'node:http2';
 
-/** Writes one message made of `parts`; `done` once it was handed to the connection. */
-export type MessageWriter = (parts: readonly Buffer[], done: () => void) => void;
+/**
+ * Writes one message made of `parts`, `length` bytes in all (the caller counts them anyway, for
+ * its unread-bytes bound); `done` once it was handed to the connection.
+ */
+export type MessageWriter = (parts: readonly Buffer[], length: number, done: () => void) => void;
 
 interface InterceptingCallInternals {
   stream?: ServerHttp2Stream;
   maybeSendMetadata?: () => void;
-  metadataSent?: boolean;
 }
 
 /** The lean writer for a server call, or undefined when grpc-js does not expose what it needs. */
@@ -35,11 +37,9 @@ export function leanWriter(call: grpc.ServerDuplexStream<unknown, unknown>): Mes
   if (!inner || typeof inner.maybeSendMetadata !== 'function' || !h2 || typeof h2.respond !== 'function')
     return undefined;
   const sendMetadata = inner.maybeSendMetadata.bind(inner);
-  return (parts, done) => {
+  return (parts, length, done) => {
     if (h2.destroyed || !h2.writable) return;
     sendMetadata(); // the response headers, once, by grpc-js
-    let length = 0;
-    for (const p of parts) length += p.length;
     const prefix = Buffer.allocUnsafe(5);
     prefix[0] = 0; // not compressed
     prefix.writeUInt32BE(length, 1);

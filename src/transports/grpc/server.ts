@@ -3,7 +3,6 @@
  * with the real Envoy protos; responses are pre-assembled bytes (see sotw-stream.ts), so the
  * response serializer is the identity.
  */
-import { leanWriter } from './lean-writer.ts';
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
@@ -27,6 +26,7 @@ import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { NodeInput, StreamBase } from '../stream-base.ts';
 import { grpcVariant, xdsClusterName } from '../../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER } from '../../bootstrap/config-source.ts';
+import { leanWriter } from './lean-writer.ts';
 
 export interface GrpcServerOptions {
   cache: SnapshotCache;
@@ -259,7 +259,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
               unread -= length;
               flushed();
             };
-            if (write) write(parts, done);
+            if (write) write(parts, length, done);
             else call.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts), done);
           },
         };
