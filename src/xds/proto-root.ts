@@ -37,6 +37,26 @@ interface Descriptor {
   /** Which protos (roots.json, their package's and protobufjs's versions) it was made from. */
   fingerprint: string;
   root: protobuf.INamespace;
+  /**
+   * `parsedOptions` by full name of the field, oneof or message carrying them. protobufjs's toJSON
+   * leaves them out, and they hold every protoc-gen-validate rule (src/xds/pgv.ts): a descriptor
+   * without them loads protos that validate nothing.
+   */
+  parsedOptions: Record<string, ParsedOptions>;
+}
+
+type ParsedOptions = protobuf.ReflectionObject['parsedOptions'];
+
+/** Every field, oneof and message under `ns`, with its full name. */
+function* optionCarriers(ns: protobuf.NamespaceBase): Generator<protobuf.ReflectionObject> {
+  for (const o of ns.nestedArray) {
+    if (o instanceof protobuf.Type) {
+      yield o;
+      yield* o.fieldsArray;
+      yield* o.oneofsArray;
+    }
+    if (o instanceof protobuf.Namespace) yield* optionCarriers(o);
+  }
 }
 
 function manifestOf(): { manifest: RootsManifest; fingerprint: string } {
@@ -60,8 +80,12 @@ export function loadProtos(descriptorFile: string): { root: protobuf.Root; from:
   const { manifest, fingerprint } = manifestOf();
   if (existsSync(descriptorFile)) {
     const d = JSON.parse(readFileSync(descriptorFile, 'utf8')) as Descriptor;
-    if (d.fingerprint === fingerprint) {
+    if (d.fingerprint === fingerprint && d.parsedOptions) {
       const r = protobuf.Root.fromJSON(d.root);
+      for (const o of optionCarriers(r)) {
+        const opts = d.parsedOptions[o.fullName];
+        if (opts) o.parsedOptions = opts;
+      }
       r.resolveAll();
       return { root: r, from: 'descriptor' };
     }
@@ -72,7 +96,10 @@ export function loadProtos(descriptorFile: string): { root: protobuf.Root; from:
 /** Writes the descriptor of the protos (run by `npm run build`). */
 export function writeProtoDescriptor(file = DESCRIPTOR_FILE): void {
   const { manifest, fingerprint } = manifestOf();
-  const descriptor: Descriptor = { fingerprint, root: parseProtos(manifest).toJSON() };
+  const root = parseProtos(manifest);
+  const parsedOptions: Record<string, ParsedOptions> = {};
+  for (const o of optionCarriers(root)) if (o.parsedOptions?.length) parsedOptions[o.fullName] = o.parsedOptions;
+  const descriptor: Descriptor = { fingerprint, root: root.toJSON(), parsedOptions };
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, JSON.stringify(descriptor));
 }

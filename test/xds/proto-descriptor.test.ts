@@ -37,4 +37,34 @@ test('the descriptor encodes as the .proto files do; a stale one is not used', (
   assert.is(loadProtos(file).from, 'protos');
 });
 
+// protobufjs's toJSON drops parsedOptions, where every protoc-gen-validate rule lives: a descriptor
+// without them once loaded protos that validated nothing (a header name with CRLF reached Envoy).
+test('the descriptor keeps every validation rule of the .proto files', () => {
+  const file = join(tempDir(), 'envoy.json');
+  writeProtoDescriptor(file);
+  const fromDescriptor = loadProtos(file).root;
+  const fromProtos = loadProtos(join(tempDir(), 'absent.json')).root;
+  const field = (root: typeof fromProtos, message: string, name: string) =>
+    root.lookupType(message).fields[name]!.parsedOptions as unknown;
+  const headerName = field(fromProtos, 'envoy.config.route.v3.HeaderMatcher', 'name');
+  assert.ok(JSON.stringify(headerName).includes('HTTP_HEADER_NAME'), 'the protos carry the rule');
+  assert.equal(field(fromDescriptor, 'envoy.config.route.v3.HeaderMatcher', 'name'), headerName);
+  let compared = 0;
+  for (const name of [
+    'envoy.config.cluster.v3.Cluster',
+    'envoy.config.route.v3.Route',
+    'envoy.config.listener.v3.Listener',
+  ])
+    for (const f of fromProtos.lookupType(name).fieldsArray) {
+      assert.equal(fromDescriptor.lookupType(name).fields[f.name]!.parsedOptions, f.parsedOptions, `${name}.${f.name}`);
+      if (f.parsedOptions) compared++;
+    }
+  assert.ok(compared > 20, `${compared} fields with rules compared`);
+
+  const old = JSON.parse(readFileSync(file, 'utf8'));
+  delete old.parsedOptions;
+  writeFileSync(file, JSON.stringify(old));
+  assert.is(loadProtos(file).from, 'protos', 'a descriptor written without the rules is not used');
+});
+
 test.run();
