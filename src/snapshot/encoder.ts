@@ -2,7 +2,7 @@ import { canonicalJson } from '../shared/canonical-json.ts';
 import type { Derivable } from './derived.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { encodeJson, type ProtoIssue } from '../xds/proto-json.ts';
-import { TypeUrls, messageName, type ResourceKind } from '../xds/resource-types.ts';
+import { ResourceTypes, TypeUrls, messageName, type ResourceKind } from '../xds/resource-types.ts';
 import { DR, encodeAny, lenField } from '../xds/wire.ts';
 
 /** One resource, encoded once; every transport and every client reuses these bytes. */
@@ -48,6 +48,25 @@ export function encodeVariant(r: EncodedResource, json: Record<string, unknown>)
 export interface EncoderStats {
   encoded: number;
   reused: number;
+  /** Entries of a type's `parts` field encoded (a route configuration's virtual hosts). */
+  partsEncoded: number;
+}
+
+/** One entry of a `parts` field, encoded alone: its hash, its framed field bytes, its problems. */
+interface EncodedPart {
+  key: string;
+  framed: Buffer;
+  issues: readonly ProtoIssue[];
+}
+
+function withoutField(json: Record<string, unknown>, field: string): Record<string, unknown> {
+  const { [field]: _entries, ...rest } = json;
+  return rest;
+}
+
+/** An issue found inside entry `i` of field `field`, with the path it has in the whole message. */
+function issueIn(field: string, i: number, issue: ProtoIssue): ProtoIssue {
+  return { ...issue, path: `${field}[${i}]${issue.path ? `.${issue.path}` : ''}` };
 }
 
 /**
@@ -58,7 +77,11 @@ export interface EncoderStats {
 export class ResourceEncoder {
   private cache = new Map<string, EncodedResource>();
   private used = new Set<string>();
-  readonly stats: EncoderStats = { encoded: 0, reused: 0 };
+  private parts = new Map<string, EncodedPart>();
+  /** Part keys of each cached resource that has parts: parts live as long as a resource uses them. */
+  private partsOf = new Map<string, readonly string[]>();
+  private partByObject = new WeakMap<object, EncodedPart>();
+  readonly stats: EncoderStats = { encoded: 0, reused: 0, partsEncoded: 0 };
 
   /** The same JSON object (memoized translation) maps to the same encoding without rehashing. */
   private byObject = new WeakMap<object, { key: string; res: EncodedResource }>();
@@ -75,8 +98,16 @@ export class ResourceEncoder {
   }
 
   private encodeByContent(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
-    const canonical = canonicalJson(json);
-    const key = sha256Hex(`${kind}\u0000${canonical}`);
+    const spec = ResourceTypes[kind].parts;
+    const entries = spec && json[spec.field];
+    const split =
+      spec && Array.isArray(entries) ? { spec, entries: entries.map((e) => this.part(spec, e)) } : undefined;
+    const rest = split ? withoutField(json, split.spec.field) : json;
+    const canonical = canonicalJson(rest);
+    // With parts, the key covers the rest of the message and the parts' own keys, in order.
+    const key = sha256Hex(
+      `${kind}\u0000${canonical}${split ? `\u0000${split.entries.map((p) => p.key).join(',')}` : ''}`,
+    );
     this.used.add(key);
     const hit = this.cache.get(key);
     if (hit) {
@@ -86,7 +117,13 @@ export class ResourceEncoder {
     }
     this.stats.encoded++;
     const typeUrl = TypeUrls[kind];
-    const { bytes, issues } = encodeJson(messageName(typeUrl), json);
+    const encoded = encodeJson(messageName(typeUrl), rest);
+    let bytes: Uint8Array = encoded.bytes;
+    let issues = encoded.issues;
+    if (split) {
+      bytes = Buffer.concat([encoded.bytes, ...split.entries.map((p) => p.framed)]);
+      issues = [...issues, ...split.entries.flatMap((p, i) => p.issues.map((x) => issueIn(split.spec.field, i, x)))];
+    }
     const any = encodeAny(typeUrl, bytes);
     const res: EncodedResource = {
       kind,
@@ -100,8 +137,31 @@ export class ResourceEncoder {
       namedOnly: isNamedOnly(kind, json),
     };
     this.cache.set(key, res);
+    if (split)
+      this.partsOf.set(
+        key,
+        split.entries.map((p) => p.key),
+      );
     this.byObject.set(json, { key, res });
     return res;
+  }
+
+  /** One entry of a `parts` field: by object identity, then by content, encoded only if new. */
+  private part(spec: { field: string; number: number; message: string }, entry: unknown): EncodedPart {
+    const obj = typeof entry === 'object' && entry !== null ? entry : undefined;
+    let p = obj && this.partByObject.get(obj);
+    if (!p || this.parts.get(p.key) !== p) {
+      const key = sha256Hex(`${spec.message}\u0000${canonicalJson(entry)}`);
+      p = this.parts.get(key);
+      if (!p) {
+        this.stats.partsEncoded++;
+        const { bytes, issues } = encodeJson(spec.message, entry);
+        p = { key, framed: lenField(spec.number, bytes), issues };
+        this.parts.set(key, p);
+      }
+      if (obj) this.partByObject.set(obj, p);
+    }
+    return p;
   }
 
   /** Rebuilds a resource stored earlier (restart path) and makes it known to the cache. */
@@ -140,7 +200,14 @@ export class ResourceEncoder {
 
   /** Call after a build (successful or not): forget what that build did not use. */
   finishBuild(): void {
-    for (const k of this.cache.keys()) if (!this.used.has(k)) this.cache.delete(k);
+    for (const k of this.cache.keys())
+      if (!this.used.has(k)) {
+        this.cache.delete(k);
+        this.partsOf.delete(k);
+      }
+    const live = new Set<string>();
+    for (const keys of this.partsOf.values()) for (const k of keys) live.add(k);
+    for (const k of this.parts.keys()) if (!live.has(k)) this.parts.delete(k);
     this.used = new Set();
   }
 

@@ -9,7 +9,7 @@ import { buildCluster } from './cluster.ts';
 import type { JsonObject } from './common.ts';
 import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
-import { buildRouteConfiguration, grpcRoute } from './route.ts';
+import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
 import { TranslationMemo } from './memo.ts';
 import { secretResource } from './secret.ts';
 
@@ -59,7 +59,11 @@ export function translateGroup(
     out.push({
       kind: 'route',
       name: l.name,
-      json: memo.with('route', l, vs, () => buildRouteConfiguration(l.name, vs)),
+      // Each virtual host keeps its JSON object while its document is unchanged: the encoder then
+      // re-encodes only the virtual hosts an edit touched (ResourceType.parts).
+      json: memo.with('route', l, vs, () =>
+        buildRouteConfiguration(l.name, vs, (v) => memo.once('vhost', v, buildVirtualHost)),
+      ),
       origin: originKey('Listener', l.name),
       virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)),
     });

@@ -55,11 +55,17 @@ function httpRoute(r: RouteDoc): JsonObject {
   return out;
 }
 
-export function buildRouteConfiguration(name: string, vhosts: VirtualHostDoc[]): JsonObject {
-  return {
-    name,
-    virtual_hosts: vhosts.map((v) => ({ name: v.name, domains: v.domains, routes: v.routes.map(httpRoute) })),
-  };
+export function buildVirtualHost(v: VirtualHostDoc): JsonObject {
+  return { name: v.name, domains: v.domains, routes: v.routes.map(httpRoute) };
+}
+
+/** `virtualHost` is how each virtual host is built: memoized per document by the caller. */
+export function buildRouteConfiguration(
+  name: string,
+  vhosts: VirtualHostDoc[],
+  virtualHost: (v: VirtualHostDoc) => JsonObject = buildVirtualHost,
+): JsonObject {
+  return { name, virtual_hosts: vhosts.map(virtualHost) };
 }
 
 /** gRPC clients (gRFC A28) use max_stream_duration as the deadline, not route.timeout. */

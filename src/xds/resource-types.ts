@@ -25,6 +25,13 @@ export interface ResourceType<K extends string = string> {
   readonly short: string;
   /** Resources of this type can reference others through config sources (rewritten per transport). */
   readonly carriesConfigSources: boolean;
+  /**
+   * A repeated message field whose entries are encoded (and hashed) one by one and concatenated:
+   * a route configuration holds every virtual host of its listener, and an edit to one route must
+   * not re-encode ten thousand. Protobuf allows it: a message's fields may come in any order, and a
+   * repeated field's entries are read in the order they appear.
+   */
+  readonly parts?: { readonly field: string; readonly number: number; readonly message: string };
 }
 
 function type<K extends string>(t: ResourceType<K>): ResourceType<K> {
@@ -75,6 +82,7 @@ export const RESOURCE_TYPES = [
     grpcNoun: 'Routes',
     short: 'rds',
     carriesConfigSources: false,
+    parts: { field: 'virtual_hosts', number: 2, message: 'envoy.config.route.v3.VirtualHost' },
   }),
   type({
     kind: 'secret',

@@ -6,6 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { emptyModel } from '../../src/model/types.ts';
 import { ResourceEncoder } from '../../src/snapshot/encoder.ts';
+import { decodeToJson } from '../../src/xds/proto-json.ts';
+import { TypeUrls } from '../../src/xds/resource-types.ts';
 import { diffTypes, makeGroupSnapshot, makeTypeSnapshot } from '../../src/snapshot/group-snapshot.ts';
 import { reconcile } from '../../src/snapshot/reconcile.ts';
 import { makeRevision, type Revision } from '../../src/snapshot/revision.ts';
@@ -110,6 +112,42 @@ test('an encoding is content-addressed: the same JSON is the same object; a buil
   e.encode('cluster', 'b', { name: 'b', type: 'STATIC' });
   e.finishBuild();
   assert.is(e.size, 1, 'a, unused by the last build, is forgotten');
+});
+
+test('a route configuration is encoded by virtual host: an edit re-encodes one, the bytes decode to the whole', () => {
+  const e = new ResourceEncoder();
+  const vhost = (n: number, prefix = '/') => ({
+    name: `vh-${n}`,
+    domains: [`vh-${n}.example.com`],
+    routes: [{ match: { prefix }, route: { cluster: `svc-${n}` } }],
+  });
+  const vhosts = [vhost(0), vhost(1), vhost(2)];
+  const first = e.encode('route', 'edge', { name: 'edge', virtual_hosts: vhosts });
+  assert.is(e.stats.partsEncoded, 3);
+  e.finishBuild();
+  const edited = { name: 'edge', virtual_hosts: [vhosts[0], vhost(1, '/v2/'), vhosts[2]] };
+  const second = e.encode('route', 'edge', edited);
+  assert.is(e.stats.partsEncoded, 4, 'only the edited virtual host is encoded again');
+  assert.is.not(second.version, first.version);
+  const decoded = decodeToJson('google.protobuf.Any', second.any);
+  assert.equal(decoded, { '@type': TypeUrls.route, ...edited }, 'the concatenated parts are the whole message');
+  assert.equal(second.any, new ResourceEncoder().encode('route', 'edge', structuredClone(edited)).any, 'deterministic');
+  e.finishBuild();
+  e.encode('route', 'edge', { name: 'edge', virtual_hosts: [vhost(0), vhost(1, '/v2/'), vhost(2)] });
+  assert.is(e.stats.partsEncoded, 4, 'equal content, other objects: found by content, not encoded');
+  e.finishBuild();
+  assert.is(e.encode('route', 'edge', { name: 'edge', virtual_hosts: vhosts }).version, first.version);
+  assert.is(e.stats.partsEncoded, 5, 'a virtual host no kept resource uses is forgotten by the build that dropped it');
+
+  const bad = new ResourceEncoder().encode('route', 'edge', {
+    name: 'edge',
+    virtual_hosts: [vhost(0), { ...vhost(1), routes: [{ match: { prefix: '/', headers: [{ name: 'a\r\nb' }] } }] }],
+  });
+  assert.equal(
+    bad.issues.map((i) => i.path),
+    ['virtual_hosts[1].routes[0].match.headers[0].name', 'virtual_hosts[1].routes[0]'],
+    'problems keep their path in the whole message',
+  );
 });
 
 test('makeGroupSnapshot keeps a type snapshot whose resources are the same objects', () => {
