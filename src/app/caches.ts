@@ -11,16 +11,21 @@ import { canonicalJson } from '../shared/canonical-json.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import type { BuildCaches } from '../snapshot/build.ts';
 import { ResourceEncoder } from '../snapshot/encoder.ts';
-import { SourceCache } from '../source/source-cache.ts';
+import { SourceCache, type ParsedFileStore } from '../source/source-cache.ts';
 import { TranslationMemo } from '../translate/memo.ts';
 
 export class PipelineCaches implements BuildCaches {
-  readonly source = new SourceCache();
+  readonly source: SourceCache;
   readonly schemaChecked = new WeakSet<object>();
   readonly checks = newCheckMemo();
   readonly memo = new TranslationMemo();
   readonly encoder = new ResourceEncoder();
   private readonly docHashes = new WeakMap<object, string>();
+
+  /** `parses`: where parsed files outlive the process (the server's database), if anywhere. */
+  constructor(parses?: ParsedFileStore, onParseStoreError?: (err: unknown, what: 'read' | 'write') => void) {
+    this.source = new SourceCache(parses, onParseStoreError);
+  }
 
   /**
    * Hash of a model: over per-document hashes (memoized by document identity: unchanged files

@@ -60,7 +60,7 @@ export interface ServedSecret {
 }
 
 export class ConfigPipeline {
-  readonly caches = new PipelineCaches();
+  readonly caches: PipelineCaches;
   /** 'applied' (ms), 'rejected' (diagnostics): for metrics. */
   readonly events = new EventEmitter();
   private queue: Promise<unknown> = Promise.resolve();
@@ -85,7 +85,8 @@ export class ConfigPipeline {
     private readonly stores: Pick<
       Stores,
       'revisions' | 'pins' | 'audit' | 'rejections' | 'rollouts' | 'replicaState' | 'atomically'
-    >,
+    > &
+      Partial<Pick<Stores, 'parses'>>,
     private readonly cache: SnapshotCache,
     private readonly log: Logger,
     /** The config directory Secret file paths are relative to. */
@@ -93,6 +94,9 @@ export class ConfigPipeline {
     /** Optional: real Envoy judges every tree before it is applied. */
     private readonly envoy?: EnvoyChecker,
   ) {
+    this.caches = new PipelineCaches(stores.parses, (err, what) =>
+      log.warn({ err: (err as Error).message, what }, 'parse cache unavailable; files are parsed again'),
+    );
     this.revisions = new RevisionLoader(stores.revisions, this.caches, log);
   }
 

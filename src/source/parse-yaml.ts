@@ -23,8 +23,8 @@ const MAX_EXPANSION_FACTOR = 8;
 export const MAX_DOCUMENTS_PER_FILE = 5000;
 
 /** Parses one file (uncached: the pipeline's SourceCache keeps parses by content hash). */
-export function parseYamlFile(file: string, text: string): ParsedFile {
-  return parseUncached(file, text, sha256Hex(text));
+export function parseYamlFile(file: string, text: string, hash = sha256Hex(text)): ParsedFile {
+  return parseUncached(file, text, hash);
 }
 
 function parseUncached(file: string, text: string, hash: string): ParsedFile {

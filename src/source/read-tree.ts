@@ -148,7 +148,7 @@ export async function readTree(
           });
           continue;
         }
-        parsed = cache.parse(e.rel, bytes.toString('utf8'));
+        parsed = cache.parse(e.rel, bytes.toString('utf8'), e.hash);
       } catch (err) {
         diagnostics.push({
           code: Codes.FILE_UNREADABLE,

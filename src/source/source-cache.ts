@@ -4,10 +4,23 @@
  *    even read again. Editors and git replace files (new inode) or bump mtime, so a change shows;
  *  - parsed files by (path, content hash): a one-file change re-parses one file, not the tree
  *    (`yaml` needs about 2.4 s for 10k services). Parsed documents are then the very same objects
- *    as last time, which lets validation and translation skip them by identity.
+ *    as last time, which lets validation and translation skip them by identity;
+ *  - optionally, a store that keeps parses across restarts (the server's database): a restart, or
+ *    the first push after one, parses only what changed.
  */
 import type { ParsedFile } from '../model/sources.ts';
+import { sha256Hex } from '../shared/hash.ts';
 import { parseYamlFile } from './parse-yaml.ts';
+
+/** What a parse holds beyond the file's path, hash and text (which the reader has anyway). */
+export type StoredParse = Pick<ParsedFile, 'documents' | 'diagnostics'>;
+
+/** Parses kept outside the process, by path and content hash. */
+export interface ParsedFileStore {
+  get(file: string, hash: string): StoredParse | undefined;
+  /** Adds `fresh` parses and keeps only those of `live` (the tree just read). */
+  save(fresh: readonly ParsedFile[], live: readonly ParsedFile[]): void;
+}
 
 export interface FileStamp {
   dev: bigint;
@@ -20,6 +33,16 @@ export interface FileStamp {
 export class SourceCache {
   private readonly stamps = new Map<string, FileStamp>();
   private readonly parsed = new Map<string, ParsedFile>();
+  /** Files parsed, and parses taken from the store instead. */
+  readonly stats = { parsed: 0, fromStore: 0 };
+  /** Parses made since the last `retainOnly`, for the store. */
+  private fresh: ParsedFile[] = [];
+
+  constructor(
+    private readonly store?: ParsedFileStore,
+    /** The store is a cache: when it fails, files are parsed again, and the caller logs why. */
+    private readonly onStoreError: (err: unknown, what: 'read' | 'write') => void = () => {},
+  ) {}
 
   /** The content hash of `abs` if the file is unchanged since it was hashed. */
   hashIfUnchanged(abs: string, st: Omit<FileStamp, 'hash'>): string | undefined {
@@ -44,19 +67,46 @@ export class SourceCache {
     return this.parsed.get(key(file, hash));
   }
 
-  parse(file: string, text: string): ParsedFile {
-    const parsed = parseYamlFile(file, text);
-    const k = key(file, parsed.hash);
+  /** `hash`: sha256 of the file's bytes, when the caller has it (the text's, computed otherwise). */
+  parse(file: string, text: string, hash?: string): ParsedFile {
+    const h = hash ?? sha256Hex(text);
+    const k = key(file, h);
     const hit = this.parsed.get(k);
     if (hit) return hit;
+    const stored = this.stored(file, h);
+    const parsed = stored ? { file, hash: h, text, ...stored } : parseYamlFile(file, text, h);
+    if (stored) this.stats.fromStore++;
+    else {
+      this.stats.parsed++;
+      this.fresh.push(parsed);
+    }
     this.parsed.set(k, parsed);
     return parsed;
   }
 
-  /** Keeps only the parses the last read used. */
+  /** A stored parse; an unreadable row is a miss (the file is parsed again and the row replaced). */
+  private stored(file: string, hash: string): StoredParse | undefined {
+    try {
+      return this.store?.get(file, hash);
+    } catch (err) {
+      this.onStoreError(err, 'read');
+      return undefined;
+    }
+  }
+
+  /** Keeps only the parses the last read used, and hands the new ones to the store. */
   retainOnly(files: readonly ParsedFile[]): void {
     const keep = new Set(files.map((f) => key(f.file, f.hash)));
     for (const k of this.parsed.keys()) if (!keep.has(k)) this.parsed.delete(k);
+    const fresh = this.fresh.filter((f) => keep.has(key(f.file, f.hash)));
+    this.fresh = [];
+    if (this.store && fresh.length) {
+      try {
+        this.store.save(fresh, files);
+      } catch (err) {
+        this.onStoreError(err, 'write');
+      }
+    }
   }
 }
 

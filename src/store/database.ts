@@ -11,6 +11,7 @@ import { projectPath } from '../shared/paths.ts';
 import { AuditLog } from './audit.ts';
 import { migrate } from './migrate.ts';
 import { NackLog } from './nacks.ts';
+import { ParseStore } from './parse-store.ts';
 import { PinStore } from './pins.ts';
 import { RejectionLog } from './rejections.ts';
 import { RevisionStore } from './revisions.ts';
@@ -26,6 +27,8 @@ export interface Stores {
   readonly rejections: RejectionLog;
   readonly rollouts: RolloutStore;
   readonly replicaState: ReplicaStateStore;
+  /** Parsed YAML files by content: a restart parses only what changed. */
+  readonly parses: ParseStore;
   /** Runs `fn` in one transaction (BEGIN IMMEDIATE): a decision and its audit entry land together. */
   atomically<T>(fn: () => T): T;
   /** The database file (`:memory:` in tests). */
@@ -52,6 +55,7 @@ export function openStores(path: string, migrationsDir = projectPath('migrations
     rejections: new RejectionLog(db),
     rollouts: new RolloutStore(db),
     replicaState: new ReplicaStateStore(db),
+    parses: new ParseStore(db),
     atomically: (fn) => db.transaction(fn).immediate(),
     path,
     settings: () => ({

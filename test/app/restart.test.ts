@@ -54,6 +54,27 @@ test('a restart serves the stored bytes: nothing is translated or encoded, nothi
   }
 });
 
+test('parses outlive the process: after a restart, a push parses only the file it changed', async () => {
+  const db = join(tempDir(), 'state.db');
+  const dir = writeTree({
+    ...BASE,
+    'more.yaml': 'kind: Service\nname: extra\nendpoints: [{ address: 10.0.2.1:80 }]\n',
+  });
+  const first = await startServer(dir, { database: db });
+  assert.equal(first.pipeline.caches.source.stats, { parsed: 3, fromStore: 0 });
+  await first.close();
+  writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml']!.replace('10.0.0.1:8080', '10.0.0.9:8080'));
+  const second = await startServer(dir, { database: db });
+  try {
+    assert.equal(second.pipeline.caches.source.stats, { parsed: 1, fromStore: 2 });
+    const cla = second.cache.current!.groups.get('default')!.types.endpoint.resources.get('api')!.json;
+    assert.match(JSON.stringify(cla), '10.0.0.9', 'the changed file is what is served');
+    assert.is(second.stores.revisions.list().length, 2);
+  } finally {
+    await second.close();
+  }
+});
+
 test('same model, same versions: a second server on a fresh database serves identical versions', async () => {
   const dir = writeTree(BASE);
   const a = await startServer(dir);

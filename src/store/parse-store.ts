@@ -1,0 +1,47 @@
+/**
+ * Parsed YAML files kept across restarts, by path and content hash (migrations/0007): a restart, or
+ * the first push after one, parses only the files that changed. The documents are stored with v8's
+ * serializer, which keeps every value `yaml` produces (NaN, Infinity, -0), where JSON would not.
+ * Rows written by another version of the parser are never read, and are dropped at the next save.
+ */
+import { createRequire } from 'node:module';
+import { deserialize, serialize } from 'node:v8';
+import type { ParsedFile } from '../model/sources.ts';
+import type { ParsedFileStore, StoredParse } from '../source/source-cache.ts';
+import type { Sqlite } from './sqlite.ts';
+
+/** Bump when src/source/parse-yaml.ts changes what a parse yields (limits, diagnostics, values). */
+const PARSE_FORMAT = 1;
+
+function parserId(): string {
+  const version = (createRequire(import.meta.url)('yaml/package.json') as { version: string }).version;
+  return `yaml@${version}/${PARSE_FORMAT}`;
+}
+
+export class ParseStore implements ParsedFileStore {
+  private readonly parser = parserId();
+  private readonly select;
+
+  constructor(private readonly db: Sqlite) {
+    this.select = db.prepare('SELECT data FROM parsed_files WHERE file = ? AND hash = ? AND parser = ?').pluck();
+  }
+
+  get(file: string, hash: string): StoredParse | undefined {
+    const data = this.select.get(file, hash, this.parser) as Buffer | undefined;
+    return data && (deserialize(data) as StoredParse);
+  }
+
+  save(fresh: readonly ParsedFile[], live: readonly ParsedFile[]): void {
+    const keys = JSON.stringify(live.map((f) => `${f.file}\u0000${f.hash}`));
+    this.db.transaction(() => {
+      const put = this.db.prepare('INSERT OR REPLACE INTO parsed_files (file, hash, parser, data) VALUES (?, ?, ?, ?)');
+      for (const f of fresh)
+        put.run(f.file, f.hash, this.parser, serialize({ documents: f.documents, diagnostics: f.diagnostics }));
+      this.db
+        .prepare(
+          `DELETE FROM parsed_files WHERE parser != ? OR file || char(0) || hash NOT IN (SELECT value FROM json_each(?))`,
+        )
+        .run(this.parser, keys);
+    })();
+  }
+}
