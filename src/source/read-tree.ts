@@ -4,6 +4,8 @@ import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
+import { parseBatch } from './parse-pool.ts';
+import type { ParseJob } from './parse-worker.ts';
 import { SourceCache } from './source-cache.ts';
 import type { ParsedFile, SourceSet } from '../model/sources.ts';
 
@@ -121,16 +123,11 @@ export async function readTree(
     diagnostics.length === 0
   )
     return { root, treeHash, files: [], diagnostics, unchanged: true };
-  const files: ParsedFile[] = [];
-  let sliceStart = performance.now();
+  const slots: (ParsedFile | undefined)[] = [];
+  const pending: { slot: number; job: ParseJob }[] = [];
   for (const e of entries) {
     let parsed = cache.parsedFile(e.rel, e.hash);
     if (!parsed) {
-      // Parsing a large tree must not starve the xDS servers or the watchdog: yield every ~20 ms.
-      if (performance.now() - sliceStart > 20) {
-        await new Promise<void>((r) => setImmediate(r));
-        sliceStart = performance.now();
-      }
       try {
         const bytes = e.bytes ?? (await readFile(e.abs));
         const bad = firstInvalidUtf8(bytes);
@@ -148,7 +145,9 @@ export async function readTree(
           });
           continue;
         }
-        parsed = cache.parse(e.rel, bytes.toString('utf8'), e.hash);
+        const text = bytes.toString('utf8');
+        parsed = cache.lookup(e.rel, text, e.hash);
+        if (!parsed) pending.push({ slot: slots.length, job: { file: e.rel, text, hash: e.hash } });
       } catch (err) {
         diagnostics.push({
           code: Codes.FILE_UNREADABLE,
@@ -159,8 +158,11 @@ export async function readTree(
         continue;
       }
     }
-    files.push(parsed);
+    slots.push(parsed);
   }
+  const parsed = await parseBatch(pending.map((p) => p.job));
+  pending.forEach((p, i) => (slots[p.slot] = cache.adopt(parsed[i]!)));
+  const files = slots as ParsedFile[];
   cache.retainOnly(files);
   return { root, treeHash, files, diagnostics };
 }

@@ -68,18 +68,30 @@ export class SourceCache {
   }
 
   /** `hash`: sha256 of the file's bytes, when the caller has it (the text's, computed otherwise). */
-  parse(file: string, text: string, hash?: string): ParsedFile {
-    const h = hash ?? sha256Hex(text);
-    const k = key(file, h);
+  parse(file: string, text: string, hash = sha256Hex(text)): ParsedFile {
+    return this.lookup(file, text, hash) ?? this.adopt(parseYamlFile(file, text, hash));
+  }
+
+  /** The parse of this content, from memory or from the store, if there is one. */
+  lookup(file: string, text: string, hash: string): ParsedFile | undefined {
+    const k = key(file, hash);
     const hit = this.parsed.get(k);
     if (hit) return hit;
-    const stored = this.stored(file, h);
-    const parsed = stored ? { file, hash: h, text, ...stored } : parseYamlFile(file, text, h);
-    if (stored) this.stats.fromStore++;
-    else {
-      this.stats.parsed++;
-      this.fresh.push(parsed);
-    }
+    const stored = this.stored(file, hash);
+    if (!stored) return undefined;
+    this.stats.fromStore++;
+    const parsed = { file, hash, text, ...stored };
+    this.parsed.set(k, parsed);
+    return parsed;
+  }
+
+  /** A parse made elsewhere (src/source/parse-pool.ts): kept, and handed to the store. */
+  adopt(parsed: ParsedFile): ParsedFile {
+    const k = key(parsed.file, parsed.hash);
+    const hit = this.parsed.get(k);
+    if (hit) return hit;
+    this.stats.parsed++;
+    this.fresh.push(parsed);
     this.parsed.set(k, parsed);
     return parsed;
   }

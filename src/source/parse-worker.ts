@@ -1,0 +1,21 @@
+/**
+ * A parse worker (src/source/parse-pool.ts): parses the files it is sent and answers with what a
+ * parse holds beyond the text, which the main thread already has.
+ */
+import { parentPort } from 'node:worker_threads';
+import { parseYamlFile } from './parse-yaml.ts';
+
+export interface ParseJob {
+  file: string;
+  text: string;
+  hash: string;
+}
+
+parentPort?.on('message', (jobs: ParseJob[]) => {
+  parentPort!.postMessage(
+    jobs.map((j) => {
+      const { documents, diagnostics } = parseYamlFile(j.file, j.text, j.hash);
+      return { documents, diagnostics };
+    }),
+  );
+});
