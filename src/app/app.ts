@@ -295,6 +295,7 @@ export async function startApp(
       grpcServer.forceShutdown();
       await sharedLog?.close();
       await desk.idle();
+      await pipeline.idle();
       stores.close();
     },
   };

@@ -389,13 +389,28 @@ export class ConfigPipeline {
   }
 
   applyDirectory(dir: string): Promise<ApplyOutcome> {
-    return this.enqueue(() => this.applyNow(dir));
+    return this.enqueue(async () => {
+      try {
+        return await this.applyNow(dir);
+      } finally {
+        // New parses are stored once the change is out: responses are written before SQLite syncs.
+        await new Promise<void>((r) => setImmediate(r));
+        this.caches.source.flush();
+      }
+    });
+  }
+
+  /** Resolves when every queued change has been handled (before the stores close). */
+  idle(): Promise<unknown> {
+    return this.queue;
   }
 
   private async applyNow(dir: string): Promise<ApplyOutcome> {
     const started = performance.now();
     const cpuAtStart = process.cpuUsage();
     const served = this.inputs?.revision;
+    // Which commit the tree is (a git process, or a release file): looked up while the tree is checked.
+    const revisionLookup = revisionOf(dir);
     const check = await checkTree(dir, this.caches, {
       // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
       unlessTreeHash: [served?.treeHash, this.suppressedTree],
@@ -422,7 +437,7 @@ export class ConfigPipeline {
       return { status: 'unchanged', versionId: served.id, diagnostics: check.diagnostics };
     const appliedAt = new Date();
     const groups = revisionGroups(check.config.groups);
-    const rev = await revisionOf(dir);
+    const rev = await revisionLookup;
     const id = this.stores.revisions.insert(
       {
         treeHash: check.treeHash,

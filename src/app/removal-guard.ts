@@ -11,18 +11,23 @@
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
 import type { Model } from '../model/types.ts';
-import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
+import { diffTypes, type GroupSnapshot } from '../snapshot/group-snapshot.ts';
 
 export const DEFAULT_MAX_REMOVAL_PERCENT = 50;
 /** Smaller removals pass whatever their share (a group of two may lose one). */
 const MIN_REMOVED = 2;
 
-function guarded(g: GroupSnapshot | undefined): Set<string> {
-  if (!g) return new Set();
-  return new Set(
-    [...g.types.listener.resources.keys()]
-      .map((n) => `listener ${n}`)
-      .concat([...g.types.cluster.resources.keys()].map((n) => `cluster ${n}`)),
+const GUARDED = ['listener', 'cluster'] as const;
+
+/**
+ * What `after` lacks of `before`'s listeners and clusters. An unchanged type is the same snapshot
+ * and costs nothing; a changed one costs its diff, which the streams then reuse for their push.
+ */
+function removedFrom(before: GroupSnapshot, after: GroupSnapshot | undefined): string[] {
+  return GUARDED.flatMap((kind) =>
+    after
+      ? diffTypes(before.types[kind], after.types[kind]).removed.map((r) => `${kind} ${r.name}`)
+      : [...before.types[kind].resources.keys()].map((n) => `${kind} ${n}`),
   );
 }
 
@@ -49,17 +54,16 @@ export function removalDiagnostics(
   if (!previous || listeners === 0) return sink.diagnostics; // emptiness is the rule above
   const maxPercent = guard?.maxRemovalPercent ?? DEFAULT_MAX_REMOVAL_PERCENT;
   for (const [group, before] of previous) {
-    const had = guarded(before);
-    const keeps = guarded(next.get(group));
-    const removed = [...had].filter((x) => !keeps.has(x));
-    if (removed.length < MIN_REMOVED || removed.length * 100 <= maxPercent * had.size) continue;
-    const pct = Math.round((removed.length * 100) / had.size);
+    const had = before.types.listener.resources.size + before.types.cluster.resources.size;
+    const removed = removedFrom(before, next.get(group));
+    if (removed.length < MIN_REMOVED || removed.length * 100 <= maxPercent * had) continue;
+    const pct = Math.round((removed.length * 100) / had);
     const list = removed.slice(0, 8).join(', ') + (removed.length > 8 ? `, and ${removed.length - 8} more` : '');
     sink.error(
       Codes.MASS_REMOVAL,
       at,
       [],
-      `node group "${group}" would lose ${removed.length} of its ${had.size} listeners and clusters` +
+      `node group "${group}" would lose ${removed.length} of its ${had} listeners and clusters` +
         ` at once (${pct}%, over the ${maxPercent}% one change may remove): ${list}; ` +
         `${how} with \`maxRemovalPercent: ${Math.min(100, pct)}\`, and remove it afterwards`,
     );

@@ -25,7 +25,7 @@ export interface BuiltConfig {
   groups: Map<string, GroupSnapshot>;
   resolver: NodeGroupResolver;
   /** By `kind/name` of the Envoy resource (the same in every group). */
-  origins?: Map<string, ResourceOrigin>;
+  readonly origins?: Map<string, ResourceOrigin>;
 }
 
 export interface BuildResult {
@@ -53,23 +53,44 @@ export function buildConfig(
   const sink = new DiagnosticSink(textOf);
   const groups = new Map<string, GroupSnapshot>();
   const reported = new Set<EncodedResource>();
-  const origins = new Map<string, ResourceOrigin>();
   for (const group of groupNames(model)) {
     const encoded: EncodedResource[] = [];
     for (const t of translateGroup(model, group, secrets, memo)) {
       const r = encoder.encode(t.kind, t.name, t.json);
-      if (!reported.has(r)) {
+      // A resource shared by several groups is reported once.
+      if (r.issues.length && !reported.has(r)) {
         reported.add(r);
         reportIssues(sink, model, t, r);
       }
       encoded.push(r);
-      origins.set(`${t.kind}/${t.name}`, { origin: t.origin, virtualHostOrigins: t.virtualHostOrigins });
     }
     groups.set(group, makeGroupSnapshot(group, encoded, previous?.get(group)));
   }
   encoder.finishBuild();
   if (sink.diagnostics.length) return { diagnostics: sink.diagnostics };
-  return { config: { groups, resolver: NodeGroupResolver.forModel(model), origins }, diagnostics: [] };
+  let origins: Map<string, ResourceOrigin> | undefined;
+  const config: BuiltConfig = {
+    groups,
+    resolver: NodeGroupResolver.forModel(model),
+    // Only the Envoy check asks: translated again from the memo when it does, not kept by every build.
+    get origins() {
+      return (origins ??= originsOf(model, [...groups.keys()], secrets, memo));
+    },
+  };
+  return { config, diagnostics: [] };
+}
+
+function originsOf(
+  model: Model,
+  groups: readonly string[],
+  secrets: ReadonlyMap<string, SecretMaterial>,
+  memo: TranslationMemo,
+): Map<string, ResourceOrigin> {
+  const origins = new Map<string, ResourceOrigin>();
+  for (const group of groups)
+    for (const t of translateGroup(model, group, secrets, memo))
+      origins.set(`${t.kind}/${t.name}`, { origin: t.origin, virtualHostOrigins: t.virtualHostOrigins });
+  return origins;
 }
 
 /** Problems the encoder found in a resource, reported against the operator document it comes from. */

@@ -52,6 +52,12 @@ export interface EncoderStats {
   partsEncoded: number;
 }
 
+/** A cached encoding, and the last build that used it. */
+interface Entry {
+  readonly res: EncodedResource;
+  build: number;
+}
+
 /** One entry of a `parts` field, encoded alone: its hash, its framed field bytes, its problems. */
 interface EncodedPart {
   key: string;
@@ -75,8 +81,9 @@ function issueIn(field: string, i: number, issue: ProtoIssue): ProtoIssue {
  * one encoding. Entries not used by the latest build are dropped by `finishBuild`.
  */
 export class ResourceEncoder {
-  private cache = new Map<string, EncodedResource>();
-  private used = new Set<string>();
+  private cache = new Map<string, Entry>();
+  /** The build under way: an entry whose `build` is older at `finishBuild` was not used by it. */
+  private build = 0;
   private parts = new Map<string, EncodedPart>();
   /** Part keys of each cached resource that has parts: parts live as long as a resource uses them. */
   private partsOf = new Map<string, readonly string[]>();
@@ -84,12 +91,12 @@ export class ResourceEncoder {
   readonly stats: EncoderStats = { encoded: 0, reused: 0, partsEncoded: 0 };
 
   /** The same JSON object (memoized translation) maps to the same encoding without rehashing. */
-  private byObject = new WeakMap<object, { key: string; res: EncodedResource }>();
+  private byObject = new WeakMap<object, Entry>();
 
   encode(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
     const known = this.byObject.get(json);
-    if (known && this.cache.get(known.key) === known.res) {
-      this.used.add(known.key);
+    if (known && this.cache.get(known.res.key) === known) {
+      known.build = this.build;
       this.stats.reused++;
       return known.res;
     }
@@ -108,12 +115,12 @@ export class ResourceEncoder {
     const key = sha256Hex(
       `${kind}\u0000${canonical}${split ? `\u0000${split.entries.map((p) => p.key).join(',')}` : ''}`,
     );
-    this.used.add(key);
     const hit = this.cache.get(key);
     if (hit) {
+      hit.build = this.build;
       this.stats.reused++;
-      this.byObject.set(json, { key, res: hit });
-      return hit;
+      this.byObject.set(json, hit);
+      return hit.res;
     }
     this.stats.encoded++;
     const typeUrl = TypeUrls[kind];
@@ -136,13 +143,14 @@ export class ResourceEncoder {
       issues,
       namedOnly: isNamedOnly(kind, json),
     };
-    this.cache.set(key, res);
+    const entry = { res, build: this.build };
+    this.cache.set(key, entry);
     if (split)
       this.partsOf.set(
         key,
         split.entries.map((p) => p.key),
       );
-    this.byObject.set(json, { key, res });
+    this.byObject.set(json, entry);
     return res;
   }
 
@@ -173,7 +181,7 @@ export class ResourceEncoder {
     any: Buffer,
   ): EncodedResource {
     const hit = this.cache.get(key);
-    if (hit) return hit;
+    if (hit) return hit.res;
     let parsed = typeof json === 'string' ? undefined : json;
     // Listeners are few: parse them now to know whether they are API listeners.
     if (kind === 'listener') parsed ??= JSON.parse(json as string) as Record<string, unknown>;
@@ -193,22 +201,21 @@ export class ResourceEncoder {
       enumerable: true,
       get: () => (parsed ??= JSON.parse(json as string) as Record<string, unknown>),
     }) as unknown as EncodedResource;
-    this.cache.set(key, res);
-    this.used.add(key);
+    this.cache.set(key, { res, build: this.build });
     return res;
   }
 
   /** Call after a build (successful or not): forget what that build did not use. */
   finishBuild(): void {
-    for (const k of this.cache.keys())
-      if (!this.used.has(k)) {
+    for (const [k, e] of this.cache)
+      if (e.build !== this.build) {
         this.cache.delete(k);
         this.partsOf.delete(k);
       }
     const live = new Set<string>();
     for (const keys of this.partsOf.values()) for (const k of keys) live.add(k);
     for (const k of this.parts.keys()) if (!live.has(k)) this.parts.delete(k);
-    this.used = new Set();
+    this.build++;
   }
 
   get size(): number {

@@ -35,8 +35,9 @@ export class SourceCache {
   private readonly parsed = new Map<string, ParsedFile>();
   /** Files parsed, and parses taken from the store instead. */
   readonly stats = { parsed: 0, fromStore: 0 };
-  /** Parses made since the last `retainOnly`, for the store. */
+  /** Parses made since the last `flush`, for the store, and the files of the last read. */
   private fresh: ParsedFile[] = [];
+  private live: readonly ParsedFile[] = [];
 
   constructor(
     private readonly store?: ParsedFileStore,
@@ -106,18 +107,27 @@ export class SourceCache {
     }
   }
 
-  /** Keeps only the parses the last read used, and hands the new ones to the store. */
+  /** Keeps only the parses the last read used; the new ones wait for `flush`. */
   retainOnly(files: readonly ParsedFile[]): void {
     const keep = new Set(files.map((f) => key(f.file, f.hash)));
     for (const k of this.parsed.keys()) if (!keep.has(k)) this.parsed.delete(k);
-    const fresh = this.fresh.filter((f) => keep.has(key(f.file, f.hash)));
+    this.fresh = this.fresh.filter((f) => keep.has(key(f.file, f.hash)));
+    this.live = files;
+  }
+
+  /**
+   * Hands the parses made since the last flush to the store, and lets it forget those the tree no
+   * longer has. The pipeline calls it once a change is published: writing (and syncing) the store
+   * is not on the path from a push to the proxies.
+   */
+  flush(): void {
+    const fresh = this.fresh;
     this.fresh = [];
-    if (this.store && fresh.length) {
-      try {
-        this.store.save(fresh, files);
-      } catch (err) {
-        this.onStoreError(err, 'write');
-      }
+    if (!this.store || !fresh.length) return;
+    try {
+      this.store.save(fresh, this.live);
+    } catch (err) {
+      this.onStoreError(err, 'write');
     }
   }
 }

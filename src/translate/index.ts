@@ -2,7 +2,7 @@
  * Model -> Envoy v3 resources for one node group. Pure: no I/O, no clock, no randomness; the same
  * model always yields the same JSON (and therefore the same bytes and versions on every replica).
  */
-import type { GrpcServiceDoc, ServiceDoc } from '../model/schema.ts';
+import type { GrpcServiceDoc } from '../model/schema.ts';
 import { listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
 import { buildCluster } from './cluster.ts';
@@ -36,7 +36,7 @@ export function translateGroup(
 ): TranslatedResource[] {
   const out: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
-  const services = new Map(model.services.map((s) => [s.name, s]));
+  const services = new Set(model.services.map((s) => s.name));
   const vhosts = new Map(model.virtualHosts.map((v) => [v.name, v]));
   const used = new Set<string>();
   const use = (name: string) => {
@@ -84,30 +84,34 @@ export function translateGroup(
       origin: originKey('GrpcService', g.name),
     });
   }
-  for (const name of [...used].sort()) {
-    const s = services.get(name) as ServiceDoc;
+  // Clusters and endpoints in name order without sorting: the model's services are in name order.
+  const clusters: TranslatedResource[] = [];
+  const endpoints: TranslatedResource[] = [];
+  for (const s of model.services) {
+    if (!used.has(s.name)) continue;
     for (const n of [s.tls?.caSecret, s.tls?.clientSecret]) if (n) secretRefs.add(n);
-    out.push({
-      kind: 'cluster',
-      name,
-      json: memo.once('cluster', s, buildCluster),
-      origin: originKey('Service', name),
-    });
+    const origin = originKey('Service', s.name);
+    clusters.push({ kind: 'cluster', name: s.name, json: memo.once('cluster', s, buildCluster), origin });
     if (!s.dns)
-      out.push({
-        kind: 'endpoint',
-        name,
-        json: memo.once('endpoint', s, buildLoadAssignment),
-        origin: originKey('Service', name),
-      });
+      endpoints.push({ kind: 'endpoint', name: s.name, json: memo.once('endpoint', s, buildLoadAssignment), origin });
   }
+  const secretsOut: TranslatedResource[] = [];
   for (const name of [...secretRefs].sort()) {
     const m = secrets.get(name);
-    if (m) out.push(translateSecret(m, memo));
+    if (m) secretsOut.push(translateSecret(m, memo));
   }
-  return out.sort((a, b) =>
-    a.kind === b.kind ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.kind < b.kind ? -1 : 1,
-  );
+  // By kind, then name (listeners and routes come from two lists, so only they need sorting).
+  return [
+    ...clusters,
+    ...endpoints,
+    ...out.filter((t) => t.kind === 'listener').sort(byResourceName),
+    ...out.filter((t) => t.kind === 'route').sort(byResourceName),
+    ...secretsOut,
+  ];
+}
+
+function byResourceName(a: TranslatedResource, b: TranslatedResource): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
 /** The Envoy Secret of one secret's TLS material (also used alone when certificates rotate). */

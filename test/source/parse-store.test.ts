@@ -17,13 +17,19 @@ function store() {
   return { db, parses: new ParseStore(db) };
 }
 
+/** What the pipeline does after a read: keep the tree's parses, then store the new ones. */
+function done(cache: SourceCache, files: Parameters<SourceCache['retainOnly']>[0]): void {
+  cache.retainOnly(files);
+  cache.flush();
+}
+
 const ODD = 'kind: Service\nname: odd\nweights: [.nan, .inf, -.inf, -0, 0x10, ~]\n---\nkind: Service\nname: b\n';
 
 test('a stored parse is the parse: documents, lines and values JSON would lose', () => {
   const { parses } = store();
   const first = new SourceCache(parses);
   const made = first.parse('a.yaml', ODD);
-  first.retainOnly([made]);
+  done(first, [made]);
   const second = new SourceCache(parses);
   const back = second.parse('a.yaml', ODD);
   assert.equal(second.stats, { parsed: 0, fromStore: 1 });
@@ -38,9 +44,9 @@ test('only the tree last read is kept; another file or content is parsed, not lo
   const cache = new SourceCache(parses);
   const a = cache.parse('a.yaml', 'kind: Service\nname: a\n');
   const b = cache.parse('b.yaml', 'kind: Service\nname: b\n');
-  cache.retainOnly([a, b]);
+  done(cache, [a, b]);
   const a2 = cache.parse('a.yaml', 'kind: Service\nname: a2\n');
-  cache.retainOnly([a2, b]);
+  done(cache, [a2, b]);
   const rows = db.prepare('SELECT file FROM parsed_files ORDER BY file').pluck().all();
   assert.equal(rows, ['a.yaml', 'b.yaml'], 'the replaced parse of a.yaml is gone');
   const fresh = new SourceCache(parses);
@@ -53,12 +59,12 @@ test('rows of another parser version are not read, and are dropped at the next s
   const { db, parses } = store();
   const cache = new SourceCache(parses);
   const a = cache.parse('a.yaml', 'kind: Service\nname: a\n');
-  cache.retainOnly([a]);
+  done(cache, [a]);
   db.prepare("UPDATE parsed_files SET parser = 'yaml@0.0.0/0'").run();
   const again = new SourceCache(parses);
   const a2 = again.parse('a.yaml', 'kind: Service\nname: a\n');
   assert.equal(again.stats, { parsed: 1, fromStore: 0 });
-  again.retainOnly([a2]);
+  done(again, [a2]);
   assert.equal(db.prepare('SELECT parser FROM parsed_files').pluck().all().length, 1);
   assert.not.equal(db.prepare('SELECT parser FROM parsed_files').pluck().get(), 'yaml@0.0.0/0');
 });
@@ -66,7 +72,7 @@ test('rows of another parser version are not read, and are dropped at the next s
 test('an unreadable row or a failing store: the file is parsed again and the failure reported', () => {
   const { db, parses } = store();
   const cache = new SourceCache(parses);
-  cache.retainOnly([cache.parse('a.yaml', 'kind: Service\nname: a\n')]);
+  done(cache, [cache.parse('a.yaml', 'kind: Service\nname: a\n')]);
   db.prepare("UPDATE parsed_files SET data = X'00ff'").run();
   const failures: string[] = [];
   const again = new SourceCache(parses, (err, what) => failures.push(`${what}: ${(err as Error).message}`));
@@ -74,7 +80,7 @@ test('an unreadable row or a failing store: the file is parsed again and the fai
   assert.equal(again.stats, { parsed: 1, fromStore: 0 });
   assert.is((a.documents[0]!.value as { name: string }).name, 'a');
   db.close();
-  again.retainOnly([again.parse('b.yaml', 'kind: Service\nname: b\n')]);
+  done(again, [again.parse('b.yaml', 'kind: Service\nname: b\n')]);
   assert.equal(
     failures.map((f) => f.split(':')[0]),
     ['read', 'read', 'write'],
