@@ -1,8 +1,9 @@
 /**
  * Pipeline cost for a tree of N services (N routes): read + parse, validate, translate + encode
  * (cold), then, with the server running and watching, a one-file change: time from the file write
- * to the new snapshot being published (including the watcher debounce). Runs in its own process
- * so peak RSS is this scenario's alone. Prints one JSON line.
+ * to the new snapshot being published (including the watcher debounce); a one-route edit (apply
+ * time, after the debounce); and the first one-route push after a restart. Runs in its own
+ * process so peak RSS is this scenario's alone. Prints one JSON line.
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { startApp } from '../../src/app/app.ts';
 import { validateSourceSet } from '../../src/model/validate.ts';
 import { buildConfig, freshBuildCaches } from '../../src/snapshot/build.ts';
 import { readTree } from '../../src/source/read-tree.ts';
-import { generateTree, serviceYaml } from '../lib/generate.ts';
+import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
 
 const n = Number(process.argv[2] ?? 1000);
 const root = process.argv[3];
@@ -33,41 +34,71 @@ const resources = [...built.config.groups.values()].reduce(
 );
 
 const database = join(root!, 'state.db');
-const app = await startApp(
-  {
-    configDir: cfg,
-    database,
-    grpc: { listen: '127.0.0.1:0' },
-    admin: { listen: '127.0.0.1:0' },
-    watch: { enabled: true, debounceMs: 50, maxWaitMs: 500 },
-    log: { level: 'silent' },
-  },
-  pino({ level: 'silent' }),
-);
+const start = () =>
+  startApp(
+    {
+      configDir: cfg,
+      database,
+      grpc: { listen: '127.0.0.1:0' },
+      admin: { listen: '127.0.0.1:0' },
+      watch: { enabled: true, debounceMs: 50, maxWaitMs: 500 },
+      log: { level: 'silent' },
+    },
+    pino({ level: 'silent' }),
+  );
+const app = await start();
 const changes: number[] = [];
 const applies: number[] = [];
-// What a one-file change adds to the database (after a checkpoint, so the WAL is in the file).
-const dbBytes = () => (app.stores.checkpoint(), statSync(database).size);
-const bytesBefore = dbBytes();
-for (let k = 0; k < 5; k++) {
-  const published = new Promise<number>((resolve) => {
-    const off = app.cache.onPublish(() => {
+/** Apply time (from the debounced event to the publish) of each applied change. */
+let lastApplyMs = 0;
+const watchApplies = (a: typeof app) => a.pipeline.events.on('applied', (ms: number) => (lastApplyMs = ms));
+watchApplies(app);
+const published = (a: typeof app) =>
+  new Promise<number>((resolve) => {
+    const off = a.cache.onPublish(() => {
       off();
       resolve(performance.now());
     });
   });
+/** One route of the first virtual host file gets a new prefix: what an operator's one-route push is. */
+const editRoute = (k: number) =>
+  writeFileSync(
+    join(cfg, 'routes', 'vh-0.yaml'),
+    vhostYaml(0, 100, n).replace('prefix: /api/r0/', `prefix: /api/r0-edit${k}/`),
+  );
+// What a one-file change adds to the database (after a checkpoint, so the WAL is in the file).
+const dbBytes = () => (app.stores.checkpoint(), statSync(database).size);
+const bytesBefore = dbBytes();
+for (let k = 0; k < 5; k++) {
+  const done = published(app);
   const before = app.pipeline.caches.encoder.stats.encoded;
   const w = performance.now();
   writeFileSync(
     join(cfg, 'services', 'svc-0.yaml'),
     Array.from({ length: Math.min(100, n) }, (_, i) => serviceYaml(i, i === 0 ? k + 1 : 0)).join('---\n'),
   );
-  const p = await published;
+  const p = await done;
   changes.push(p - w);
   applies.push(app.pipeline.caches.encoder.stats.encoded - before);
 }
 const storedPerChange = (dbBytes() - bytesBefore) / changes.length;
+const routeEdits: number[] = [];
+for (let k = 0; k < 7; k++) {
+  const done = published(app);
+  editRoute(k);
+  await done;
+  routeEdits.push(lastApplyMs);
+}
 await app.close();
+// A restart on the same database and tree, then a one-route push: parses come from the store.
+const restarted = await start();
+watchApplies(restarted);
+const afterRestart = published(restarted);
+editRoute(100);
+await afterRestart;
+const firstPushAfterRestartMs = lastApplyMs;
+const parsedAfterRestart = restarted.pipeline.caches.source.stats.parsed;
+await restarted.close();
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(
   JSON.stringify({
@@ -80,6 +111,9 @@ console.log(
     coldTotalMs: Math.round(t3 - t0),
     oneFileChangeMs: Math.round(med(changes)!),
     debounceMs: 50,
+    oneRouteApplyMs: Math.round(med(routeEdits)!),
+    firstPushAfterRestartMs: Math.round(firstPushAfterRestartMs),
+    filesParsedAfterRestart: parsedAfterRestart,
     encodedPerChange: med(applies),
     storedKBPerChange: Math.round(storedPerChange / 1024),
     peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),

@@ -76,10 +76,15 @@ export async function readTree(
   paths.sort();
   const entries: Entry[] = [];
   let total = 0;
-  for (const rel of paths) {
+  // Stats in parallel: one at a time, 10,000 files cost 10,000 round trips to the thread pool.
+  const stats = await Promise.all(
+    paths.map((rel) => lstat(join(root, ...rel.split('/')), { bigint: true }).catch((err: Error) => err)),
+  );
+  for (const [i, rel] of paths.entries()) {
     const abs = join(root, ...rel.split('/'));
     try {
-      const st = await lstat(abs, { bigint: true });
+      const st = stats[i]!;
+      if (st instanceof Error) throw st;
       if (st.size > BigInt(limits.maxFileBytes)) {
         diagnostics.push({
           code: Codes.YAML_LIMIT,

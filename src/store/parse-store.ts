@@ -37,11 +37,8 @@ export class ParseStore implements ParsedFileStore {
       const put = this.db.prepare('INSERT OR REPLACE INTO parsed_files (file, hash, parser, data) VALUES (?, ?, ?, ?)');
       for (const f of fresh)
         put.run(f.file, f.hash, this.parser, serialize({ documents: f.documents, diagnostics: f.diagnostics }));
-      this.db
-        .prepare(
-          `DELETE FROM parsed_files WHERE parser != ? OR file || char(0) || hash NOT IN (SELECT value FROM json_each(?))`,
-        )
-        .run(this.parser, keys);
+      const live = 'file || char(0) || hash IN (SELECT value FROM json_each(?))';
+      this.db.prepare(`DELETE FROM parsed_files WHERE parser != ? OR NOT (${live})`).run(this.parser, keys);
     })();
   }
 }
