@@ -1,29 +1,43 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 let cachedRoot: string | undefined;
+
+/** The nearest folder at or above `dir` whose package.json names package `name`. */
+function packageAbove(dir: string, name: string): string {
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      try {
+        if (JSON.parse(readFileSync(pkg, 'utf8')).name === name) return dir;
+      } catch {
+        /* keep walking */
+      }
+    }
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`package ${name} not found`);
+    dir = parent;
+  }
+}
+
+/** The folder of an installed package (by its entry point: packages need not export package.json). */
+export function packageDir(name: string): string {
+  return packageAbove(dirname(createRequire(import.meta.url).resolve(name)), name);
+}
+
+/** The version of an installed package. */
+export function packageVersion(name: string): string {
+  return (JSON.parse(readFileSync(join(packageDir(name), 'package.json'), 'utf8')) as { version: string }).version;
+}
 
 /**
  * The project root (the folder holding fleetxds' package.json). Works from `src/` under tsx and
  * from `dist/src/` after a build, so migrations/ and proto/ are found without copying them.
  */
 export function projectRoot(): string {
-  if (cachedRoot) return cachedRoot;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if (JSON.parse(readFileSync(pkg, 'utf8')).name === 'fleetxds') return (cachedRoot = dir);
-      } catch {
-        /* keep walking */
-      }
-    }
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('fleetxds project root not found');
-    dir = parent;
-  }
+  return (cachedRoot ??= packageAbove(dirname(fileURLToPath(import.meta.url)), 'fleetxds'));
 }
 
 export function projectPath(...parts: string[]): string {

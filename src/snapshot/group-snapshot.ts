@@ -1,3 +1,4 @@
+import { byName } from '../model/types.ts';
 import { shortHash } from '../shared/hash.ts';
 import { RESOURCE_KINDS, type ResourceKind } from '../xds/resource-types.ts';
 import { derive, type Derivable } from './derived.ts';
@@ -19,7 +20,7 @@ export interface GroupSnapshot {
 }
 
 export function makeTypeSnapshot(kind: ResourceKind, resources: EncodedResource[]): TypeSnapshot {
-  const sorted = [...resources].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const sorted = [...resources].sort(byName);
   const version = shortHash(`${kind}\n${sorted.map((r) => `${r.name}\u0000${r.version}`).join('\n')}`);
   return {
     kind,

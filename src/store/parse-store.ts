@@ -4,18 +4,17 @@
  * serializer, which keeps every value `yaml` produces (NaN, Infinity, -0), where JSON would not.
  * Rows written by another version of the parser are never read, and are dropped at the next save.
  */
-import { createRequire } from 'node:module';
 import { deserialize, serialize } from 'node:v8';
 import type { ParsedFile } from '../model/sources.ts';
 import type { ParsedFileStore, StoredParse } from '../source/source-cache.ts';
+import { packageVersion } from '../shared/paths.ts';
 import type { Sqlite } from './sqlite.ts';
 
 /** Bump when src/source/parse-yaml.ts changes what a parse yields (limits, diagnostics, values). */
 const PARSE_FORMAT = 1;
 
 function parserId(): string {
-  const version = (createRequire(import.meta.url)('yaml/package.json') as { version: string }).version;
-  return `yaml@${version}/${PARSE_FORMAT}`;
+  return `yaml@${packageVersion('yaml')}/${PARSE_FORMAT}`;
 }
 
 export class ParseStore implements ParsedFileStore {
@@ -37,8 +36,8 @@ export class ParseStore implements ParsedFileStore {
       const put = this.db.prepare('INSERT OR REPLACE INTO parsed_files (file, hash, parser, data) VALUES (?, ?, ?, ?)');
       for (const f of fresh)
         put.run(f.file, f.hash, this.parser, serialize({ documents: f.documents, diagnostics: f.diagnostics }));
-      const live = 'file || char(0) || hash IN (SELECT value FROM json_each(?))';
-      this.db.prepare(`DELETE FROM parsed_files WHERE parser != ? OR NOT (${live})`).run(this.parser, keys);
+      const isLive = 'file || char(0) || hash IN (SELECT value FROM json_each(?))';
+      this.db.prepare(`DELETE FROM parsed_files WHERE parser != ? OR NOT (${isLive})`).run(this.parser, keys);
     })();
   }
 }

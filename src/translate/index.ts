@@ -3,7 +3,7 @@
  * model always yields the same JSON (and therefore the same bytes and versions on every replica).
  */
 import type { GrpcServiceDoc } from '../model/schema.ts';
-import { listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
+import { byName, listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
 import { buildCluster } from './cluster.ts';
 import type { JsonObject } from './common.ts';
@@ -34,7 +34,9 @@ export function translateGroup(
   /** Results by document identity, kept across builds by the caller (a fresh one: nothing reused). */
   memo: TranslationMemo = new TranslationMemo(),
 ): TranslatedResource[] {
-  const out: TranslatedResource[] = [];
+  // Listeners and routes come from two lists (listeners, gRPC services): sorted by name at the end.
+  const listeners: TranslatedResource[] = [];
+  const routes: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
   const services = new Set(model.services.map((s) => s.name));
   const vhosts = new Map(model.virtualHosts.map((v) => [v.name, v]));
@@ -50,13 +52,13 @@ export function translateGroup(
       for (const n of [l.tls.secret, l.tls.clientCa, ...(l.tls.sni ?? []).map((e) => e.secret)])
         if (n) secretRefs.add(n);
     for (const v of vs) for (const r of v.routes) forEachTarget(r, use);
-    out.push({
+    listeners.push({
       kind: 'listener',
       name: l.name,
       json: memo.once('listener', l, buildListener),
       origin: originKey('Listener', l.name),
     });
-    out.push({
+    routes.push({
       kind: 'route',
       name: l.name,
       // Each virtual host keeps its JSON object while its document is unchanged: the encoder then
@@ -71,13 +73,13 @@ export function translateGroup(
   for (const g of model.grpcServices) {
     if (!listenerGroups(g).includes(group)) continue;
     for (const r of g.routes) forEachTarget(r, use);
-    out.push({
+    listeners.push({
       kind: 'listener',
       name: g.target,
       json: memo.once('api-listener', g, buildApiListener),
       origin: originKey('GrpcService', g.name),
     });
-    out.push({
+    routes.push({
       kind: 'route',
       name: g.target,
       json: memo.once('grpc-route', g, grpcRouteConfiguration),
@@ -100,18 +102,8 @@ export function translateGroup(
     const m = secrets.get(name);
     if (m) secretsOut.push(translateSecret(m, memo));
   }
-  // By kind, then name (listeners and routes come from two lists, so only they need sorting).
-  return [
-    ...clusters,
-    ...endpoints,
-    ...out.filter((t) => t.kind === 'listener').sort(byResourceName),
-    ...out.filter((t) => t.kind === 'route').sort(byResourceName),
-    ...secretsOut,
-  ];
-}
-
-function byResourceName(a: TranslatedResource, b: TranslatedResource): number {
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  // By kind, then name.
+  return [...clusters, ...endpoints, ...listeners.sort(byName), ...routes.sort(byName), ...secretsOut];
 }
 
 /** The Envoy Secret of one secret's TLS material (also used alone when certificates rotate). */

@@ -1,9 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import protobuf from 'protobufjs';
 import { sha256Hex } from '../shared/hash.ts';
-import { projectPath } from '../shared/paths.ts';
+import { packageDir, packageVersion, projectPath } from '../shared/paths.ts';
 
 interface RootsManifest {
   package: string;
@@ -13,18 +12,6 @@ interface RootsManifest {
 
 /** The Envoy protos, loaded once per process (immutable once loaded). */
 let root: protobuf.Root | undefined;
-
-function packageDir(name: string): string {
-  const require = createRequire(import.meta.url);
-  let dir = dirname(require.resolve(name));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg) && JSON.parse(readFileSync(pkg, 'utf8')).name === name) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error(`package ${name} not found`);
-    dir = parent;
-  }
-}
 
 /**
  * Where `npm run build` writes the loaded protos as a protobufjs JSON descriptor: read back in about
@@ -62,8 +49,8 @@ function* optionCarriers(ns: protobuf.NamespaceBase): Generator<protobuf.Reflect
 function manifestOf(): { manifest: RootsManifest; fingerprint: string } {
   const text = readFileSync(projectPath('proto', 'roots.json'), 'utf8');
   const manifest = JSON.parse(text) as RootsManifest;
-  const version = (name: string) => JSON.parse(readFileSync(join(packageDir(name), 'package.json'), 'utf8')).version;
-  return { manifest, fingerprint: sha256Hex(`${text}\n${version(manifest.package)}\n${version('protobufjs')}`) };
+  const versions = `${packageVersion(manifest.package)}\n${packageVersion('protobufjs')}`;
+  return { manifest, fingerprint: sha256Hex(`${text}\n${versions}`) };
 }
 
 /**
