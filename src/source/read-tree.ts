@@ -77,11 +77,10 @@ export async function readTree(
   const entries: Entry[] = [];
   let total = 0;
   // Stats in parallel: one at a time, 10,000 files cost 10,000 round trips to the thread pool.
-  const stats = await Promise.all(
-    paths.map((rel) => lstat(join(root, ...rel.split('/')), { bigint: true }).catch((err: Error) => err)),
-  );
+  const absolute = paths.map((rel) => join(root, ...rel.split('/')));
+  const stats = await Promise.all(absolute.map((abs) => lstat(abs, { bigint: true }).catch((err: Error) => err)));
   for (const [i, rel] of paths.entries()) {
-    const abs = join(root, ...rel.split('/'));
+    const abs = absolute[i]!;
     try {
       const st = stats[i]!;
       if (st instanceof Error) throw st;
