@@ -64,7 +64,7 @@ export class RevisionLoader {
         if (k.startsWith(SECRET_PREFIX)) secretNames.push(k.slice(SECRET_PREFIX.length));
         else {
           const r = stored.get(k)!;
-          resources.push(this.caches.encoder.restore(r.kind, r.name, r.key, r.json, r.any));
+          resources.push(this.caches.encoder.restore(r.kind, r.name, r.key, r.json, r.stored));
         }
       }
       groups.set(group, { snapshot: makeGroupSnapshot(group, resources), secretNames });

@@ -26,6 +26,24 @@ export interface EncodedResource extends Derivable {
    * listener. Envoy takes at most one API listener and logs every other one it gets over LDS.
    */
   readonly namedOnly: boolean;
+  /** For a type with `parts` (ResourceType.parts): the message without that field, and its parts. */
+  readonly parts?: ResourceParts;
+}
+
+/** A resource split as the encoder encodes it: what the store keeps part by part. */
+export interface ResourceParts {
+  readonly field: string;
+  /** The message's bytes without the parts field. */
+  readonly rest: Uint8Array;
+  /** Each entry of the field, in order: its content key and its field bytes. */
+  readonly entries: readonly { readonly key: string; readonly framed: Buffer }[];
+}
+
+/** A stored resource's parts, as read back: entries with their JSON text. */
+export interface StoredParts {
+  field: string;
+  rest: Uint8Array;
+  entries: { key: string; framed: Buffer; json: string }[];
 }
 
 /** Whether a resource is for explicit subscribers only (see EncodedResource.namedOnly). */
@@ -142,6 +160,7 @@ export class ResourceEncoder {
       framed: lenField(DR.resources, any),
       issues,
       namedOnly: isNamedOnly(kind, json),
+      ...(split && { parts: { field: split.spec.field, rest: encoded.bytes, entries: split.entries } }),
     };
     const entry = { res, build: this.build };
     this.cache.set(key, entry);
@@ -172,20 +191,33 @@ export class ResourceEncoder {
     return p;
   }
 
-  /** Rebuilds a resource stored earlier (restart path) and makes it known to the cache. */
+  /**
+   * Rebuilds a resource stored earlier (restart path) and makes it known to the cache; a resource
+   * stored by parts gets its parts back in the cache too, so the next edit re-encodes only its own.
+   */
   restore(
     kind: ResourceKind,
     name: string,
     key: string,
     json: Record<string, unknown> | string,
-    any: Buffer,
+    stored: Buffer | StoredParts,
   ): EncodedResource {
     const hit = this.cache.get(key);
     if (hit) return hit.res;
+    const parts = Buffer.isBuffer(stored) ? undefined : stored;
     let parsed = typeof json === 'string' ? undefined : json;
+    const parse = (): Record<string, unknown> => {
+      const whole = JSON.parse(json as string) as Record<string, unknown>;
+      // The field is null in place in the stored JSON: filled back where it was.
+      if (parts) whole[parts.field] = parts.entries.map((e) => JSON.parse(e.json) as unknown);
+      return whole;
+    };
     // Listeners are few: parse them now to know whether they are API listeners.
-    if (kind === 'listener') parsed ??= JSON.parse(json as string) as Record<string, unknown>;
+    if (kind === 'listener') parsed ??= parse();
     const namedOnly = parsed ? isNamedOnly(kind, parsed) : false;
+    const any = parts
+      ? encodeAny(TypeUrls[kind], Buffer.concat([parts.rest, ...parts.entries.map((e) => e.framed)]))
+      : (stored as Buffer);
     const base = {
       kind,
       name,
@@ -195,13 +227,22 @@ export class ResourceEncoder {
       framed: lenField(DR.resources, any),
       issues: [] as ProtoIssue[],
       namedOnly,
+      ...(parts && { parts: { field: parts.field, rest: parts.rest, entries: parts.entries } }),
     };
     // gRPC serves bytes only; the JSON (REST, files, status) is parsed on first use.
     const res = Object.defineProperty(base, 'json', {
       enumerable: true,
-      get: () => (parsed ??= JSON.parse(json as string) as Record<string, unknown>),
+      get: () => (parsed ??= parse()),
     }) as unknown as EncodedResource;
     this.cache.set(key, { res, build: this.build });
+    if (parts) {
+      for (const e of parts.entries)
+        if (!this.parts.has(e.key)) this.parts.set(e.key, { key: e.key, framed: e.framed, issues: [] });
+      this.partsOf.set(
+        key,
+        parts.entries.map((e) => e.key),
+      );
+    }
     return res;
   }
 

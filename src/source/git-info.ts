@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { readFile, realpath } from 'node:fs/promises';
-import { join } from 'node:path';
+import { access, readFile, realpath } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -53,6 +53,8 @@ export async function revisionOf(dir: string): Promise<SourceRevision | undefine
       /* not a release */
     }
   }
+  // No git process for a directory outside any work tree (it costs the event loop a fork per apply).
+  if (!(await insideWorkTree(root))) return undefined;
   // A work tree with uncommitted edits is not that commit: record it as a plain directory.
   try {
     const { stdout } = await run('git', ['-C', root, 'status', '--porcelain', '--', '.'], { timeout: 10_000 });
@@ -61,4 +63,18 @@ export async function revisionOf(dir: string): Promise<SourceRevision | undefine
     return undefined;
   }
   return commitInfo(['-C', root]);
+}
+
+/** Whether `dir` or a folder above it has a `.git` (a folder, or a file for worktrees and submodules). */
+async function insideWorkTree(dir: string): Promise<boolean> {
+  for (let d = dir; ; d = dirname(d)) {
+    if (
+      await access(join(d, '.git')).then(
+        () => true,
+        () => false,
+      )
+    )
+      return true;
+    if (dirname(d) === d) return process.env.GIT_DIR !== undefined;
+  }
 }

@@ -6,6 +6,7 @@
  */
 import type { Model } from '../model/types.ts';
 import type { Diagnostic } from '../shared/diagnostics.ts';
+import type { EncodedResource, StoredParts } from '../snapshot/encoder.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
 import { ModelPacker, unpackModel } from './model-pack.ts';
 import type { Sqlite } from './sqlite.ts';
@@ -40,13 +41,16 @@ export interface VersionRecord {
   warnings: Diagnostic[];
 }
 
-export interface StoredResource {
+/** A resource as a version to store hands it over: an encoded resource. */
+export type StoredResource = Pick<EncodedResource, 'key' | 'kind' | 'name' | 'json' | 'any' | 'parts'>;
+
+/** A resource read back: its JSON text, and its Any bytes or the parts to rebuild them from. */
+export interface LoadedResource {
   key: string;
   kind: ResourceKind;
   name: string;
-  /** Parsed object when writing; JSON text when loading (parsed only if someone needs it). */
-  json: Record<string, unknown> | string;
-  any: Buffer;
+  json: string;
+  stored: Buffer | StoredParts;
 }
 
 /** Per node group, the keys of the resources a version serves (`secret:<name>` for secrets). */
@@ -113,6 +117,8 @@ export class RevisionStore {
   private storedKeys?: Set<string>;
   /** Type keys already in type_manifests (loaded on first insert). */
   private storedTypes?: Set<string>;
+  /** Keys already in resource_parts (loaded on first insert). */
+  private storedParts?: Set<string>;
   private readonly packer = new ModelPacker();
 
   constructor(private readonly db: Sqlite) {}
@@ -127,6 +133,9 @@ export class RevisionStore {
     this.storedTypes ??= new Set(this.db.prepare('SELECT type_key FROM type_manifests').pluck().all() as string[]);
     const knownKeys = this.storedKeys;
     const knownTypes = this.storedTypes;
+    const knownParts = (this.storedParts ??= new Set(
+      this.db.prepare('SELECT key FROM resource_parts').pluck().all() as string[],
+    ));
     const newTypes = new Map<string, StoredType>();
     for (const g of Object.values(manifest))
       for (const t of g.types) if (!knownTypes.has(t.typeKey)) newTypes.set(t.typeKey, t);
@@ -136,6 +145,7 @@ export class RevisionStore {
     for (const [group, g] of Object.entries(manifest))
       typed.groups[group] = { types: g.types.map((t) => t.typeKey), secrets: [...g.secrets] };
     const model = this.packer.pack(v.model);
+    const newParts: string[] = [];
     const id = this.db
       .transaction(() => {
         const chunk = this.db.prepare('INSERT OR IGNORE INTO model_chunks (hash, json) VALUES (?, ?)');
@@ -161,10 +171,26 @@ export class RevisionStore {
           );
         const versionId = Number(info.lastInsertRowid);
         const ins = this.db.prepare(
-          'INSERT OR IGNORE INTO encoded_resources (key, kind, name, json, any) VALUES (?, ?, ?, ?, ?)',
+          `INSERT OR IGNORE INTO encoded_resources (key, kind, name, json, any, parts, rest)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
         );
-        for (const r of fresh.values())
-          ins.run(r.key, r.kind, r.name, typeof r.json === 'string' ? r.json : JSON.stringify(r.json), r.any);
+        const part = this.db.prepare('INSERT OR IGNORE INTO resource_parts (key, json, framed) VALUES (?, ?, ?)');
+        for (const r of fresh.values()) {
+          const p = r.parts;
+          if (!p) {
+            ins.run(r.key, r.kind, r.name, JSON.stringify(r.json), r.any, null, null);
+            continue;
+          }
+          // Only the parts the store does not have yet: a one-route edit writes one virtual host.
+          const entries = r.json[p.field] as unknown[];
+          p.entries.forEach((e, i) => {
+            if (knownParts.has(e.key)) return;
+            part.run(e.key, JSON.stringify(entries[i]), e.framed);
+            newParts.push(e.key);
+          });
+          const keys = JSON.stringify({ field: p.field, keys: p.entries.map((e) => e.key) });
+          ins.run(r.key, r.kind, r.name, JSON.stringify({ ...r.json, [p.field]: null }), Buffer.alloc(0), keys, p.rest);
+        }
         const type = this.db.prepare('INSERT OR IGNORE INTO type_manifests (type_key, keys_json) VALUES (?, ?)');
         for (const t of newTypes.values()) type.run(t.typeKey, JSON.stringify(t.keys()));
         this.db
@@ -175,6 +201,7 @@ export class RevisionStore {
       .immediate();
     for (const k of fresh.keys()) knownKeys.add(k);
     for (const k of newTypes.keys()) knownTypes.add(k);
+    for (const k of newParts) knownParts.add(k);
     return id;
   }
 
@@ -234,24 +261,46 @@ export class RevisionStore {
   }
 
   /** The stored resources a manifest names (secrets excluded); undefined if any is missing. */
-  resources(manifest: Manifest): Map<string, StoredResource> | undefined {
+  resources(manifest: Manifest): Map<string, LoadedResource> | undefined {
     const wanted = new Set(
       Object.values(manifest)
         .flat()
         .filter((k) => !k.startsWith(SECRET_PREFIX)),
     );
-    const out = new Map<string, StoredResource>();
+    const out = new Map<string, LoadedResource>();
     const rows = this.db
-      .prepare('SELECT key, kind, name, json, any FROM encoded_resources WHERE key IN (SELECT value FROM json_each(?))')
-      .iterate(JSON.stringify([...wanted])) as Iterable<{
-      key: string;
-      kind: ResourceKind;
-      name: string;
-      json: string;
+      .prepare(
+        `SELECT key, kind, name, json, any, parts, rest FROM encoded_resources
+         WHERE key IN (SELECT value FROM json_each(?))`,
+      )
+      .all(JSON.stringify([...wanted])) as (Omit<LoadedResource, 'stored'> & {
       any: Buffer;
-    }>;
-    for (const r of rows) out.set(r.key, r);
+      parts: string | null;
+      rest: Buffer | null;
+    })[];
+    const parted = rows.flatMap((r) =>
+      r.parts === null ? [] : [{ row: r, ...(JSON.parse(r.parts) as { field: string; keys: string[] }) }],
+    );
+    const parts = parted.length ? this.parts(parted.flatMap((p) => p.keys)) : new Map<string, never>();
+    for (const { key, kind, name, json, any } of rows) out.set(key, { key, kind, name, json, stored: any });
+    for (const p of parted) {
+      const entries = p.keys.map((k) => parts.get(k));
+      if (entries.some((e) => !e)) return undefined;
+      out.get(p.row.key)!.stored = {
+        field: p.field,
+        rest: p.row.rest ?? Buffer.alloc(0),
+        entries: entries as StoredParts['entries'],
+      };
+    }
     return out.size === wanted.size ? out : undefined;
+  }
+
+  /** Stored parts by key. */
+  private parts(keys: string[]): Map<string, StoredParts['entries'][number]> {
+    const rows = this.db
+      .prepare('SELECT key, json, framed FROM resource_parts WHERE key IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify([...new Set(keys)])) as StoredParts['entries'];
+    return new Map(rows.map((r) => [r.key, r]));
   }
 
   /** What changed between two versions, per node group (`kind/name` of resources added, changed, removed). */

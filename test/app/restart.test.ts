@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -70,6 +71,44 @@ test('parses outlive the process: after a restart, a push parses only the file i
     const cla = second.cache.current!.groups.get('default')!.types.endpoint.resources.get('api')!.json;
     assert.match(JSON.stringify(cla), '10.0.0.9', 'the changed file is what is served');
     assert.is(second.stores.revisions.list().length, 2);
+  } finally {
+    await second.close();
+  }
+});
+
+test('a route configuration is stored by virtual host: an edit stores the host it changed; a restart serves the same', async () => {
+  const db = join(tempDir(), 'state.db');
+  const other = (prefix: string) =>
+    `---\nkind: VirtualHost\nname: other\ndomains: [other.example.com]\nroutes:\n  - match: { prefix: ${prefix} }\n    to: web\n`;
+  const edge = (prefix: string) => BASE['edge.yaml']!.replace('[site]', '[site, other]') + other(prefix);
+  const dir = writeTree({ ...BASE, 'edge.yaml': edge('/a') });
+  const partRows = () => {
+    const d = new Database(db, { readonly: true });
+    try {
+      return d.prepare('SELECT COUNT(*) FROM resource_parts').pluck().get();
+    } finally {
+      d.close();
+    }
+  };
+  const first = await startServer(dir, { database: db });
+  assert.is(partRows(), 2, 'one part per virtual host');
+  writeFileSync(join(dir, 'edge.yaml'), edge('/b'));
+  assert.is(((await first.reload()) as { status: string }).status, 'applied');
+  assert.is(partRows(), 3, 'the edit stored the one virtual host it changed');
+  const before = first.cache.current!.groups.get('default')!.types.route.resources.get('edge')!;
+  const json = JSON.parse(JSON.stringify(before.json));
+  await first.close();
+  const second = await startServer(dir, { database: db });
+  try {
+    assert.is(second.pipeline.caches.encoder.stats.encoded, 0, 'nothing encoded on restart');
+    const after = second.cache.current!.groups.get('default')!.types.route.resources.get('edge')!;
+    assert.is(after.key, before.key);
+    assert.ok(Buffer.compare(after.any, before.any) === 0, 'the same bytes, rebuilt from the parts');
+    assert.equal(after.json, json, 'the same JSON, virtual hosts in place');
+    // Parts come back into the encoder: the next edit encodes the virtual host it changes, not every one.
+    writeFileSync(join(dir, 'edge.yaml'), edge('/c'));
+    assert.is(((await second.reload()) as { status: string }).status, 'applied');
+    assert.is(second.pipeline.caches.encoder.stats.partsEncoded, 1);
   } finally {
     await second.close();
   }
