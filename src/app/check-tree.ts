@@ -2,7 +2,7 @@ import { hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
 import { resolve } from 'node:path';
 import type { SecretMaterial } from '../model/types.ts';
 import { loadSecrets } from '../source/secrets.ts';
-import { originKey } from '../model/types.ts';
+import { originIn, originKey } from '../model/types.ts';
 import { readTree } from '../source/read-tree.ts';
 import { validateSourceSet } from '../model/validate.ts';
 import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
@@ -67,10 +67,10 @@ async function checkTreeUncapped(
 ): Promise<TreeCheck & { unchanged?: true }> {
   const source = await readTree(dir, undefined, { unlessTreeHash: opts.unlessTreeHash, cache: caches.source });
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
-  const validated = validateSourceSet(source, caches.schemaChecked, caches.checks);
+  const validated = validateSourceSet(source, caches.assembler, caches.checks);
   if (!validated.model) return { treeHash: source.treeHash, diagnostics: validated.diagnostics };
   const model = validated.model;
-  const secrets = await loadSecrets(model.secrets, resolve(dir), (name) => model.origins[originKey('Secret', name)]);
+  const secrets = await loadSecrets(model.secrets, resolve(dir), (name) => originIn(model, originKey('Secret', name)));
   const diagnostics = [...validated.diagnostics, ...secrets.diagnostics];
   if (hasErrors(secrets.diagnostics)) return { treeHash: source.treeHash, diagnostics };
   const texts = new Map(source.files.map((f) => [f.file, f.text]));

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { Codes, sortDiagnostics, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
-import type { Model } from '../model/types.ts';
+import { originIn, type Model } from '../model/types.ts';
 import type { BuiltConfig, ResourceOrigin } from '../snapshot/build.ts';
 import { rewriteAdsReferences } from '../snapshot/config-sources.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
@@ -237,7 +237,7 @@ export class EnvoyChecker {
         if (reported.has(dedupe)) continue;
         reported.add(dedupe);
         const [kind, name] = originKey.split('/') as [string, string];
-        const at = model.origins[originKey];
+        const at = originIn(model, originKey);
         sink.error(
           Codes.ENVOY_REJECTED,
           at ? { origin: at, kind, name } : undefined,

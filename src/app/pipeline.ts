@@ -10,7 +10,8 @@
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { originKey, type Model, type SecretMaterial } from '../model/types.ts';
+import { modelHash } from '../model/files.ts';
+import { originIn, originKey, type Model, type SecretMaterial } from '../model/types.ts';
 import { compilePlan } from '../rollout/plan.ts';
 import {
   isActive,
@@ -425,7 +426,7 @@ export class ConfigPipeline {
       return this.reject(check.treeHash, dir, diagnostics);
     }
     this.lastRejectedTree = undefined;
-    const hash = this.caches.modelHash(check.model);
+    const hash = modelHash(check.model);
     if (served && hash === this.suppressedModel) {
       // The push a rollback reverted (reached here after the rollback, from another replica).
       this.suppress(check.treeHash, hash);
@@ -582,7 +583,7 @@ export class ConfigPipeline {
 
   /** The TLS material of a model's Secret documents, read from files relative to the config folder. */
   private loadSecretFiles(model: Model): ReturnType<typeof loadSecrets> {
-    return loadSecrets(model.secrets, resolve(this.configDir), (name) => model.origins[originKey('Secret', name)]);
+    return loadSecrets(model.secrets, resolve(this.configDir), (name) => originIn(model, originKey('Secret', name)));
   }
 
   /**

@@ -10,7 +10,7 @@
  */
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
-import type { Model } from '../model/types.ts';
+import { originOf, type Model } from '../model/types.ts';
 import { diffTypes, type GroupSnapshot } from '../snapshot/group-snapshot.ts';
 
 export const DEFAULT_MAX_REMOVAL_PERCENT = 50;
@@ -39,7 +39,8 @@ export function removalDiagnostics(
 ): Diagnostic[] {
   const sink = new DiagnosticSink(textOf);
   const guard = model.guards?.[0];
-  const at = guard ? { origin: model.origins[`Guard/${guard.name}`]!, kind: 'Guard', name: guard.name } : undefined;
+  const origin = guard && originOf(guard);
+  const at = origin ? { origin, kind: 'Guard', name: guard.name } : undefined;
   const how = 'if that is what you mean, add a document `kind: Guard` to the tree for this change';
   const listeners = [...next.values()].reduce((a, g) => a + g.types.listener.resources.size, 0);
   if (listeners === 0 && !guard?.allowEmpty) {

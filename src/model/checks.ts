@@ -8,6 +8,7 @@ import { Codes } from '../shared/diagnostics.ts';
 import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
 import type {
+  SecretDoc,
   GrpcRouteDoc,
   GrpcServiceDoc,
   HeaderMatchDoc,
@@ -18,13 +19,13 @@ import type {
   ServiceDoc,
   VirtualHostDoc,
 } from './schema.ts';
-import { DEFAULT_GROUP, groupNames, listenerGroups, type Model } from './types.ts';
+import { DEFAULT_GROUP, groupNames, LIST_OF, listenerGroups, type DocKind, type Model } from './types.ts';
 import { editDistance } from '../shared/edit-distance.ts';
 import { parseHostPort } from './addresses.ts';
 
-type RefOf = (kind: string, name: string) => DocRef | undefined;
+/** The model's definition of a document (src/model/assemble.ts). */
+type Lookup = (kind: string, name: string) => { doc: object; ref: DocRef } | undefined;
 
-/** Envoy's router retry conditions (x-envoy-retry-on and x-envoy-retry-grpc-on). */
 export const ENVOY_RETRY_ON = new Set([
   '5xx',
   'gateway-error',
@@ -53,17 +54,53 @@ export const GRPC_RETRY_ON = new Set([
 ]);
 
 /**
- * Results of the checks that read one document only, by document identity: parsed documents of
- * unchanged files are the same objects as last time, so a one-file change checks that file's
- * documents again and replays the others' diagnostics (cross-references are checked every time).
+ * Results of checks by document identity: parsed documents of unchanged files are the same
+ * objects as last time, so a one-file change checks that file's documents again and replays the
+ * others' diagnostics. A check that reads other documents (a virtual host's routes name services)
+ * is replayed only while each document it read is still the same object, or still missing.
  */
 export interface CheckMemo {
   readonly service: WeakMap<object, Diagnostic[]>;
-  readonly shadowedRoutes: WeakMap<object, Diagnostic[]>;
+  readonly citing: WeakMap<object, CitingResult>;
+  /** Checks of whole model lists, replayed while the lists are the same arrays (section()). */
+  readonly sections: Map<string, { inputs: readonly unknown[]; diagnostics: Diagnostic[] }>;
+}
+
+interface CitingResult {
+  diagnostics: Diagnostic[];
+  /** The model's services when it ran: while they are the same array, nothing it looked up changed. */
+  services: readonly ServiceDoc[];
+  /** The services the check looked up, and what it found. */
+  cited: [string, ServiceDoc | undefined][];
 }
 
 export function newCheckMemo(): CheckMemo {
-  return { service: new WeakMap(), shadowedRoutes: new WeakMap() };
+  return { service: new WeakMap(), citing: new WeakMap(), sections: new Map() };
+}
+
+/**
+ * Checks over whole model lists: a list no document of which changed is the same array as last
+ * time (src/model/assemble.ts), so while every input is, what the checks reported is replayed
+ * without visiting the documents. Results with errors are not kept (see onceCiting).
+ */
+function section(
+  memo: CheckMemo | undefined,
+  key: string,
+  inputs: readonly unknown[],
+  sink: DiagnosticSink,
+  run: () => void,
+): void {
+  const hit = memo?.sections.get(key);
+  if (hit && hit.inputs.length === inputs.length && hit.inputs.every((x, i) => x === inputs[i])) {
+    sink.diagnostics.push(...hit.diagnostics);
+    return;
+  }
+  const before = sink.diagnostics.length;
+  run();
+  const diagnostics = sink.diagnostics.slice(before);
+  if (!memo) return;
+  if (diagnostics.some((d) => d.severity === 'error')) memo.sections.delete(key);
+  else memo.sections.set(key, { inputs, diagnostics });
 }
 
 /** Runs a one-document check, or replays what it reported for this very object before. */
@@ -78,12 +115,54 @@ function once(memo: WeakMap<object, Diagnostic[]> | undefined, doc: object, sink
   memo?.set(doc, sink.diagnostics.slice(before));
 }
 
-export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf, memo?: CheckMemo): void {
-  const services = new Map(model.services.map((s) => [s.name, s]));
-  const vhosts = new Map(model.virtualHosts.map((v) => [v.name, v]));
-  const secrets = new Map(model.secrets.map((s) => [s.name, s]));
+/**
+ * A check of `doc` that looks services up: replayed while every service it looked up is the same
+ * object (or still missing). Results with errors are not kept: their "did you mean" hints depend
+ * on every name, and a tree with errors is not applied anyway.
+ */
+function onceCiting(
+  memo: WeakMap<object, CitingResult> | undefined,
+  doc: object,
+  sink: DiagnosticSink,
+  services: { list: readonly ServiceDoc[]; get(name: string): ServiceDoc | undefined },
+  needService: NeedService,
+  run: (need: NeedService) => void,
+): void {
+  const hit = memo?.get(doc);
+  if (hit && (hit.services === services.list || hit.cited.every(([name, s]) => services.get(name) === s))) {
+    sink.diagnostics.push(...hit.diagnostics);
+    return;
+  }
+  const before = sink.diagnostics.length;
+  const cited: CitingResult['cited'] = [];
+  run((r, path, name) => {
+    const s = needService(r, path, name);
+    cited.push([name, s]);
+    return s;
+  });
+  const diagnostics = sink.diagnostics.slice(before);
+  if (memo && !diagnostics.some((d) => d.severity === 'error'))
+    memo.set(doc, { diagnostics, services: services.list, cited });
+}
+
+/**
+ * `lookup` finds the model's documents by kind and name (the assembler's index: nothing is
+ * indexed again here per tree).
+ */
+export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, memo?: CheckMemo): void {
+  const find = <T extends { name: string }>(kind: DocKind) => {
+    const list = (model[LIST_OF[kind]] ?? []) as unknown as readonly T[];
+    return {
+      list,
+      get: (name: string) => lookup(kind, name)?.doc as T | undefined,
+      keys: () => list.map((d) => d.name),
+    };
+  };
+  const services = find<ServiceDoc>('Service');
+  const vhosts = find<VirtualHostDoc>('VirtualHost');
+  const secrets = find<SecretDoc>('Secret');
   const groups = new Set(groupNames(model));
-  const ref = (kind: string, name: string) => refOf(kind, name)!;
+  const ref = (kind: string, name: string) => lookup(kind, name)!.ref;
 
   const suggest = (name: string, candidates: Iterable<string>): string => {
     let best: string | undefined;
@@ -121,14 +200,16 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf, mem
     else if (want === 'certificate' && !sec.certificateFile)
       sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" holds no certificate`);
   };
-  for (const s of model.services) {
-    once(memo?.service, s, sink, () => checkService(s, ref('Service', s.name), sink));
-    if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
-    if (s.tls?.clientSecret !== undefined)
-      needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
-    if (s.tls?.caSecret && s.tls.caFile)
-      sink.error(Codes.INVALID_VALUE, ref('Service', s.name), ['tls'], 'use caFile or caSecret, not both');
-  }
+  section(memo, 'services', [model.services, model.secrets], sink, () => {
+    for (const s of model.services) {
+      once(memo?.service, s, sink, () => checkService(s, ref('Service', s.name), sink));
+      if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
+      if (s.tls?.clientSecret !== undefined)
+        needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
+      if (s.tls?.caSecret && s.tls.caFile)
+        sink.error(Codes.INVALID_VALUE, ref('Service', s.name), ['tls'], 'use caFile or caSecret, not both');
+    }
+  });
 
   for (const g of model.nodeGroups) {
     const r = ref('NodeGroup', g.name);
@@ -177,7 +258,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf, mem
       sink.error(Codes.INVALID_VALUE, r, ['address'], `"${l.address}" is not an IP address`);
     l.virtualHosts.forEach((v, i) => {
       usedVhosts.add(v);
-      if (!vhosts.has(v))
+      if (!vhosts.get(v))
         sink.error(
           Codes.UNKNOWN_REFERENCE,
           r,
@@ -221,22 +302,29 @@ export function checkModel(model: Model, sink: DiagnosticSink, refOf: RefOf, mem
     checkDomainClashes(l, vhosts, r, sink);
   }
 
-  for (const v of model.virtualHosts) {
-    const r = ref('VirtualHost', v.name);
-    if (!usedVhosts.has(v.name))
-      sink.warn(Codes.UNKNOWN_REFERENCE, r, [], 'no Listener carries this virtual host; it is not served');
-    v.routes.forEach((route, i) => {
-      checkHttpRoute(route, ['routes', i], r, sink, needService);
-    });
-    once(memo?.shadowedRoutes, v, sink, () => checkShadowedRoutes(v.routes, r, sink));
-  }
+  section(memo, 'virtualHosts', [model.virtualHosts, model.services, model.listeners], sink, () => {
+    for (const v of model.virtualHosts) {
+      if (!usedVhosts.has(v.name))
+        sink.warn(
+          Codes.UNKNOWN_REFERENCE,
+          ref('VirtualHost', v.name),
+          [],
+          'no Listener carries this virtual host; it is not served',
+        );
+      onceCiting(memo?.citing, v, sink, services, needService, (need) => {
+        const r = ref('VirtualHost', v.name);
+        v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, need));
+        checkShadowedRoutes(v.routes, r, sink);
+      });
+    }
+  });
 
   for (const g of model.grpcServices) {
     const r = ref('GrpcService', g.name);
     needGroups(r, g.groups);
-    g.routes.forEach((route, i) => {
-      checkGrpcRoute(route, ['routes', i], r, sink, needService);
-    });
+    onceCiting(memo?.citing, g, sink, services, needService, (need) =>
+      g.routes.forEach((route, i) => checkGrpcRoute(route, ['routes', i], r, sink, need)),
+    );
   }
 
   // At most one policy of each kind: two would leave which one applies to chance.
@@ -644,7 +732,7 @@ function checkGrpcRoute(
 
 function checkDomainClashes(
   l: ListenerDoc,
-  vhosts: Map<string, VirtualHostDoc>,
+  vhosts: { get(name: string): VirtualHostDoc | undefined },
   r: DocRef,
   sink: DiagnosticSink,
 ): void {

@@ -37,13 +37,16 @@ export interface Model {
   guards?: GuardDoc[];
   /** Staged delivery policy (at most one); absent in models stored before it existed. */
   rollouts?: RolloutDoc[];
-  /** `Kind/name` -> origin. */
-  origins: Record<string, Origin>;
 }
 
-export type ModelListName = keyof Omit<Model, 'schemaVersion' | 'origins'>;
+export type ModelListName = keyof Omit<Model, 'schemaVersion'>;
+
+/** An operator document of any kind, as a model list holds it. */
+export type Doc = Model[ModelListName] extends (infer D)[] | undefined ? D : never;
 
 /** The model list each document kind goes to: validation fills the lists, the store packs them by file. */
+export type DocKind = keyof typeof LIST_OF;
+
 export const LIST_OF = {
   Service: 'services',
   Listener: 'listeners',
@@ -75,8 +78,44 @@ export function emptyModel(): Model {
     nodeGroups: [],
     guards: [],
     rollouts: [],
-    origins: {},
   };
+}
+
+/**
+ * Where each document came from, by document identity: a parsed document is one object, never
+ * changed, from one place in one file; the model's lists hold these very objects. Recorded when a
+ * file's documents are taken into a model (src/model/assemble.ts) or a stored model is read back.
+ */
+const ORIGINS = new WeakMap<object, Origin>();
+
+export function originOf(doc: object): Origin | undefined {
+  return ORIGINS.get(doc);
+}
+
+export function recordOrigin(doc: object, origin: Origin): void {
+  ORIGINS.set(doc, origin);
+}
+
+/** The document of `kind` named `name`: lists are sorted by name, so a binary search. */
+export function docOf(model: Model, kind: string, name: string): Doc | undefined {
+  const list = (model[LIST_OF[kind as DocKind] as ModelListName] ?? []) as Doc[];
+  let lo = 0;
+  let hi = list.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const n = list[mid]!.name;
+    if (n === name) return list[mid];
+    if (n < name) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
+/** Where the document `Kind/name` (an origin key) of a model came from. */
+export function originIn(model: Model, key: string): Origin | undefined {
+  const slash = key.indexOf('/');
+  const doc = docOf(model, key.slice(0, slash), key.slice(slash + 1));
+  return doc && originOf(doc);
 }
 
 /** Every node group the model defines, plus the implicit `default`. Sorted by name. */

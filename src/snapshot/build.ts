@@ -7,13 +7,13 @@
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
-import { groupNames, type Model } from '../model/types.ts';
+import { groupNames, originIn, type Model } from '../model/types.ts';
 import { translateGroup, translateSecret, type TranslatedResource } from '../translate/index.ts';
 import type { SecretMaterial } from '../model/types.ts';
-import { ResourceEncoder, type EncodedResource } from './encoder.ts';
+import { ResourceEncoder, type EncodedList, type EncodedResource } from './encoder.ts';
 import { TranslationMemo } from '../translate/memo.ts';
 import { makeGroupSnapshot, type GroupSnapshot } from './group-snapshot.ts';
-import { ResourceTypes } from '../xds/resource-types.ts';
+import { RESOURCE_KINDS, ResourceTypes, type ResourceKind } from '../xds/resource-types.ts';
 
 /** Which operator document a resource comes from (`Kind/name`), to report problems found later. */
 export interface ResourceOrigin {
@@ -54,15 +54,18 @@ export function buildConfig(
   const groups = new Map<string, GroupSnapshot>();
   const reported = new Set<EncodedResource>();
   for (const group of groupNames(model)) {
-    const encoded: EncodedResource[] = [];
-    for (const t of translateGroup(model, group, secrets, memo)) {
-      const r = encoder.encode(t.kind, t.name, t.json);
-      // A resource shared by several groups is reported once.
-      if (r.issues.length && !reported.has(r)) {
-        reported.add(r);
-        reportIssues(sink, model, t, r);
-      }
-      encoded.push(r);
+    const translated = translateGroup(model, group, secrets, memo);
+    const encoded = {} as Record<ResourceKind, EncodedList>;
+    for (const kind of RESOURCE_KINDS) {
+      const list = (encoded[kind] = encoder.encodeList(translated[kind]));
+      if (!list.issues) continue;
+      list.forEach((r, i) => {
+        // A resource shared by several groups is reported once.
+        if (r.issues.length && !reported.has(r)) {
+          reported.add(r);
+          reportIssues(sink, model, translated[kind][i]!, r);
+        }
+      });
     }
     groups.set(group, makeGroupSnapshot(group, encoded, previous?.get(group)));
   }
@@ -88,8 +91,9 @@ function originsOf(
 ): Map<string, ResourceOrigin> {
   const origins = new Map<string, ResourceOrigin>();
   for (const group of groups)
-    for (const t of translateGroup(model, group, secrets, memo))
-      origins.set(`${t.kind}/${t.name}`, { origin: t.origin, virtualHostOrigins: t.virtualHostOrigins });
+    for (const list of Object.values(translateGroup(model, group, secrets, memo)))
+      for (const t of list)
+        origins.set(`${t.kind}/${t.name}`, { origin: t.origin, virtualHostOrigins: t.virtualHostOrigins });
   return origins;
 }
 
@@ -100,7 +104,7 @@ function reportIssues(sink: DiagnosticSink, model: Model, t: TranslatedResource,
     const vh = /^virtual_hosts\[(\d+)\]/.exec(issue.path);
     const originKey = (vh && t.virtualHostOrigins?.[Number(vh[1])]) || t.origin;
     const [kind = '', name = ''] = originKey.split('/');
-    const origin = model.origins[originKey];
+    const origin = originIn(model, originKey);
     const what = `${ResourceTypes[t.kind].envoyName} "${t.name}"`;
     sink.error(
       Codes.ENVOY_RESOURCE,

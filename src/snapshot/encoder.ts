@@ -76,6 +76,13 @@ interface Entry {
   build: number;
 }
 
+/** Encoded resources of one translated list, with their cache entries. */
+export type EncodedList = readonly EncodedResource[] & {
+  readonly entries: readonly Entry[];
+  /** Whether any of them has proto/PGV problems (then the build reports them). */
+  readonly issues: boolean;
+};
+
 /** One entry of a `parts` field, encoded alone: its hash, its framed field bytes, its problems. */
 interface EncodedPart {
   key: string;
@@ -110,19 +117,49 @@ export class ResourceEncoder {
 
   /** The same JSON object (memoized translation) maps to the same encoding without rehashing. */
   private byObject = new WeakMap<object, Entry>();
+  /** Lists encoded before, by list identity (a translation section that did not change). */
+  private lists = new WeakMap<readonly object[], EncodedList>();
+
+  /**
+   * A list of translated resources, encoded: the same list (a section translation kept because its
+   * inputs did not change) gives back the same array without looking at each resource, only
+   * marking them used by this build.
+   */
+  encodeList(items: readonly { kind: ResourceKind; name: string; json: Record<string, unknown> }[]): EncodedList {
+    const hit = this.lists.get(items);
+    if (hit) {
+      for (const e of hit.entries) {
+        // Dropped when a build did not use it: back in the cache (the encoding itself is immutable).
+        if (e.build < this.build - 1 && this.cache.get(e.res.key) !== e) this.cache.set(e.res.key, e);
+        e.build = this.build;
+      }
+      this.stats.reused += hit.entries.length;
+      return hit;
+    }
+    const entries = items.map((t) => this.entryFor(t.kind, t.name, t.json));
+    const list: EncodedList = Object.assign(
+      entries.map((e) => e.res),
+      { entries, issues: entries.some((e) => e.res.issues.length > 0) },
+    );
+    this.lists.set(items, list);
+    return list;
+  }
 
   encode(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
+    return this.entryFor(kind, name, json).res;
+  }
+
+  private entryFor(kind: ResourceKind, name: string, json: Record<string, unknown>): Entry {
     const known = this.byObject.get(json);
     if (known && this.cache.get(known.res.key) === known) {
       known.build = this.build;
       this.stats.reused++;
-      return known.res;
+      return known;
     }
-    const res = this.encodeByContent(kind, name, json);
-    return res;
+    return this.encodeByContent(kind, name, json);
   }
 
-  private encodeByContent(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
+  private encodeByContent(kind: ResourceKind, name: string, json: Record<string, unknown>): Entry {
     const spec = ResourceTypes[kind].parts;
     const entries = spec && json[spec.field];
     const split =
@@ -138,7 +175,7 @@ export class ResourceEncoder {
       hit.build = this.build;
       this.stats.reused++;
       this.byObject.set(json, hit);
-      return hit.res;
+      return hit;
     }
     this.stats.encoded++;
     const typeUrl = TypeUrls[kind];
@@ -170,7 +207,7 @@ export class ResourceEncoder {
         split.entries.map((p) => p.key),
       );
     this.byObject.set(json, entry);
-    return res;
+    return entry;
   }
 
   /** One entry of a `parts` field: by object identity, then by content, encoded only if new. */

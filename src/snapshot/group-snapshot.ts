@@ -19,7 +19,7 @@ export interface GroupSnapshot {
   readonly types: Readonly<Record<ResourceKind, TypeSnapshot>>;
 }
 
-export function makeTypeSnapshot(kind: ResourceKind, resources: EncodedResource[]): TypeSnapshot {
+export function makeTypeSnapshot(kind: ResourceKind, resources: readonly EncodedResource[]): TypeSnapshot {
   const sorted = [...resources].sort(byName);
   const version = shortHash(`${kind}\n${sorted.map((r) => `${r.name}\u0000${r.version}`).join('\n')}`);
   return {
@@ -30,31 +30,45 @@ export function makeTypeSnapshot(kind: ResourceKind, resources: EncodedResource[
   };
 }
 
-/**
- * `previous`: the group's last snapshot. A type whose resources are the very same encoded objects
- * keeps its TypeSnapshot (no re-sort, no re-hash; response bodies cached on it stay valid).
- */
-export function makeGroupSnapshot(
-  group: string,
-  resources: EncodedResource[],
-  previous?: GroupSnapshot,
-): GroupSnapshot {
-  const byKind = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, [] as EncodedResource[]])) as Record<
+/** Resources bucketed by kind (for resources that come as one list: a stored version, tests). */
+export function byKind(resources: readonly EncodedResource[]): Record<ResourceKind, EncodedResource[]> {
+  const out = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, [] as EncodedResource[]])) as Record<
     ResourceKind,
     EncodedResource[]
   >;
-  for (const r of resources) byKind[r.kind].push(r);
+  for (const r of resources) out[r.kind].push(r);
+  return out;
+}
+
+/** The list each type snapshot was made from: the same list again needs no comparison. */
+const SOURCE = new WeakMap<TypeSnapshot, readonly EncodedResource[]>();
+
+/**
+ * `previous`: the group's last snapshot. A type whose list is the very list it was made from, or
+ * whose resources are the very same encoded objects, keeps its TypeSnapshot (no re-sort, no
+ * re-hash; response bodies cached on it stay valid).
+ */
+export function makeGroupSnapshot(
+  group: string,
+  resources: Readonly<Record<ResourceKind, readonly EncodedResource[]>> | readonly EncodedResource[],
+  previous?: GroupSnapshot,
+): GroupSnapshot {
+  const lists = Array.isArray(resources) ? byKind(resources as readonly EncodedResource[]) : resources;
   const types = Object.fromEntries(
-    RESOURCE_KINDS.map((k) => [
-      k,
-      sameResources(previous?.types[k], byKind[k]) ? previous!.types[k] : makeTypeSnapshot(k, byKind[k]),
-    ]),
+    RESOURCE_KINDS.map((k) => {
+      const list = (lists as Record<ResourceKind, readonly EncodedResource[]>)[k];
+      const prev = previous?.types[k];
+      if (prev && (SOURCE.get(prev) === list || sameResources(prev, list))) return [k, prev];
+      const made = makeTypeSnapshot(k, list);
+      SOURCE.set(made, list);
+      return [k, made];
+    }),
   ) as Record<ResourceKind, TypeSnapshot>;
   return { group, types };
 }
 
-function sameResources(prev: TypeSnapshot | undefined, items: readonly EncodedResource[]): boolean {
-  if (!prev || prev.resources.size !== items.length) return false;
+function sameResources(prev: TypeSnapshot, items: readonly EncodedResource[]): boolean {
+  if (prev.resources.size !== items.length) return false;
   for (const r of items) if (prev.resources.get(r.name) !== r) return false;
   return true;
 }

@@ -8,7 +8,7 @@ import type { Model } from '../model/types.ts';
 import type { Diagnostic } from '../shared/diagnostics.ts';
 import type { EncodedResource, StoredParts } from '../snapshot/encoder.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
-import { ModelPacker, unpackModel } from './model-pack.ts';
+import { packModel, unpackModel } from './model-pack.ts';
 import type { Sqlite } from './sqlite.ts';
 
 export type SourceKind = 'directory' | 'git' | 'rollback';
@@ -119,7 +119,8 @@ export class RevisionStore {
   private storedTypes?: Set<string>;
   /** Keys already in resource_parts (loaded on first insert). */
   private storedParts?: Set<string>;
-  private readonly packer = new ModelPacker();
+  /** Model chunks already in model_chunks (loaded on first insert). */
+  private storedChunks?: Set<string>;
 
   constructor(private readonly db: Sqlite) {}
 
@@ -144,12 +145,16 @@ export class RevisionStore {
     const typed: TypedManifestJson = { typed: 1, groups: {} };
     for (const [group, g] of Object.entries(manifest))
       typed.groups[group] = { types: g.types.map((t) => t.typeKey), secrets: [...g.secrets] };
-    const model = this.packer.pack(v.model);
+    const model = packModel(v.model);
+    const knownChunks = (this.storedChunks ??= new Set(
+      this.db.prepare('SELECT hash FROM model_chunks').pluck().all() as string[],
+    ));
+    const newChunks = model.chunks.filter((c) => !knownChunks.has(c.hash));
     const newParts: string[] = [];
     const id = this.db
       .transaction(() => {
         const chunk = this.db.prepare('INSERT OR IGNORE INTO model_chunks (hash, json) VALUES (?, ?)');
-        for (const c of model.built) chunk.run(c.hash, c.json);
+        for (const c of newChunks) chunk.run(c.hash, c.json);
         const info = this.db
           .prepare(
             `INSERT INTO config_versions
@@ -202,6 +207,7 @@ export class RevisionStore {
     for (const k of fresh.keys()) knownKeys.add(k);
     for (const k of newTypes.keys()) knownTypes.add(k);
     for (const k of newParts) knownParts.add(k);
+    for (const c of newChunks) knownChunks.add(c.hash);
     return id;
   }
 

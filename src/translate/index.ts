@@ -2,8 +2,8 @@
  * Model -> Envoy v3 resources for one node group. Pure: no I/O, no clock, no randomness; the same
  * model always yields the same JSON (and therefore the same bytes and versions on every replica).
  */
-import type { GrpcServiceDoc } from '../model/schema.ts';
-import { byName, listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
+import type { GrpcServiceDoc, VirtualHostDoc } from '../model/schema.ts';
+import { byName, docOf, listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
 import { buildCluster } from './cluster.ts';
 import type { JsonObject } from './common.ts';
@@ -23,9 +23,35 @@ export interface TranslatedResource {
   virtualHostOrigins?: string[];
 }
 
+/** A group's resources by kind, each list in name order. */
+export type GroupResources = Readonly<Record<ResourceKind, readonly TranslatedResource[]>>;
+
+/** Listeners and route configurations of a group, and what they use. */
+interface Front {
+  listeners: TranslatedResource[];
+  routes: TranslatedResource[];
+  /** Services some route of the group targets (only those get clusters). */
+  used: ReadonlySet<string>;
+  /** The services each carried virtual host or gRPC service targets (memoized per document). */
+  targets: readonly (readonly string[])[];
+  secretRefs: readonly string[];
+}
+
+/** Clusters and endpoints of a group, and the secrets they use. */
+interface Back {
+  clusters: TranslatedResource[];
+  endpoints: TranslatedResource[];
+  secretRefs: readonly string[];
+}
+
 /**
  * `secrets` is the TLS material read for the model's Secret documents (an input, so translation
  * stays pure); a group gets the secrets its listeners and clusters reference.
+ *
+ * Work is split in sections whose inputs are model lists: a list no document of which changed is
+ * the same array as last time (src/model/assemble.ts), so a section whose inputs are the same
+ * objects hands back its previous lists, and the build reuses their encodings and snapshots as
+ * they are. A one-route edit translates the group's listeners and routes, not its 10,000 clusters.
  */
 export function translateGroup(
   model: Model,
@@ -33,25 +59,47 @@ export function translateGroup(
   secrets: ReadonlyMap<string, SecretMaterial> = new Map(),
   /** Results by document identity, kept across builds by the caller (a fresh one: nothing reused). */
   memo: TranslationMemo = new TranslationMemo(),
-): TranslatedResource[] {
+): GroupResources {
+  const front = memo.section<Front>(
+    `front\u0000${group}`,
+    [model.listeners, model.virtualHosts, model.grpcServices],
+    (prev) => translateFront(model, group, memo, prev),
+  );
+  const back = memo.section(`back\u0000${group}`, [model.services, front.used], () =>
+    translateBack(model, front.used, memo),
+  );
+  const secret = memo.section(`secret\u0000${group}`, [secrets, front.secretRefs, back.secretRefs], () =>
+    [...new Set([...front.secretRefs, ...back.secretRefs])].sort().flatMap((name) => {
+      const m = secrets.get(name);
+      return m ? [translateSecret(m, memo)] : [];
+    }),
+  );
+  return {
+    cluster: back.clusters,
+    endpoint: back.endpoints,
+    listener: front.listeners,
+    route: front.routes,
+    secret,
+  };
+}
+
+function translateFront(model: Model, group: string, memo: TranslationMemo, prev: Front | undefined): Front {
   // Listeners and routes come from two lists (listeners, gRPC services): sorted by name at the end.
   const listeners: TranslatedResource[] = [];
   const routes: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
-  const services = new Set(model.services.map((s) => s.name));
-  const vhosts = new Map(model.virtualHosts.map((v) => [v.name, v]));
-  const used = new Set<string>();
-  const use = (name: string) => {
-    if (services.has(name)) used.add(name);
-  };
-
+  const targets: (readonly string[])[] = [];
+  const use = (names: readonly string[]) => targets.push(names);
   for (const l of model.listeners) {
     if (!listenerGroups(l).includes(group)) continue;
-    const vs = l.virtualHosts.map((n) => vhosts.get(n)!).filter(Boolean);
+    const vs = l.virtualHosts.flatMap((n) => {
+      const v = docOf(model, 'VirtualHost', n) as VirtualHostDoc | undefined;
+      return v ? [v] : [];
+    });
     if (l.tls)
       for (const n of [l.tls.secret, l.tls.clientCa, ...(l.tls.sni ?? []).map((e) => e.secret)])
         if (n) secretRefs.add(n);
-    for (const v of vs) for (const r of v.routes) forEachTarget(r, use);
+    for (const v of vs) use(memo.once('targets', v, (d) => targetsOf(d.routes)));
     listeners.push({
       kind: 'listener',
       name: l.name,
@@ -72,7 +120,7 @@ export function translateGroup(
   }
   for (const g of model.grpcServices) {
     if (!listenerGroups(g).includes(group)) continue;
-    for (const r of g.routes) forEachTarget(r, use);
+    use(memo.once('targets', g, (d) => targetsOf(d.routes)));
     listeners.push({
       kind: 'listener',
       name: g.target,
@@ -86,9 +134,37 @@ export function translateGroup(
       origin: originKey('GrpcService', g.name),
     });
   }
-  // Clusters and endpoints in name order without sorting: the model's services are in name order.
+  return {
+    listeners: listeners.sort(byName),
+    routes: routes.sort(byName),
+    used: sameTargets(prev?.targets, targets) ? prev!.used : new Set(targets.flat()),
+    targets,
+    secretRefs: [...secretRefs],
+  };
+}
+
+/**
+ * Whether the group targets the same services as before, without building the set: each document
+ * targets what it did (its list is the very same memoized array, or one with the same names).
+ * Then `used` stays the same object, and clusters and endpoints are not translated again.
+ */
+function sameTargets(prev: readonly (readonly string[])[] | undefined, next: readonly (readonly string[])[]): boolean {
+  if (!prev || prev.length !== next.length) return false;
+  for (let i = 0; i < next.length; i++) {
+    const a = prev[i]!;
+    const b = next[i]!;
+    if (a === b) continue;
+    const names = new Set(a);
+    if (names.size !== new Set(b).size || !b.every((n) => names.has(n))) return false;
+  }
+  return true;
+}
+
+/** Clusters and endpoints in name order without sorting: the model's services are in name order. */
+function translateBack(model: Model, used: ReadonlySet<string>, memo: TranslationMemo): Back {
   const clusters: TranslatedResource[] = [];
   const endpoints: TranslatedResource[] = [];
+  const secretRefs = new Set<string>();
   for (const s of model.services) {
     if (!used.has(s.name)) continue;
     for (const n of [s.tls?.caSecret, s.tls?.clientSecret]) if (n) secretRefs.add(n);
@@ -97,13 +173,7 @@ export function translateGroup(
     if (!s.dns)
       endpoints.push({ kind: 'endpoint', name: s.name, json: memo.once('endpoint', s, buildLoadAssignment), origin });
   }
-  const secretsOut: TranslatedResource[] = [];
-  for (const name of [...secretRefs].sort()) {
-    const m = secrets.get(name);
-    if (m) secretsOut.push(translateSecret(m, memo));
-  }
-  // By kind, then name.
-  return [...clusters, ...endpoints, ...listeners.sort(byName), ...routes.sort(byName), ...secretsOut];
+  return { clusters, endpoints, secretRefs: [...secretRefs] };
 }
 
 /** The Envoy Secret of one secret's TLS material (also used alone when certificates rotate). */
@@ -116,9 +186,14 @@ export function translateSecret(m: SecretMaterial, memo: TranslationMemo = new T
   };
 }
 
-function forEachTarget(r: { to?: string; split?: { service: string }[] }, fn: (name: string) => void): void {
-  if (r.to !== undefined) fn(r.to);
-  for (const t of r.split ?? []) fn(t.service);
+/** The services a document's routes send traffic to, each once. */
+function targetsOf(routes: readonly { to?: string; split?: { service: string }[] }[]): string[] {
+  const out = new Set<string>();
+  for (const r of routes) {
+    if (r.to !== undefined) out.add(r.to);
+    for (const t of r.split ?? []) out.add(t.service);
+  }
+  return [...out];
 }
 
 function grpcRouteConfiguration(g: GrpcServiceDoc): JsonObject {

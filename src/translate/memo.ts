@@ -10,6 +10,7 @@
 export class TranslationMemo {
   private readonly single = new WeakMap<object, Map<string, unknown>>();
   private readonly multi = new WeakMap<object, Map<string, { parts: readonly object[]; value: unknown }>>();
+  private readonly sections = new Map<string, { inputs: readonly unknown[]; value: unknown }>();
 
   /** `fn(doc)` computed once per (document object, key). */
   once<D extends object, R>(key: string, doc: D, fn: (doc: D) => R): R {
@@ -29,6 +30,19 @@ export class TranslationMemo {
     if (hit && hit.parts.length === parts.length && hit.parts.every((p, i) => p === parts[i])) return hit.value as R;
     const value = fn();
     m.set(key, { parts, value });
+    return value;
+  }
+
+  /**
+   * A section of a build (one per node group and part): `fn` runs again only when one of `inputs`
+   * is a different object than last time; it gets the previous value, to keep what did not change.
+   */
+  section<R>(key: string, inputs: readonly unknown[], fn: (previous: R | undefined) => R): R {
+    const hit = this.sections.get(key);
+    if (hit && hit.inputs.length === inputs.length && hit.inputs.every((x, i) => x === inputs[i]))
+      return hit.value as R;
+    const value = fn(hit?.value as R | undefined);
+    this.sections.set(key, { inputs, value });
     return value;
   }
 }

@@ -7,9 +7,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PipelineCaches } from '../../src/app/caches.ts';
 import { checkTree } from '../../src/app/check-tree.ts';
-import type { Model } from '../../src/model/types.ts';
+import { modelHash } from '../../src/model/files.ts';
+import { originOf, type Model } from '../../src/model/types.ts';
 import { openStores } from '../../src/store/database.ts';
-import { ModelPacker, unpackModel } from '../../src/store/model-pack.ts';
+import { packModel, unpackModel } from '../../src/store/model-pack.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
 const service = (name: string, address: string) =>
@@ -26,38 +27,45 @@ async function modelOf(dir: string, caches: PipelineCaches): Promise<Model> {
   return check.model!;
 }
 
+const everyOrigin = (m: Model) => [...m.services, ...m.listeners, ...m.virtualHosts].map((d) => [d.name, originOf(d)]);
+
 test('pack then unpack gives the same model (lists in name order, origins) and the same model hash', async () => {
   const caches = new PipelineCaches();
   const model = await modelOf(writeTree(TREE), caches);
-  const packed = new ModelPacker().pack(model);
-  const chunks = new Map(packed.built.map((c) => [c.hash, c.json]));
+  const packed = packModel(model);
+  const chunks = new Map(packed.chunks.map((c) => [c.hash, c.json]));
   assert.is(chunks.size, 4, 'one chunk per source file');
   const back = unpackModel(packed.skeleton, (hashes) => new Map(hashes.map((h) => [h, chunks.get(h)!])));
   assert.equal(back, model);
+  assert.equal(everyOrigin(back), everyOrigin(model));
+  assert.ok(everyOrigin(back).every(([, o]) => o !== undefined));
   assert.equal(
     back.services.map((s) => s.name),
     ['alpha', 'api', 'mid', 'web', 'zeta'],
   );
-  assert.is(new PipelineCaches().modelHash(back), caches.modelHash(model));
+  assert.is(modelHash(back), modelHash(model));
+  assert.is(packModel(back).skeleton, packed.skeleton);
 });
 
 test('after a one-file change only that file is packed again', async () => {
   const caches = new PipelineCaches();
   const dir = writeTree(TREE);
-  const packer = new ModelPacker();
-  const first = packer.pack(await modelOf(dir, caches));
+  const chunksOf = (m: Model) => packModel(m).chunks;
+  const first = chunksOf(await modelOf(dir, caches));
   writeTree({ 'more/b.yaml': service('mid', '10.1.0.9:80') }, dir);
-  const second = packer.pack(await modelOf(dir, caches));
-  assert.is(second.built.length, 1);
-  assert.match(second.built[0]!.json, /"file":"more\/b.yaml"/);
-  const a = JSON.parse(first.skeleton).chunks as string[];
-  const b = JSON.parse(second.skeleton).chunks as string[];
-  assert.is(a.filter((h) => !b.includes(h)).length, 1, 'the other chunks are the same');
+  const model = await modelOf(dir, caches);
+  const second = chunksOf(model);
+  const fresh = second.filter((c) => !first.includes(c));
+  assert.is(fresh.length, 1, 'the chunks of unchanged files are the very same objects');
+  assert.match(fresh[0]!.json, /"file":"more\/b.yaml"/);
+  assert.is(first.filter((c) => !second.some((d) => d.hash === c.hash)).length, 1, 'the others hash the same');
   // A document that moved within its file (same content, other line) is a change of that file too.
   writeTree({ 'more/a.yaml': [service('alpha', '10.1.0.2:80'), service('zeta', '10.1.0.1:80')].join('---\n') }, dir);
-  const third = packer.pack(await modelOf(dir, caches));
-  assert.is(third.built.length, 1);
-  assert.match(third.built[0]!.json, /"file":"more\/a.yaml"/);
+  const third = chunksOf(await modelOf(dir, caches));
+  const moved = third.filter((c) => !second.includes(c));
+  assert.is(moved.length, 1);
+  assert.match(moved[0]!.json, /"file":"more\/a.yaml"/);
+  assert.is.not(modelHash(await modelOf(dir, caches)), modelHash(model));
 });
 
 test('the store reads packed versions and rows that hold the whole model', async () => {
@@ -66,7 +74,7 @@ test('the store reads packed versions and rows that hold the whole model', async
   const model = await modelOf(writeTree(TREE), caches);
   const input = {
     treeHash: 't',
-    modelHash: caches.modelHash(model),
+    modelHash: modelHash(model),
     sourceKind: 'directory' as const,
     source: 'x',
     model,
@@ -74,11 +82,14 @@ test('the store reads packed versions and rows that hold the whole model', async
   };
   const id = stores.revisions.insert(input, {});
   assert.equal(stores.revisions.get(id)!.model, model);
-  // A row from before packing: model_json is the model itself.
-  const legacy = unpackModel(JSON.stringify(model), () => {
+  assert.equal(everyOrigin(stores.revisions.get(id)!.model), everyOrigin(model));
+  // A row from before packing: model_json is the model itself, with its origins by `Kind/name`.
+  const origins = Object.fromEntries(model.services.map((s) => [`Service/${s.name}`, originOf(s)]));
+  const legacy = unpackModel(JSON.stringify({ ...model, origins }), () => {
     throw new Error('no chunks for a whole model');
   });
   assert.equal(legacy, model);
+  assert.equal(legacy.services.map(originOf), model.services.map(originOf));
   stores.close();
 });
 
