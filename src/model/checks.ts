@@ -21,11 +21,13 @@ import type {
 } from './schema.ts';
 import { DEFAULT_GROUP, groupNames, LIST_OF, listenerGroups, type DocKind, type Model } from './types.ts';
 import { editDistance } from '../shared/edit-distance.ts';
+import { sameItems } from '../shared/same-items.ts';
 import { parseHostPort } from './addresses.ts';
 
 /** The model's definition of a document (src/model/assemble.ts). */
 type Lookup = (kind: string, name: string) => { doc: object; ref: DocRef } | undefined;
 
+/** Envoy's router retry conditions (x-envoy-retry-on and x-envoy-retry-grpc-on). */
 export const ENVOY_RETRY_ON = new Set([
   '5xx',
   'gateway-error',
@@ -91,7 +93,7 @@ function section(
   run: () => void,
 ): void {
   const hit = memo?.sections.get(key);
-  if (hit && hit.inputs.length === inputs.length && hit.inputs.every((x, i) => x === inputs[i])) {
+  if (hit && sameItems(hit.inputs, inputs)) {
     sink.diagnostics.push(...hit.diagnostics);
     return;
   }

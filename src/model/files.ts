@@ -22,7 +22,7 @@ export interface Chunk {
 
 const FILES = new WeakMap<Model, readonly ModelFile[]>();
 const CHUNKS = new WeakMap<ModelFile, Chunk>();
-const HASHES = new WeakMap<Model, string>();
+const SKELETONS = new WeakMap<Model, { skeleton: string; hash: string }>();
 
 /** Records the files a model was made of (in path order): set by whoever makes the model. */
 export function setModelFiles(model: Model, files: readonly ModelFile[]): Model {
@@ -76,13 +76,23 @@ export function knownChunk(f: ModelFile, chunk: Chunk): void {
   CHUNKS.set(f, chunk);
 }
 
+/** The skeleton and its hash, computed once per model (the apply hashes it, the store writes it). */
+function skeletonOf(model: Model): { skeleton: string; hash: string } {
+  let s = SKELETONS.get(model);
+  if (!s) {
+    const skeleton = JSON.stringify({
+      packed: 1,
+      schemaVersion: model.schemaVersion,
+      chunks: modelFiles(model).map((f) => chunkOf(f).hash),
+    });
+    SKELETONS.set(model, (s = { skeleton, hash: sha256Hex(skeleton) }));
+  }
+  return s;
+}
+
 /** What a version row stores for the model: the schema version and its chunks' hashes. */
 export function modelSkeleton(model: Model): string {
-  return JSON.stringify({
-    packed: 1,
-    schemaVersion: model.schemaVersion,
-    chunks: modelFiles(model).map((f) => chunkOf(f).hash),
-  });
+  return skeletonOf(model).skeleton;
 }
 
 /**
@@ -90,7 +100,5 @@ export function modelSkeleton(model: Model): string {
  * hash. The same documents at the same places give the same hash on every replica.
  */
 export function modelHash(model: Model): string {
-  let h = HASHES.get(model);
-  if (!h) HASHES.set(model, (h = sha256Hex(modelSkeleton(model))));
-  return h;
+  return skeletonOf(model).hash;
 }

@@ -17,8 +17,6 @@ export interface ValidationResult {
   /** Present when there is no error (warnings allowed). */
   model?: Model;
   diagnostics: Diagnostic[];
-  /** `Kind/name` of the documents that changed since the assembler's previous tree (undefined: all). */
-  changed?: ReadonlySet<string>;
 }
 
 /**
@@ -38,7 +36,5 @@ export function validateSourceSet(
   const { model } = assembly;
   checkModel(model, sink, assembly.lookup, checks);
   const diagnostics = sortDiagnostics(sink.diagnostics);
-  return diagnostics.some((d) => d.severity === 'error')
-    ? { diagnostics }
-    : { model, diagnostics, changed: assembly.changed };
+  return diagnostics.some((d) => d.severity === 'error') ? { diagnostics } : { model, diagnostics };
 }

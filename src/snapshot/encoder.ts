@@ -264,7 +264,7 @@ export class ResourceEncoder {
       framed: lenField(DR.resources, any),
       issues: [] as ProtoIssue[],
       namedOnly,
-      ...(parts && { parts: { field: parts.field, rest: parts.rest, entries: parts.entries } }),
+      ...(parts && { parts }),
     };
     // gRPC serves bytes only; the JSON (REST, files, status) is parsed on first use.
     const res = Object.defineProperty(base, 'json', {

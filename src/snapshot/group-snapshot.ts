@@ -31,7 +31,7 @@ export function makeTypeSnapshot(kind: ResourceKind, resources: readonly Encoded
 }
 
 /** Resources bucketed by kind (for resources that come as one list: a stored version, tests). */
-export function byKind(resources: readonly EncodedResource[]): Record<ResourceKind, EncodedResource[]> {
+function byKind(resources: readonly EncodedResource[]): Record<ResourceKind, EncodedResource[]> {
   const out = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, [] as EncodedResource[]])) as Record<
     ResourceKind,
     EncodedResource[]

@@ -7,6 +7,8 @@
  * One memo belongs to one pipeline (it is passed in, never global): two servers in one process,
  * or two builds a test wants independent, share nothing.
  */
+import { sameItems } from '../shared/same-items.ts';
+
 export class TranslationMemo {
   private readonly single = new WeakMap<object, Map<string, unknown>>();
   private readonly multi = new WeakMap<object, Map<string, { parts: readonly object[]; value: unknown }>>();
@@ -27,7 +29,7 @@ export class TranslationMemo {
     let m = this.multi.get(doc);
     if (!m) this.multi.set(doc, (m = new Map()));
     const hit = m.get(key);
-    if (hit && hit.parts.length === parts.length && hit.parts.every((p, i) => p === parts[i])) return hit.value as R;
+    if (hit && sameItems(hit.parts, parts)) return hit.value as R;
     const value = fn();
     m.set(key, { parts, value });
     return value;
@@ -39,8 +41,7 @@ export class TranslationMemo {
    */
   section<R>(key: string, inputs: readonly unknown[], fn: (previous: R | undefined) => R): R {
     const hit = this.sections.get(key);
-    if (hit && hit.inputs.length === inputs.length && hit.inputs.every((x, i) => x === inputs[i]))
-      return hit.value as R;
+    if (hit && sameItems(hit.inputs, inputs)) return hit.value as R;
     const value = fn(hit?.value as R | undefined);
     this.sections.set(key, { inputs, value });
     return value;

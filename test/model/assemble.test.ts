@@ -119,14 +119,14 @@ test('a one-file edit reports what changed: the documents of that file, nothing 
   tree.texts.set('a.yaml', [service('a1', 1), service('a2', 2)].join('---\n'));
   tree.texts.set('b.yaml', service('b1', 3));
   const assembler = new ModelAssembler();
-  const first = validateSourceSet(tree.source(), assembler);
+  const first = assembler.assemble(tree.source().files);
   assert.is(first.changed, undefined, 'the first tree is all new');
   tree.texts.set('a.yaml', [service('a1', 1), service('a2', 9)].join('---\n'));
-  const second = validateSourceSet(tree.source(), assembler);
+  const second = assembler.assemble(tree.source().files);
   assert.equal([...second.changed!].sort(), ['Service/a1', 'Service/a2']);
-  assert.is(second.model!.services[2], first.model!.services[2], 'b1 is the same object');
+  assert.is(second.model.services[2], first.model.services[2], 'b1 is the same object');
   tree.texts.delete('b.yaml');
-  assert.equal([...validateSourceSet(tree.source(), assembler).changed!], ['Service/b1']);
+  assert.equal([...assembler.assemble(tree.source().files).changed!], ['Service/b1']);
 });
 
 test('a duplicate is reported at the later definition, in path order, however the files arrived', () => {
