@@ -6,7 +6,6 @@ import type { Server } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import type { AdminControl } from '../admin/control.ts';
-import { createAdminServer } from '../admin/server.ts';
 import type { ServerConfig } from '../config/server-config.ts';
 import { secretsAllowed, splitListen } from '../config/server-config.ts';
 import { openStores, type Stores } from '../store/database.ts';
@@ -19,11 +18,11 @@ import { EnvoyChecker } from './envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
 import { TokenAuth } from '../security/tokens.ts';
 import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
-import { createRestServer, type RestServer } from '../transports/rest/rest-server.ts';
-import { FileRenderer, type RenderStats } from '../transports/files/file-renderer.ts';
+import type { RestServer } from '../transports/rest/rest-server.ts';
+import type { FileRenderer, RenderStats } from '../transports/files/file-renderer.ts';
 import { RolloutDriver } from './rollout-driver.ts';
 import { DecisionDesk } from './decisions.ts';
-import { PostgresDecisionLog } from '../decisions/postgres-log.ts';
+import type { PostgresDecisionLog } from '../decisions/postgres-log.ts';
 import type { SharedDecisionStatus } from '../decisions/decision.ts';
 
 export interface RunningApp {
@@ -81,9 +80,11 @@ export async function startApp(
   );
   // Several replicas share operator decisions through PostgreSQL (see DecisionDesk).
   const pg = config.replica?.postgres;
-  const sharedLog =
+  // Modules only some settings use are imported when they are used (pg, fastify, the file renderer):
+  // a restart serves its proxies before loading what they do not need.
+  const sharedLog: PostgresDecisionLog | undefined =
     pg &&
-    new PostgresDecisionLog({
+    new (await import('../decisions/postgres-log.ts')).PostgresDecisionLog({
       url: pg.url,
       pollMs: pg.pollMs ?? 1000,
       queryTimeoutMs: pg.queryTimeoutMs ?? 3000,
@@ -167,7 +168,7 @@ export async function startApp(
       return rollouts.current();
     },
   };
-  const admin: FastifyInstance = createAdminServer({
+  const admin: FastifyInstance = (await import('../admin/server.ts')).createAdminServer({
     control,
     cache,
     registry,
@@ -184,7 +185,7 @@ export async function startApp(
 
   let restPort = 0;
   if (config.rest) {
-    restServer = createRestServer({
+    restServer = (await import('../transports/rest/rest-server.ts')).createRestServer({
       cache,
       registry,
       log,
@@ -207,7 +208,7 @@ export async function startApp(
   let files: FileRenderer | undefined;
   let rendering: Promise<RenderStats | undefined> = Promise.resolve(undefined);
   if (config.files?.enabled) {
-    const renderer = (files = new FileRenderer({
+    const renderer = (files = new (await import('../transports/files/file-renderer.ts')).FileRenderer({
       dir: config.files.dir,
       envoyDir: config.files.envoyDir,
       format: config.files.format,

@@ -367,7 +367,7 @@ export class ConfigPipeline {
       if (!record) return false;
       // TLS material is never in the store: read it again from its files.
       const secrets = await this.readSecrets(
-        record.model,
+        record.head,
         'secrets of the stored version cannot be loaded; they are not served',
       );
       const revision = this.revisions.fromRecord(record, this.material);
@@ -605,8 +605,9 @@ export class ConfigPipeline {
   /** A rollout that was under way when the server stopped resumes where it was. */
   private restoreRollout(revision: Revision): ActiveRollout | undefined {
     const stored = this.stores.rollouts.active();
+    if (!stored || stored.state.to !== revision.id) return undefined;
     const policy = revision.model.rollouts?.[0];
-    if (!stored || stored.state.to !== revision.id || !policy) return undefined;
+    if (!policy) return undefined;
     try {
       return {
         id: stored.id,

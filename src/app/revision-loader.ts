@@ -5,20 +5,29 @@
  * for reuse (a handful at most), so a pin and the rollback to the same version share one.
  */
 import type { Logger } from 'pino';
-import type { Model, SecretMaterial } from '../model/types.ts';
+import type { SecretMaterial } from '../model/types.ts';
 import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
 import { buildConfig } from '../snapshot/build.ts';
-import type { EncodedResource } from '../snapshot/encoder.ts';
-import { makeGroupSnapshot } from '../snapshot/group-snapshot.ts';
-import { makeRevision, revisionGroups, type Revision, type RevisionGroup } from '../snapshot/revision.ts';
-import type { RevisionStore, VersionManifest, VersionRecord } from '../store/revisions.ts';
+import {
+  makeGroupSnapshot,
+  makeTypeSnapshot,
+  storedTypeSnapshot,
+  type GroupSnapshot,
+} from '../snapshot/group-snapshot.ts';
+import { RESOURCE_KINDS } from '../xds/resource-types.ts';
+import {
+  makeRevision,
+  revisionGroups,
+  storedRevision,
+  type Revision,
+  type RevisionGroup,
+} from '../snapshot/revision.ts';
+import type { RevisionStore, StoredVersion, VersionManifest } from '../store/revisions.ts';
 import { SECRET_PREFIX } from '../store/revisions.ts';
 import type { PipelineCaches } from './caches.ts';
 
 const MAX_CACHED_REVISIONS = 8;
-
-export type StoredVersion = VersionRecord & { model: Model };
 
 export class RevisionLoader {
   private readonly restored = new Map<number, Revision>();
@@ -53,23 +62,35 @@ export class RevisionLoader {
 
   /** From the stored manifest and encoded bytes: nothing translated or encoded. */
   private restore(record: StoredVersion): Revision | undefined {
-    const manifest = this.store.manifest(record.id);
-    const stored = manifest && this.store.resources(manifest);
-    if (!manifest || !stored) return undefined;
+    const typed = this.store.typedManifest(record.id);
+    const manifest = typed ? undefined : this.store.manifest(record.id);
+    const keys = typed
+      ? Object.values(typed).flatMap((g) => g.types.flatMap((t) => t.keys))
+      : manifest && Object.values(manifest).flat();
+    const stored = keys && this.store.resources(keys);
+    if (!stored) return undefined;
+    const restore = (k: string) => {
+      const r = stored.get(k)!;
+      return this.caches.encoder.restore(r.kind, r.name, r.key, r.json, r.stored);
+    };
     const groups = new Map<string, RevisionGroup>();
-    for (const [group, keys] of Object.entries(manifest)) {
-      const resources: EncodedResource[] = [];
-      const secretNames: string[] = [];
-      for (const k of keys) {
-        if (k.startsWith(SECRET_PREFIX)) secretNames.push(k.slice(SECRET_PREFIX.length));
-        else {
-          const r = stored.get(k)!;
-          resources.push(this.caches.encoder.restore(r.kind, r.name, r.key, r.json, r.stored));
-        }
+    if (typed)
+      for (const [group, g] of Object.entries(typed)) {
+        const types = Object.fromEntries(
+          RESOURCE_KINDS.map((kind) => {
+            const t = g.types.find((x) => x.kind === kind);
+            return [kind, t ? storedTypeSnapshot(kind, t.version, t.keys.map(restore)) : makeTypeSnapshot(kind, [])];
+          }),
+        ) as GroupSnapshot['types'];
+        groups.set(group, { snapshot: { group, types }, secretNames: g.secrets });
       }
-      groups.set(group, { snapshot: makeGroupSnapshot(group, resources), secretNames });
-    }
-    return makeRevision({ ...revisionFields(record), groups });
+    else
+      for (const [group, keys] of Object.entries(manifest!)) {
+        const secretNames = keys.filter((k) => k.startsWith(SECRET_PREFIX)).map((k) => k.slice(SECRET_PREFIX.length));
+        const resources = keys.filter((k) => !k.startsWith(SECRET_PREFIX)).map(restore);
+        groups.set(group, { snapshot: makeGroupSnapshot(group, resources), secretNames });
+      }
+    return storedRevision({ ...revisionFields(record), groups }, record.head, () => record.model);
   }
 
   /** A version stored without a manifest (older databases): built again from its model. */
@@ -83,11 +104,15 @@ export class RevisionLoader {
       );
       return undefined;
     }
-    return makeRevision({ ...revisionFields(record), groups: revisionGroups(built.config.groups) });
+    return makeRevision({
+      ...revisionFields(record),
+      model: record.model,
+      groups: revisionGroups(built.config.groups),
+    });
   }
 }
 
-function revisionFields(r: StoredVersion): Omit<Revision, 'resolver' | 'groups'> {
+function revisionFields(r: StoredVersion): Omit<Revision, 'resolver' | 'groups' | 'model'> {
   return {
     id: r.id,
     modelHash: r.modelHash,
@@ -95,7 +120,6 @@ function revisionFields(r: StoredVersion): Omit<Revision, 'resolver' | 'groups'>
     appliedAt: r.appliedAt,
     commit: r.commitSha ?? undefined,
     subject: r.subject ?? undefined,
-    model: r.model,
   };
 }
 

@@ -63,7 +63,7 @@ export class RolloutDriver {
     const active = this.pipeline.rollout;
     if (active) return { rollout: this.view(active) };
     const last = this.stores.rollouts.latest();
-    const policy = last && this.stores.revisions.get(last.state.to)?.model.rollouts?.[0];
+    const policy = last && this.stores.revisions.get(last.state.to)?.head.rollouts?.[0];
     return { rollout: null, ...(last && policy ? { last: this.view({ ...last, plan: compilePlan(policy) }) } : {}) };
   }
 

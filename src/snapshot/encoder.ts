@@ -3,7 +3,7 @@ import type { Derivable } from './derived.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { encodeJson, type ProtoIssue } from '../xds/proto-json.ts';
 import { ResourceTypes, TypeUrls, messageName, type ResourceKind } from '../xds/resource-types.ts';
-import { DR, encodeAny, lenField } from '../xds/wire.ts';
+import { framedAny, framedStoredAny, lenField } from '../xds/wire.ts';
 
 /** One resource, encoded once; every transport and every client reuses these bytes. */
 export interface EncodedResource extends Derivable {
@@ -46,6 +46,47 @@ export interface StoredParts {
   entries: { key: string; framed: Buffer; json: string }[];
 }
 
+const NO_ISSUES: readonly ProtoIssue[] = [];
+
+/**
+ * A resource read back from the store. gRPC serves its bytes only; its JSON (REST, files, status)
+ * is parsed from the stored text on first use. A class, not an object with a defined getter: a
+ * restart makes tens of thousands of them.
+ */
+class RestoredResource implements EncodedResource {
+  readonly version: string;
+  readonly any: Buffer;
+  readonly framed: Buffer;
+  readonly issues = NO_ISSUES;
+  readonly namedOnly: boolean;
+  derived?: Map<string, Map<string, unknown>>;
+  private parsed?: Record<string, unknown>;
+
+  constructor(
+    readonly kind: ResourceKind,
+    readonly name: string,
+    readonly key: string,
+    private readonly text: Record<string, unknown> | string,
+    bytes: { any: Buffer; framed: Buffer },
+    readonly parts?: StoredParts,
+  ) {
+    this.version = key.slice(0, 16);
+    this.any = bytes.any;
+    this.framed = bytes.framed;
+    // Listeners are few: parsed now to know whether they are API listeners.
+    this.namedOnly = kind === 'listener' || typeof text !== 'string' ? isNamedOnly(kind, this.json) : false;
+  }
+
+  get json(): Record<string, unknown> {
+    if (this.parsed) return this.parsed;
+    if (typeof this.text !== 'string') return (this.parsed = this.text);
+    const whole = JSON.parse(this.text) as Record<string, unknown>;
+    // The field is null in place in the stored JSON: filled back where it was.
+    if (this.parts) whole[this.parts.field] = this.parts.entries.map((e) => JSON.parse(e.json) as unknown);
+    return (this.parsed = whole);
+  }
+}
+
 /** Whether a resource is for explicit subscribers only (see EncodedResource.namedOnly). */
 export function isNamedOnly(kind: ResourceKind, json: Record<string, unknown>): boolean {
   return kind === 'listener' && json.api_listener !== undefined;
@@ -58,9 +99,8 @@ export function isNamedOnly(kind: ResourceKind, json: Record<string, unknown>): 
 export function encodeVariant(r: EncodedResource, json: Record<string, unknown>): EncodedResource {
   const typeUrl = TypeUrls[r.kind];
   const { bytes, issues } = encodeJson(messageName(typeUrl), json);
-  const any = encodeAny(typeUrl, bytes);
   const { derived: _cachesOfTheOriginal, ...own } = r;
-  return { ...own, json, any, framed: lenField(DR.resources, any), issues };
+  return { ...own, json, ...framedAny(typeUrl, [bytes]), issues };
 }
 
 export interface EncoderStats {
@@ -180,21 +220,17 @@ export class ResourceEncoder {
     this.stats.encoded++;
     const typeUrl = TypeUrls[kind];
     const encoded = encodeJson(messageName(typeUrl), rest);
-    let bytes: Uint8Array = encoded.bytes;
     let issues = encoded.issues;
     if (split) {
-      bytes = Buffer.concat([encoded.bytes, ...split.entries.map((p) => p.framed)]);
       issues = [...issues, ...split.entries.flatMap((p, i) => p.issues.map((x) => issueIn(split.spec.field, i, x)))];
     }
-    const any = encodeAny(typeUrl, bytes);
     const res: EncodedResource = {
       kind,
       name,
       key,
       version: key.slice(0, 16),
       json,
-      any,
-      framed: lenField(DR.resources, any),
+      ...framedAny(typeUrl, split ? [encoded.bytes, ...split.entries.map((p) => p.framed)] : [encoded.bytes]),
       issues,
       namedOnly: isNamedOnly(kind, json),
       ...(split && { parts: { field: split.spec.field, rest: encoded.bytes, entries: split.entries } }),
@@ -242,35 +278,10 @@ export class ResourceEncoder {
     const hit = this.cache.get(key);
     if (hit) return hit.res;
     const parts = Buffer.isBuffer(stored) ? undefined : stored;
-    let parsed = typeof json === 'string' ? undefined : json;
-    const parse = (): Record<string, unknown> => {
-      const whole = JSON.parse(json as string) as Record<string, unknown>;
-      // The field is null in place in the stored JSON: filled back where it was.
-      if (parts) whole[parts.field] = parts.entries.map((e) => JSON.parse(e.json) as unknown);
-      return whole;
-    };
-    // Listeners are few: parse them now to know whether they are API listeners.
-    if (kind === 'listener') parsed ??= parse();
-    const namedOnly = parsed ? isNamedOnly(kind, parsed) : false;
-    const any = parts
-      ? encodeAny(TypeUrls[kind], Buffer.concat([parts.rest, ...parts.entries.map((e) => e.framed)]))
-      : (stored as Buffer);
-    const base = {
-      kind,
-      name,
-      key,
-      version: key.slice(0, 16),
-      any,
-      framed: lenField(DR.resources, any),
-      issues: [] as ProtoIssue[],
-      namedOnly,
-      ...(parts && { parts }),
-    };
-    // gRPC serves bytes only; the JSON (REST, files, status) is parsed on first use.
-    const res = Object.defineProperty(base, 'json', {
-      enumerable: true,
-      get: () => (parsed ??= parse()),
-    }) as unknown as EncodedResource;
+    const bytes = parts
+      ? framedAny(TypeUrls[kind], [parts.rest, ...parts.entries.map((e) => e.framed)])
+      : framedStoredAny(stored as Buffer);
+    const res = new RestoredResource(kind, name, key, json, bytes, parts);
     this.cache.set(key, { res, build: this.build });
     if (parts) {
       for (const e of parts.entries)

@@ -30,6 +30,19 @@ export function makeTypeSnapshot(kind: ResourceKind, resources: readonly Encoded
   };
 }
 
+/**
+ * A type read back from the store with the version it was stored with, its resources already in
+ * name order (as they were stored): nothing sorted or hashed again on a restart.
+ */
+export function storedTypeSnapshot(kind: ResourceKind, version: string, sorted: EncodedResource[]): TypeSnapshot {
+  return {
+    kind,
+    version,
+    resources: new Map(sorted.map((r) => [r.name, r])),
+    wildcard: sorted.filter((r) => !r.namedOnly),
+  };
+}
+
 /** Resources bucketed by kind (for resources that come as one list: a stored version, tests). */
 function byKind(resources: readonly EncodedResource[]): Record<ResourceKind, EncodedResource[]> {
   const out = Object.fromEntries(RESOURCE_KINDS.map((k) => [k, [] as EncodedResource[]])) as Record<

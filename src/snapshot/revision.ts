@@ -46,3 +46,17 @@ export function revisionGroups(built: ReadonlyMap<string, GroupSnapshot>): Map<s
 export function makeRevision(fields: Omit<Revision, 'resolver'>): Revision {
   return { ...fields, resolver: NodeGroupResolver.forModel(fields.model) };
 }
+
+/**
+ * A revision read back from the store: nodes are placed by `head` (a model holding at least the
+ * node groups), and the whole model is read when something first asks for it.
+ */
+export function storedRevision(
+  fields: Omit<Revision, 'resolver' | 'model'>,
+  head: Model,
+  model: () => Model,
+): Revision {
+  const revision = { ...fields, resolver: NodeGroupResolver.forModel(head) };
+  Object.defineProperty(revision, 'model', { enumerable: true, get: model });
+  return revision as Revision;
+}

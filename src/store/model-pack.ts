@@ -16,6 +16,7 @@ import {
   byName,
   emptyModel,
   LIST_OF,
+  originOf,
   recordOrigin,
   type Doc,
   type DocKind,
@@ -29,10 +30,31 @@ export interface PackedModel {
   skeleton: string;
   /** Every chunk the skeleton names (the store inserts those it does not have). */
   chunks: readonly Chunk[];
+  /** The head documents (see HEAD_KINDS), with their origins. */
+  head: string;
 }
 
+/**
+ * What a restart needs before it serves: which group a node is in, which secrets to read, a
+ * rollout's policy. Stored apart so the rest of the model (thousands of services) is read later.
+ */
+const HEAD_KINDS: readonly DocKind[] = ['NodeGroup', 'Secret', 'Rollout'];
+
 export function packModel(model: Model): PackedModel {
-  return { skeleton: modelSkeleton(model), chunks: modelFiles(model).map(chunkOf) };
+  const head = HEAD_KINDS.flatMap((kind) =>
+    ((model[LIST_OF[kind]] ?? []) as Doc[]).map((doc) => [kind, doc, originOf(doc) ?? null]),
+  );
+  return { skeleton: modelSkeleton(model), chunks: modelFiles(model).map(chunkOf), head: JSON.stringify(head) };
+}
+
+/** The head documents of a stored model (packModel), as a model with only those lists. */
+export function unpackHead(headJson: string): Model {
+  const model = emptyModel();
+  for (const [kind, doc, origin] of JSON.parse(headJson) as [DocKind, Doc, Origin | null][]) {
+    ((model[LIST_OF[kind]] ??= []) as Doc[]).push(doc);
+    if (origin) recordOrigin(doc, origin);
+  }
+  return model;
 }
 
 interface Skeleton {

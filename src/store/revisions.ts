@@ -8,7 +8,7 @@ import type { Model } from '../model/types.ts';
 import type { Diagnostic } from '../shared/diagnostics.ts';
 import type { EncodedResource, StoredParts } from '../snapshot/encoder.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
-import { packModel, unpackModel } from './model-pack.ts';
+import { packModel, unpackHead, unpackModel } from './model-pack.ts';
 import type { Sqlite } from './sqlite.ts';
 
 export type SourceKind = 'directory' | 'git' | 'rollback';
@@ -41,6 +41,13 @@ export interface VersionRecord {
   warnings: Diagnostic[];
 }
 
+/** A stored version with its model (read on first use) and its head documents (see unpackHead). */
+export interface StoredVersion extends VersionRecord {
+  readonly model: Model;
+  /** Its node groups, secrets and rollouts: a model with only those lists (the model itself for older rows). */
+  readonly head: Model;
+}
+
 /** A resource as a version to store hands it over: an encoded resource. */
 export type StoredResource = Pick<EncodedResource, 'key' | 'kind' | 'name' | 'json' | 'any' | 'parts'>;
 
@@ -55,6 +62,12 @@ export interface LoadedResource {
 
 /** Per node group, the keys of the resources a version serves (`secret:<name>` for secrets). */
 export type Manifest = Record<string, string[]>;
+
+/** Per node group, each type's version and keys (in name order), and the names of its secrets. */
+export type TypedManifest = Record<
+  string,
+  { types: { kind: ResourceKind; version: string; keys: string[] }[]; secrets: string[] }
+>;
 
 /**
  * One resource type of one group, as a version to store names it: by its content version, with
@@ -159,8 +172,8 @@ export class RevisionStore {
           .prepare(
             `INSERT INTO config_versions
              (tree_hash, model_hash, source_kind, source, commit_sha, author, subject, applied_at,
-              model_json, warnings_json)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+              model_json, warnings_json, head_json)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           )
           .run(
             v.treeHash,
@@ -173,6 +186,7 @@ export class RevisionStore {
             at.toISOString(),
             model.skeleton,
             JSON.stringify(v.warnings),
+            model.head,
           );
         const versionId = Number(info.lastInsertRowid);
         const ins = this.db.prepare(
@@ -211,10 +225,24 @@ export class RevisionStore {
     return id;
   }
 
-  get(id: number): (VersionRecord & { model: Model }) | undefined {
-    const row = this.db.prepare(`SELECT ${VERSION_COLUMNS}, model_json FROM config_versions WHERE id = ?`).get(id) as
-      (VersionRow & { model_json: string }) | undefined;
-    return row ? { ...toRecord(row), model: unpackModel(row.model_json, (h) => this.chunks(h)) } : undefined;
+  /**
+   * A version with its model, read (and unpacked) on first use of `model`: a restart serves from
+   * `head` and the stored resources, and reads the model after.
+   */
+  get(id: number): StoredVersion | undefined {
+    const row = this.db.prepare(`SELECT ${VERSION_COLUMNS}, head_json FROM config_versions WHERE id = ?`).get(id) as
+      (VersionRow & { head_json: string | null }) | undefined;
+    if (!row) return undefined;
+    let model: Model | undefined;
+    const read = () => {
+      const text = this.db.prepare('SELECT model_json FROM config_versions WHERE id = ?').pluck().get(id) as string;
+      return (model ??= unpackModel(text, (h) => this.chunks(h)));
+    };
+    const head = row.head_json === null ? undefined : unpackHead(row.head_json);
+    const record = { ...toRecord(row) } as StoredVersion;
+    Object.defineProperty(record, 'model', { enumerable: true, get: read });
+    Object.defineProperty(record, 'head', { enumerable: true, get: () => head ?? read() });
+    return record;
   }
 
   private chunks(hashes: string[]): Map<string, string> {
@@ -232,7 +260,7 @@ export class RevisionStore {
     return row.id ?? undefined;
   }
 
-  latest(): (VersionRecord & { model: Model }) | undefined {
+  latest(): StoredVersion | undefined {
     const row = this.db.prepare('SELECT MAX(id) AS id FROM config_versions').get() as { id: number | null };
     return row.id === null ? undefined : this.get(row.id);
   }
@@ -245,11 +273,28 @@ export class RevisionStore {
   }
 
   manifest(versionId: number): Manifest | undefined {
+    const m = this.readManifest(versionId);
+    if (!m || m.flat) return m?.flat;
+    const out: Manifest = {};
+    for (const [group, g] of Object.entries(m.typed!))
+      out[group] = [...g.types.flatMap((t) => t.keys), ...g.secrets.map((s) => SECRET_PREFIX + s)];
+    return out;
+  }
+
+  /**
+   * Per group, each type with its version and its keys in name order, as stored since manifests
+   * are typed; undefined for a version stored before (use `manifest`).
+   */
+  typedManifest(versionId: number): TypedManifest | undefined {
+    return this.readManifest(versionId)?.typed;
+  }
+
+  private readManifest(versionId: number): { flat?: Manifest; typed?: TypedManifest } | undefined {
     const row = this.db.prepare('SELECT manifest_json FROM version_manifests WHERE version_id = ?').get(versionId) as
       { manifest_json: string } | undefined;
     if (!row) return undefined;
     const parsed = JSON.parse(row.manifest_json) as Manifest | TypedManifestJson;
-    if (!('typed' in parsed && parsed.typed === 1)) return parsed as Manifest;
+    if (!('typed' in parsed && parsed.typed === 1)) return { flat: parsed as Manifest };
     const typed = parsed as TypedManifestJson;
     const wanted = [...new Set(Object.values(typed.groups).flatMap((g) => g.types))];
     const lists = new Map(
@@ -260,19 +305,26 @@ export class RevisionStore {
       ).map((r) => [r.type_key, JSON.parse(r.keys_json) as string[]]),
     );
     if (lists.size !== wanted.length) return undefined;
-    const out: Manifest = {};
+    const groups: TypedManifest = {};
     for (const [group, g] of Object.entries(typed.groups))
-      out[group] = [...g.types.flatMap((t) => lists.get(t)!), ...g.secrets.map((s) => SECRET_PREFIX + s)];
-    return out;
+      groups[group] = {
+        types: g.types.map((typeKey) => {
+          const at = typeKey.indexOf(':');
+          return {
+            kind: typeKey.slice(0, at) as ResourceKind,
+            version: typeKey.slice(at + 1),
+            keys: lists.get(typeKey)!,
+          };
+        }),
+        secrets: g.secrets,
+      };
+    return { typed: groups };
   }
 
-  /** The stored resources a manifest names (secrets excluded); undefined if any is missing. */
-  resources(manifest: Manifest): Map<string, LoadedResource> | undefined {
-    const wanted = new Set(
-      Object.values(manifest)
-        .flat()
-        .filter((k) => !k.startsWith(SECRET_PREFIX)),
-    );
+  /** The stored resources of these keys (secret entries skipped); undefined if any is missing. */
+  resources(keys: Iterable<string>): Map<string, LoadedResource> | undefined {
+    const wanted = new Set<string>();
+    for (const k of keys) if (!k.startsWith(SECRET_PREFIX)) wanted.add(k);
     const out = new Map<string, LoadedResource>();
     const rows = this.db
       .prepare(

@@ -12,6 +12,8 @@ interface RootsManifest {
 
 /** The Envoy protos, loaded once per process (immutable once loaded). */
 let root: protobuf.Root | undefined;
+/** The discovery requests' messages alone (see REQUEST_TYPES), loaded once per process. */
+let requestRoot: protobuf.Root | undefined;
 
 /**
  * Where `npm run build` writes the loaded protos as a protobufjs JSON descriptor: read back in about
@@ -19,6 +21,18 @@ let root: protobuf.Root | undefined;
  * lives in dist/, never in the repository.
  */
 export const DESCRIPTOR_FILE = projectPath('dist', 'proto', 'envoy.json');
+
+/**
+ * The messages a server decodes from its clients, and everything they use (Node, Struct, Status
+ * and so on: a few dozen of the Envoy API's thousands). Written beside the descriptor, so a restart
+ * decodes its first requests without loading every Envoy proto (about 60 ms), which only the first
+ * apply needs.
+ */
+export const REQUEST_TYPES = [
+  'envoy.service.discovery.v3.DiscoveryRequest',
+  'envoy.service.discovery.v3.DeltaDiscoveryRequest',
+] as const;
+export const REQUEST_DESCRIPTOR_FILE = projectPath('dist', 'proto', 'requests.json');
 
 interface Descriptor {
   /** Which protos (roots.json, their package's and protobufjs's versions) it was made from. */
@@ -80,8 +94,8 @@ export function loadProtos(descriptorFile: string): { root: protobuf.Root; from:
   return { root: parseProtos(manifest), from: 'protos' };
 }
 
-/** Writes the descriptor of the protos (run by `npm run build`). */
-export function writeProtoDescriptor(file = DESCRIPTOR_FILE): void {
+/** Writes the descriptor of the protos, and that of the request messages (run by `npm run build`). */
+export function writeProtoDescriptor(file = DESCRIPTOR_FILE, requestFile = REQUEST_DESCRIPTOR_FILE): void {
   const { manifest, fingerprint } = manifestOf();
   const root = parseProtos(manifest);
   const parsedOptions: Record<string, ParsedOptions> = {};
@@ -89,6 +103,58 @@ export function writeProtoDescriptor(file = DESCRIPTOR_FILE): void {
   const descriptor: Descriptor = { fingerprint, root: root.toJSON(), parsedOptions };
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, JSON.stringify(descriptor));
+  const requests: Descriptor = { fingerprint, root: subsetOf(root, REQUEST_TYPES), parsedOptions: {} };
+  mkdirSync(dirname(requestFile), { recursive: true });
+  writeFileSync(requestFile, JSON.stringify(requests));
+}
+
+/**
+ * The JSON of `names` and every type and enum their fields use, each at its full name (so every
+ * reference resolves as it does in the whole root). A type's own nested types are kept only if used.
+ */
+function subsetOf(whole: protobuf.Root, names: readonly string[]): protobuf.INamespace {
+  const used = new Map<string, protobuf.Type | protobuf.Enum>();
+  const visit = (t: protobuf.Type | protobuf.Enum) => {
+    if (used.has(t.fullName)) return;
+    used.set(t.fullName, t);
+    if (t instanceof protobuf.Type)
+      for (const f of t.fieldsArray) {
+        f.resolve();
+        if (f.resolvedType) visit(f.resolvedType);
+      }
+  };
+  for (const n of names) visit(whole.lookupType(n));
+  type Json = { nested?: Record<string, Json> } & Record<string, unknown>;
+  const out: Json = {};
+  for (const [fullName, t] of used) {
+    const path = fullName.slice(1).split('.');
+    let ns = out;
+    for (const seg of path.slice(0, -1)) ns = (ns.nested ??= {})[seg] ??= {};
+    const { nested: _notUsedUnlessListed, ...own } = t.toJSON() as unknown as Json;
+    const last = path[path.length - 1]!;
+    const before = (ns.nested ??= {})[last];
+    ns.nested[last] = before?.nested ? { ...own, nested: before.nested } : own;
+  }
+  return out as protobuf.INamespace;
+}
+
+/**
+ * The messages clients send (REQUEST_TYPES), from their own small descriptor when it matches the
+ * protos; otherwise from the whole root.
+ */
+export function requestType(fullName: (typeof REQUEST_TYPES)[number]): protobuf.Type {
+  requestRoot ??= loadRequestRoot(REQUEST_DESCRIPTOR_FILE) ?? protoRoot();
+  return requestRoot.lookupType(fullName);
+}
+
+/** The request messages' root from `file`, if it was made from these protos. */
+export function loadRequestRoot(file: string): protobuf.Root | undefined {
+  if (!existsSync(file)) return undefined;
+  const d = JSON.parse(readFileSync(file, 'utf8')) as Descriptor;
+  if (d.fingerprint !== manifestOf().fingerprint) return undefined;
+  const r = protobuf.Root.fromJSON(d.root);
+  r.resolveAll();
+  return r;
 }
 
 function parseProtos(manifest: RootsManifest): protobuf.Root {

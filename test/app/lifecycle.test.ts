@@ -106,6 +106,9 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
   assert.equal(problems, [], verify.stdout + verify.stderr);
   const text = (await import('node:fs')).readFileSync(projectPath('systemd', 'fleetxds.service'), 'utf8');
   assert.not.match(text, /^MemoryDenyWriteExecute\s*=\s*yes/m, 'MemoryDenyWriteExecute kills V8');
+  // The compile cache must outlive the process (PrivateTmp empties /tmp at each start): a directory systemd keeps.
+  const cacheDir = /^CacheDirectory=(\S+)/m.exec(text)?.[1];
+  assert.match(text, new RegExp(`^Environment=NODE_COMPILE_CACHE=/var/cache/${cacheDir}/`, 'm'));
 });
 
 test.run();

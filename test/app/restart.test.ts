@@ -6,6 +6,10 @@ import * as assert from 'uvu/assert';
 import { connect, names, T } from '../helpers/ads-client.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
+import pino from 'pino';
+import { ConfigPipeline } from '../../src/app/pipeline.ts';
+import { SnapshotCache } from '../../src/snapshot/snapshot-cache.ts';
+import { openStores } from '../../src/store/database.ts';
 
 test('on restart the last good version is served from SQLite, even when the directory is now broken', async () => {
   const db = join(tempDir(), 'state.db');
@@ -138,6 +142,58 @@ test('an unchanged tree does not create a new version', async () => {
     assert.is(app.stores.revisions.list().length, 1);
   } finally {
     await app.close();
+  }
+});
+
+test('a restart serves before it reads the model: node groups come from the stored head; older rows read the model', async () => {
+  const db = join(tempDir(), 'state.db');
+  const dir = writeTree({
+    ...BASE,
+    'groups.yaml': 'kind: NodeGroup\nname: other\nmatch: { cluster: other }\n',
+  });
+  const first = await startServer(dir, { database: db });
+  const id = first.cache.current!.versionId;
+  await first.close();
+  // Without its chunks the model cannot be read: a restore that served anyway did not read it.
+  const raw = new Database(db);
+  const chunks = raw.prepare('SELECT hash, json FROM model_chunks').all() as { hash: string; json: string }[];
+  raw.prepare('DELETE FROM model_chunks').run();
+  raw.close();
+  const log = pino({ level: 'silent' });
+  const restore = async () => {
+    const stores = openStores(db);
+    const cache = new SnapshotCache();
+    const pipeline = new ConfigPipeline(stores, cache, log, dir);
+    return { stores, cache, served: await pipeline.loadLatestFromStore() };
+  };
+  const a = await restore();
+  try {
+    assert.ok(a.served, 'served without the model');
+    assert.is(a.cache.current!.versionId, id);
+    const { resolver } = a.cache.current!;
+    assert.is(resolver.resolve({ id: 'n', cluster: 'other', metadata: {} }), 'other', 'groups from the head');
+    assert.is(resolver.resolve({ id: 'n', cluster: 'x', metadata: {} }), 'default');
+    assert.throws(() => a.stores.revisions.get(id)!.model, /chunk .* is missing/, 'the chunks are really gone');
+  } finally {
+    a.stores.close();
+  }
+  // A row stored before heads existed restores from its model.
+  const again = new Database(db);
+  const put = again.prepare('INSERT INTO model_chunks (hash, json) VALUES (?, ?)');
+  for (const c of chunks) put.run(c.hash, c.json);
+  again.prepare('UPDATE config_versions SET head_json = NULL').run();
+  again.close();
+  const b = await restore();
+  try {
+    assert.ok(b.served);
+    assert.is(b.cache.current!.resolver.resolve({ id: 'n', cluster: 'other', metadata: {} }), 'other');
+    assert.equal(
+      b.stores.revisions.get(id)!.head.nodeGroups.map((g) => g.name),
+      ['other'],
+      'an older row has the model as its head',
+    );
+  } finally {
+    b.stores.close();
   }
 });
 

@@ -108,8 +108,12 @@ test('a resource shared by versions is stored once; a diff names what changed pe
   const c = s.revisions.insert(v, { edge: { types: [edgeA], secrets: ['cert'] } });
   assert.is(reads, 3, 'a type already stored is not read again');
   assert.equal(s.revisions.manifest(c), { edge: ['k1', 'k2', 'secret:cert'] });
-  assert.equal([...s.revisions.resources(s.revisions.manifest(a)!)!.keys()].sort(), ['k1', 'k2']);
-  assert.equal([...s.revisions.resources(s.revisions.manifest(b)!)!.keys()].sort(), ['k1', 'k3', 'k4']);
+  assert.equal([...s.revisions.resources(Object.values(s.revisions.manifest(a)!).flat())!.keys()].sort(), ['k1', 'k2']);
+  assert.equal([...s.revisions.resources(Object.values(s.revisions.manifest(b)!).flat())!.keys()].sort(), [
+    'k1',
+    'k3',
+    'k4',
+  ]);
   assert.equal(s.revisions.diff(a, b), {
     edge: { added: ['cluster/db'], changed: ['cluster/api'], removed: ['secret/cert'] },
     mesh: { added: ['cluster/web'], changed: [], removed: [] },

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadProtos, writeProtoDescriptor } from '../../src/xds/proto-root.ts';
+import { loadProtos, loadRequestRoot, REQUEST_TYPES, writeProtoDescriptor } from '../../src/xds/proto-root.ts';
 import { tempDir } from '../helpers/tree.ts';
 
 const CLUSTER = {
@@ -65,6 +65,61 @@ test('the descriptor keeps every validation rule of the .proto files', () => {
   delete old.parsedOptions;
   writeFileSync(file, JSON.stringify(old));
   assert.is(loadProtos(file).from, 'protos', 'a descriptor written without the rules is not used');
+});
+
+// What Envoy and gRPC clients send, with every field whose type lives elsewhere in the API.
+const REQUESTS = {
+  'envoy.service.discovery.v3.DiscoveryRequest': {
+    version_info: 'v1',
+    node: {
+      id: 'n1',
+      cluster: 'c',
+      metadata: { fields: { zone: { string_value: 'a' }, n: { list_value: { values: [{ number_value: 2 }] } } } },
+      locality: { region: 'r', zone: 'z', sub_zone: 's' },
+      user_agent_name: 'envoy',
+      user_agent_build_version: { version: { major_number: 1, minor_number: 36 }, metadata: { fields: {} } },
+      extensions: [{ name: 'e', category: 'c', type_urls: ['t'], version: { version: { major_number: 1 } } }],
+      client_features: ['envoy.lb.does_not_support_overprovisioning'],
+      listening_addresses: [{ socket_address: { address: '10.0.0.1', port_value: 80, protocol: 'UDP' } }],
+    },
+    resource_names: ['a', 'b'],
+    resource_locators: [{ name: 'a', dynamic_parameters: { k: 'v' } }],
+    type_url: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+    response_nonce: '7',
+    error_detail: { code: 3, message: 'bad', details: [{ type_url: 'x', value: Buffer.from([1, 2]) }] },
+  },
+  'envoy.service.discovery.v3.DeltaDiscoveryRequest': {
+    node: { id: 'n1', dynamic_parameters: { k: { params: { a: 'b' } } } },
+    type_url: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+    resource_names_subscribe: ['a'],
+    resource_names_unsubscribe: ['b'],
+    resource_locators_subscribe: [{ name: 'a' }],
+    initial_resource_versions: { a: '1' },
+    response_nonce: '3',
+    error_detail: { code: 9, message: 'no' },
+  },
+};
+
+test('the request descriptor decodes every field of a request as the whole protos do; a stale one is not used', () => {
+  const dir = tempDir();
+  writeProtoDescriptor(join(dir, 'envoy.json'), join(dir, 'requests.json'));
+  const requests = loadRequestRoot(join(dir, 'requests.json'))!;
+  const whole = loadProtos(join(dir, 'envoy.json')).root;
+  assert.ok(requests, 'the request descriptor loads');
+  for (const name of REQUEST_TYPES) {
+    const W = whole.lookupType(name);
+    const bytes = W.encode(W.fromObject(REQUESTS[name])).finish();
+    const R = requests.lookupType(name);
+    const opts = { longs: String, enums: String, bytes: String, defaults: false };
+    const decoded = R.toObject(R.decode(bytes), opts);
+    assert.equal(decoded, W.toObject(W.decode(bytes), opts), name);
+    assert.ok(JSON.stringify(decoded).length > 200, `${name}: the request is not empty`);
+    assert.ok(R.root.lookup('envoy.config.cluster.v3.Cluster') === null, 'the API itself is not in it');
+  }
+  const stale = JSON.parse(readFileSync(join(dir, 'requests.json'), 'utf8'));
+  stale.fingerprint = 'made from other protos';
+  writeFileSync(join(dir, 'requests.json'), JSON.stringify(stale));
+  assert.is(loadRequestRoot(join(dir, 'requests.json')), undefined);
 });
 
 test.run();

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
 import { messageToJson } from '../../xds/proto-json.ts';
-import { lookupType } from '../../xds/proto-root.ts';
+import { requestType } from '../../xds/proto-root.ts';
 import {
   DELTA_DISCOVERY_REQUEST,
   DISCOVERY_REQUEST,
@@ -170,8 +170,8 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
       : {}),
   });
   let warnedCopying = false;
-  const sotwType = lookupType(DISCOVERY_REQUEST);
-  const deltaType = lookupType(DELTA_DISCOVERY_REQUEST);
+  const sotwType = requestType(DISCOVERY_REQUEST);
+  const deltaType = requestType(DELTA_DISCOVERY_REQUEST);
 
   for (const spec of SERVICES) {
     const reqType = spec.delta ? deltaType : sotwType;
