@@ -62,11 +62,10 @@ export class RevisionLoader {
 
   /** From the stored manifest and encoded bytes: nothing translated or encoded. */
   private restore(record: StoredVersion): Revision | undefined {
-    const typed = this.store.typedManifest(record.id);
-    const manifest = typed ? undefined : this.store.manifest(record.id);
+    const { typed, flat } = this.store.servedManifest(record.id) ?? {};
     const keys = typed
       ? Object.values(typed).flatMap((g) => g.types.flatMap((t) => t.keys))
-      : manifest && Object.values(manifest).flat();
+      : flat && Object.values(flat).flat();
     const stored = keys && this.store.resources(keys);
     if (!stored) return undefined;
     const restore = (k: string) => {
@@ -85,7 +84,7 @@ export class RevisionLoader {
         groups.set(group, { snapshot: { group, types }, secretNames: g.secrets });
       }
     else
-      for (const [group, keys] of Object.entries(manifest!)) {
+      for (const [group, keys] of Object.entries(flat!)) {
         const secretNames = keys.filter((k) => k.startsWith(SECRET_PREFIX)).map((k) => k.slice(SECRET_PREFIX.length));
         const resources = keys.filter((k) => !k.startsWith(SECRET_PREFIX)).map(restore);
         groups.set(group, { snapshot: makeGroupSnapshot(group, resources), secretNames });
@@ -133,7 +132,8 @@ export function versionManifest(groups: ReadonlyMap<string, RevisionGroup>): Ver
   for (const [name, g] of groups)
     out[name] = {
       types: Object.values(g.snapshot.types).map((t) => ({
-        typeKey: `${t.kind}:${t.version}`,
+        kind: t.kind,
+        version: t.version,
         keys: () => [...t.resources.values()].map((r) => r.key),
         resources: () => t.resources.values(),
       })),

@@ -87,6 +87,18 @@ class RestoredResource implements EncodedResource {
   }
 }
 
+/**
+ * A resource's framed bytes: its message, followed by the field bytes of its parts when its type
+ * has parts (what an encode produces, and what a restart rebuilds from the stored parts).
+ */
+function resourceBytes(
+  kind: ResourceKind,
+  message: Uint8Array,
+  parts?: readonly { readonly framed: Buffer }[],
+): { any: Buffer; framed: Buffer } {
+  return framedAny(TypeUrls[kind], parts ? [message, ...parts.map((p) => p.framed)] : [message]);
+}
+
 /** Whether a resource is for explicit subscribers only (see EncodedResource.namedOnly). */
 export function isNamedOnly(kind: ResourceKind, json: Record<string, unknown>): boolean {
   return kind === 'listener' && json.api_listener !== undefined;
@@ -100,7 +112,7 @@ export function encodeVariant(r: EncodedResource, json: Record<string, unknown>)
   const typeUrl = TypeUrls[r.kind];
   const { bytes, issues } = encodeJson(messageName(typeUrl), json);
   const { derived: _cachesOfTheOriginal, ...own } = r;
-  return { ...own, json, ...framedAny(typeUrl, [bytes]), issues };
+  return { ...own, json, ...resourceBytes(r.kind, bytes), issues };
 }
 
 export interface EncoderStats {
@@ -206,10 +218,9 @@ export class ResourceEncoder {
       spec && Array.isArray(entries) ? { spec, entries: entries.map((e) => this.part(spec, e)) } : undefined;
     const rest = split ? withoutField(json, split.spec.field) : json;
     const canonical = canonicalJson(rest);
+    const partKeys = split?.entries.map((p) => p.key);
     // With parts, the key covers the rest of the message and the parts' own keys, in order.
-    const key = sha256Hex(
-      `${kind}\u0000${canonical}${split ? `\u0000${split.entries.map((p) => p.key).join(',')}` : ''}`,
-    );
+    const key = sha256Hex(`${kind}\u0000${canonical}${partKeys ? `\u0000${partKeys.join(',')}` : ''}`);
     const hit = this.cache.get(key);
     if (hit) {
       hit.build = this.build;
@@ -230,18 +241,14 @@ export class ResourceEncoder {
       key,
       version: key.slice(0, 16),
       json,
-      ...framedAny(typeUrl, split ? [encoded.bytes, ...split.entries.map((p) => p.framed)] : [encoded.bytes]),
+      ...resourceBytes(kind, encoded.bytes, split?.entries),
       issues,
       namedOnly: isNamedOnly(kind, json),
       ...(split && { parts: { field: split.spec.field, rest: encoded.bytes, entries: split.entries } }),
     };
     const entry = { res, build: this.build };
     this.cache.set(key, entry);
-    if (split)
-      this.partsOf.set(
-        key,
-        split.entries.map((p) => p.key),
-      );
+    if (partKeys) this.partsOf.set(key, partKeys);
     this.byObject.set(json, entry);
     return entry;
   }
@@ -278,9 +285,7 @@ export class ResourceEncoder {
     const hit = this.cache.get(key);
     if (hit) return hit.res;
     const parts = Buffer.isBuffer(stored) ? undefined : stored;
-    const bytes = parts
-      ? framedAny(TypeUrls[kind], [parts.rest, ...parts.entries.map((e) => e.framed)])
-      : framedStoredAny(stored as Buffer);
+    const bytes = parts ? resourceBytes(kind, parts.rest, parts.entries) : framedStoredAny(stored as Buffer);
     const res = new RestoredResource(kind, name, key, json, bytes, parts);
     this.cache.set(key, { res, build: this.build });
     if (parts) {

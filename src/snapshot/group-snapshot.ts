@@ -22,19 +22,18 @@ export interface GroupSnapshot {
 export function makeTypeSnapshot(kind: ResourceKind, resources: readonly EncodedResource[]): TypeSnapshot {
   const sorted = [...resources].sort(byName);
   const version = shortHash(`${kind}\n${sorted.map((r) => `${r.name}\u0000${r.version}`).join('\n')}`);
-  return {
-    kind,
-    version,
-    resources: new Map(sorted.map((r) => [r.name, r])),
-    wildcard: sorted.filter((r) => !r.namedOnly),
-  };
+  return storedTypeSnapshot(kind, version, sorted);
 }
 
 /**
- * A type read back from the store with the version it was stored with, its resources already in
- * name order (as they were stored): nothing sorted or hashed again on a restart.
+ * A type whose version is known and whose resources are in name order: what makeTypeSnapshot
+ * computes, and what a restart reads back from the store (nothing sorted or hashed again).
  */
-export function storedTypeSnapshot(kind: ResourceKind, version: string, sorted: EncodedResource[]): TypeSnapshot {
+export function storedTypeSnapshot(
+  kind: ResourceKind,
+  version: string,
+  sorted: readonly EncodedResource[],
+): TypeSnapshot {
   return {
     kind,
     version,

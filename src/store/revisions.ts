@@ -74,11 +74,25 @@ export type TypedManifest = Record<
  * its keys and resources read only if the store does not have that type version yet.
  */
 export interface StoredType {
-  /** `kind:version`: the same for every group and version serving the same resources of a type. */
-  typeKey: string;
+  kind: ResourceKind;
+  /** The type's content version: the same for every group and version serving the same resources. */
+  version: string;
   keys(): string[];
   resources(): Iterable<StoredResource>;
 }
+
+/** How a type is named in type_manifests and manifests: `kind:version`. */
+function typeKey(t: { kind: ResourceKind; version: string }): string {
+  return `${t.kind}:${t.version}`;
+}
+
+function typeOfKey(key: string): { kind: ResourceKind; version: string } {
+  const at = key.indexOf(':');
+  return { kind: key.slice(0, at) as ResourceKind, version: key.slice(at + 1) };
+}
+
+/** A version's manifest as stored: typed (since type manifests exist) or, for older versions, flat. */
+export type ServedManifest = { typed: TypedManifest; flat?: never } | { flat: Manifest; typed?: never };
 
 /** What a version serves, per node group: its types and the names of its secrets. */
 export type VersionManifest = Record<string, { types: StoredType[]; secrets: readonly string[] }>;
@@ -137,31 +151,32 @@ export class RevisionStore {
 
   constructor(private readonly db: Sqlite) {}
 
+  /** The values of a one-column query, as a set (the keys a table already holds). */
+  private column(sql: string): Set<string> {
+    return new Set(this.db.prepare(sql).pluck().all() as string[]);
+  }
+
   /**
    * Records a version in one transaction: its row (model packed by file), the resource types and
    * encoded resources it introduces, its manifest. After a crash either all of it is there or
    * none. Types and resources already stored are skipped without being read.
    */
   insert(v: VersionInput, manifest: VersionManifest, at = new Date()): number {
-    this.storedKeys ??= new Set(this.db.prepare('SELECT key FROM encoded_resources').pluck().all() as string[]);
-    this.storedTypes ??= new Set(this.db.prepare('SELECT type_key FROM type_manifests').pluck().all() as string[]);
+    this.storedKeys ??= this.column('SELECT key FROM encoded_resources');
+    this.storedTypes ??= this.column('SELECT type_key FROM type_manifests');
     const knownKeys = this.storedKeys;
     const knownTypes = this.storedTypes;
-    const knownParts = (this.storedParts ??= new Set(
-      this.db.prepare('SELECT key FROM resource_parts').pluck().all() as string[],
-    ));
+    const knownParts = (this.storedParts ??= this.column('SELECT key FROM resource_parts'));
     const newTypes = new Map<string, StoredType>();
     for (const g of Object.values(manifest))
-      for (const t of g.types) if (!knownTypes.has(t.typeKey)) newTypes.set(t.typeKey, t);
+      for (const t of g.types) if (!knownTypes.has(typeKey(t))) newTypes.set(typeKey(t), t);
     const fresh = new Map<string, StoredResource>();
     for (const t of newTypes.values()) for (const r of t.resources()) if (!knownKeys.has(r.key)) fresh.set(r.key, r);
     const typed: TypedManifestJson = { typed: 1, groups: {} };
     for (const [group, g] of Object.entries(manifest))
-      typed.groups[group] = { types: g.types.map((t) => t.typeKey), secrets: [...g.secrets] };
+      typed.groups[group] = { types: g.types.map(typeKey), secrets: [...g.secrets] };
     const model = packModel(v.model);
-    const knownChunks = (this.storedChunks ??= new Set(
-      this.db.prepare('SELECT hash FROM model_chunks').pluck().all() as string[],
-    ));
+    const knownChunks = (this.storedChunks ??= this.column('SELECT hash FROM model_chunks'));
     const newChunks = model.chunks.filter((c) => !knownChunks.has(c.hash));
     const newParts: string[] = [];
     const id = this.db
@@ -211,7 +226,7 @@ export class RevisionStore {
           ins.run(r.key, r.kind, r.name, JSON.stringify({ ...r.json, [p.field]: null }), Buffer.alloc(0), keys, p.rest);
         }
         const type = this.db.prepare('INSERT OR IGNORE INTO type_manifests (type_key, keys_json) VALUES (?, ?)');
-        for (const t of newTypes.values()) type.run(t.typeKey, JSON.stringify(t.keys()));
+        for (const [k, t] of newTypes) type.run(k, JSON.stringify(t.keys()));
         this.db
           .prepare('INSERT INTO version_manifests (version_id, manifest_json) VALUES (?, ?)')
           .run(versionId, JSON.stringify(typed));
@@ -272,24 +287,21 @@ export class RevisionStore {
     return rows.map(toRecord);
   }
 
+  /** Per group, the keys of what a version serves (`secret:<name>` for secrets), whatever its manifest's form. */
   manifest(versionId: number): Manifest | undefined {
-    const m = this.readManifest(versionId);
-    if (!m || m.flat) return m?.flat;
+    const m = this.servedManifest(versionId);
+    if (!m?.typed) return m?.flat;
     const out: Manifest = {};
-    for (const [group, g] of Object.entries(m.typed!))
+    for (const [group, g] of Object.entries(m.typed))
       out[group] = [...g.types.flatMap((t) => t.keys), ...g.secrets.map((s) => SECRET_PREFIX + s)];
     return out;
   }
 
   /**
-   * Per group, each type with its version and its keys in name order, as stored since manifests
-   * are typed; undefined for a version stored before (use `manifest`).
+   * A version's manifest as stored: typed (per group, each type with its version and its keys in
+   * name order) or, for a version stored before manifests were typed, flat.
    */
-  typedManifest(versionId: number): TypedManifest | undefined {
-    return this.readManifest(versionId)?.typed;
-  }
-
-  private readManifest(versionId: number): { flat?: Manifest; typed?: TypedManifest } | undefined {
+  servedManifest(versionId: number): ServedManifest | undefined {
     const row = this.db.prepare('SELECT manifest_json FROM version_manifests WHERE version_id = ?').get(versionId) as
       { manifest_json: string } | undefined;
     if (!row) return undefined;
@@ -308,14 +320,7 @@ export class RevisionStore {
     const groups: TypedManifest = {};
     for (const [group, g] of Object.entries(typed.groups))
       groups[group] = {
-        types: g.types.map((typeKey) => {
-          const at = typeKey.indexOf(':');
-          return {
-            kind: typeKey.slice(0, at) as ResourceKind,
-            version: typeKey.slice(at + 1),
-            keys: lists.get(typeKey)!,
-          };
-        }),
+        types: g.types.map((k) => ({ ...typeOfKey(k), keys: lists.get(k)! })),
         secrets: g.secrets,
       };
     return { typed: groups };

@@ -60,11 +60,22 @@ function* optionCarriers(ns: protobuf.NamespaceBase): Generator<protobuf.Reflect
   }
 }
 
+let roots: { manifest: RootsManifest; fingerprint: string } | undefined;
+
+/** roots.json and the fingerprint of the protos it names (read once per process). */
 function manifestOf(): { manifest: RootsManifest; fingerprint: string } {
+  if (roots) return roots;
   const text = readFileSync(projectPath('proto', 'roots.json'), 'utf8');
   const manifest = JSON.parse(text) as RootsManifest;
   const versions = `${packageVersion(manifest.package)}\n${packageVersion('protobufjs')}`;
-  return { manifest, fingerprint: sha256Hex(`${text}\n${versions}`) };
+  return (roots = { manifest, fingerprint: sha256Hex(`${text}\n${versions}`) });
+}
+
+/** A descriptor written by `npm run build`, if there is one and it was made from these protos. */
+function readDescriptor(file: string): Descriptor | undefined {
+  if (!existsSync(file)) return undefined;
+  const d = JSON.parse(readFileSync(file, 'utf8')) as Descriptor;
+  return d.fingerprint === manifestOf().fingerprint ? d : undefined;
 }
 
 /**
@@ -78,20 +89,15 @@ export function protoRoot(): protobuf.Root {
 
 /** Loads the protos afresh (not cached): from `descriptorFile` if it matches them. */
 export function loadProtos(descriptorFile: string): { root: protobuf.Root; from: 'descriptor' | 'protos' } {
-  const { manifest, fingerprint } = manifestOf();
-  if (existsSync(descriptorFile)) {
-    const d = JSON.parse(readFileSync(descriptorFile, 'utf8')) as Descriptor;
-    if (d.fingerprint === fingerprint && d.parsedOptions) {
-      const r = protobuf.Root.fromJSON(d.root);
-      for (const o of optionCarriers(r)) {
-        const opts = d.parsedOptions[o.fullName];
-        if (opts) o.parsedOptions = opts;
-      }
-      r.resolveAll();
-      return { root: r, from: 'descriptor' };
-    }
+  const d = readDescriptor(descriptorFile);
+  if (!d?.parsedOptions) return { root: parseProtos(manifestOf().manifest), from: 'protos' };
+  const r = protobuf.Root.fromJSON(d.root);
+  for (const o of optionCarriers(r)) {
+    const opts = d.parsedOptions[o.fullName];
+    if (opts) o.parsedOptions = opts;
   }
-  return { root: parseProtos(manifest), from: 'protos' };
+  r.resolveAll();
+  return { root: r, from: 'descriptor' };
 }
 
 /** Writes the descriptor of the protos, and that of the request messages (run by `npm run build`). */
@@ -149,9 +155,8 @@ export function requestType(fullName: (typeof REQUEST_TYPES)[number]): protobuf.
 
 /** The request messages' root from `file`, if it was made from these protos. */
 export function loadRequestRoot(file: string): protobuf.Root | undefined {
-  if (!existsSync(file)) return undefined;
-  const d = JSON.parse(readFileSync(file, 'utf8')) as Descriptor;
-  if (d.fingerprint !== manifestOf().fingerprint) return undefined;
+  const d = readDescriptor(file);
+  if (!d) return undefined;
   const r = protobuf.Root.fromJSON(d.root);
   r.resolveAll();
   return r;

@@ -23,13 +23,25 @@ function writeVarint(out: Buffer, pos: number, n: number): number {
   return pos;
 }
 
+/** How many bytes the tag and length of a length-delimited field take. */
+function headerSize(field: number, length: number): number {
+  return varintSize((field << 3) | LEN) + varintSize(length);
+}
+
+/** Writes the tag and length of a length-delimited field at `pos`; returns where its payload goes. */
+function writeHeader(out: Buffer, pos: number, field: number, length: number): number {
+  return writeVarint(out, writeVarint(out, pos, (field << 3) | LEN), length);
+}
+
 /** Tag + length + payload of a length-delimited field, in one allocation (called per resource). */
 export function lenField(field: number, payload: Uint8Array): Buffer {
-  const tag = (field << 3) | LEN;
-  const out = Buffer.allocUnsafe(varintSize(tag) + varintSize(payload.length) + payload.length);
-  out.set(payload, writeVarint(out, writeVarint(out, 0, tag), payload.length));
+  const out = Buffer.allocUnsafe(headerSize(field, payload.length) + payload.length);
+  out.set(payload, writeHeader(out, 0, field, payload.length));
   return out;
 }
+
+/** google.protobuf.Any { type_url = 1; value = 2; } */
+const ANY = { typeUrl: 1, value: 2 } as const;
 
 /**
  * A resource as a DiscoveryResponse's `resources` field: Any { type_url, value } whose value is the
@@ -40,14 +52,12 @@ export function framedAny(typeUrl: string, value: readonly Uint8Array[]): { any:
   const url = Buffer.from(typeUrl, 'utf8');
   let valueLength = 0;
   for (const v of value) valueLength += v.length;
-  const urlField = 1 + varintSize(url.length) + url.length;
-  const anyLength = urlField + 1 + varintSize(valueLength) + valueLength;
-  const framed = Buffer.allocUnsafe(1 + varintSize(anyLength) + anyLength);
-  let pos = writeVarint(framed, writeVarint(framed, 0, (DR.resources << 3) | LEN), anyLength);
-  const anyStart = pos;
-  pos = writeVarint(framed, writeVarint(framed, pos, (1 << 3) | LEN), url.length);
+  const anyLength = headerSize(ANY.typeUrl, url.length) + url.length + headerSize(ANY.value, valueLength) + valueLength;
+  const framed = Buffer.allocUnsafe(headerSize(DR.resources, anyLength) + anyLength);
+  const anyStart = writeHeader(framed, 0, DR.resources, anyLength);
+  let pos = writeHeader(framed, anyStart, ANY.typeUrl, url.length);
   pos += url.copy(framed, pos);
-  pos = writeVarint(framed, writeVarint(framed, pos, (2 << 3) | LEN), valueLength);
+  pos = writeHeader(framed, pos, ANY.value, valueLength);
   for (const v of value) {
     framed.set(v, pos);
     pos += v.length;
@@ -65,9 +75,9 @@ export function stringField(field: number, s: string): Buffer {
   return s === '' ? Buffer.alloc(0) : lenField(field, Buffer.from(s, 'utf8'));
 }
 
-/** google.protobuf.Any { type_url = 1; value = 2; } */
+/** google.protobuf.Any, in two copies (framedAny is the one-allocation form resources use). */
 export function encodeAny(typeUrl: string, value: Uint8Array): Buffer {
-  return Buffer.concat([stringField(1, typeUrl), lenField(2, value)]);
+  return Buffer.concat([stringField(ANY.typeUrl, typeUrl), lenField(ANY.value, value)]);
 }
 
 // DiscoveryResponse: version_info=1, resources=2, type_url=4, nonce=5

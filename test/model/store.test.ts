@@ -93,16 +93,17 @@ test('a resource shared by versions is stored once; a diff names what changed pe
   });
   // A type as a version names it: read only if the store does not have that type version yet.
   let reads = 0;
-  const type = (typeKey: string, list: ReturnType<typeof res>[]) => ({
-    typeKey,
+  const type = (version: string, list: ReturnType<typeof res>[]) => ({
+    kind: 'cluster' as const,
+    version,
     keys: () => (reads++, list.map((r) => r.key)),
     resources: () => list,
   });
-  const edgeA = type('cluster:a', [res('k1', 'web'), res('k2', 'api')]);
+  const edgeA = type('a', [res('k1', 'web'), res('k2', 'api')]);
   const a = s.revisions.insert(v, { edge: { types: [edgeA], secrets: ['cert'] } });
   const b = s.revisions.insert(v, {
-    edge: { types: [type('cluster:b', [res('k1', 'web'), res('k3', 'api'), res('k4', 'db')])], secrets: [] },
-    mesh: { types: [type('cluster:c', [res('k1', 'web')])], secrets: [] },
+    edge: { types: [type('b', [res('k1', 'web'), res('k3', 'api'), res('k4', 'db')])], secrets: [] },
+    mesh: { types: [type('c', [res('k1', 'web')])], secrets: [] },
   });
   assert.is(reads, 3);
   const c = s.revisions.insert(v, { edge: { types: [edgeA], secrets: ['cert'] } });
