@@ -21,7 +21,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: { runs: { type: 'string' }, quick: { type: 'boolean', default: false } },
 });
-// `peers` needs Go and the Go module proxy: run it by name.
+// `peers` and `threads` need Go and the Go module proxy: run them by name.
 const all = ['pipeline', 'restart', 'fanout', 'rollout', 'rest', 'files', 'envoy-check'];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
@@ -147,6 +147,51 @@ if (selected.includes('envoy-check')) {
     'Envoy pre-check (envoyCheck.binaries): `envoy --mode validate` per node group, ms (checkTree without it for ' +
       'scale)',
     rows,
+  );
+}
+
+if (selected.includes('threads')) {
+  // Serving threads (grpc.threads): fleetxds on 1, 2, 4 ... cores up to FLEETXDS_BENCH_SERVER_CORES
+  // (default 2) with as many serving threads, the Go client on FLEETXDS_BENCH_CLIENT_CORES (default
+  // core 1). On the 2-core VM the client shares core 1 with the second serving thread; on a larger
+  // VM give the client cores of its own, e.g. SERVER_CORES=4 CLIENT_CORES=4,5,6,7.
+  const bin = buildGoHarness();
+  const threadRuns = Number(values.runs ?? 1);
+  const serverCores = Number(process.env.FLEETXDS_BENCH_SERVER_CORES ?? 2);
+  const clientCores = process.env.FLEETXDS_BENCH_CLIENT_CORES ?? '1';
+  const layouts = [1, 2, 4, 8, 16, 32]
+    .filter((k) => k <= serverCores)
+    .map((k) => ({
+      label: `${k} thread${k > 1 ? 's' : ''}, cores 0-${k - 1}`,
+      threads: k,
+      cores: Array.from({ length: k }, (_, i) => i).join(','),
+      clientCores,
+    }));
+  const [services, n] = quick ? [100, 1000] : [100, 3000];
+  const rows: Record<string, unknown>[] = [];
+  for (const l of layouts) {
+    const runs: PeerResult[] = [];
+    for (let r = 0; r < threadRuns; r++) runs.push(await peerRun('fleetxds', n, services, bin, l));
+    rows.push({ layout: l.label, ...medianOf(runs as unknown as Record<string, unknown>[]) });
+  }
+  // Each layout against one thread on one core: above 1 is a gain.
+  const gains = rows.slice(1).map((row) => {
+    const gain: Record<string, unknown> = {};
+    for (const k of Object.keys(rows[0]!)) {
+      const [a, b] = [Number(rows[0]![k]), Number(row[k])];
+      gain[k] =
+        k === 'layout'
+          ? `one / ${row.layout}`
+          : Number.isFinite(a / b) && k !== 'services' && k !== 'n'
+            ? (a / b).toFixed(2)
+            : '';
+    }
+    return gain;
+  });
+  table(
+    `Serving threads, ${services} services, ${n} SotW ADS streams, Go client on cores ${clientCores} (median of ` +
+      `${threadRuns}): p99 ms, server CPU s (all threads)`,
+    [...rows, ...gains],
   );
 }
 

@@ -41,12 +41,22 @@ if (files.some((f) => f.includes('envoy'))) {
 const ESC = String.fromCharCode(27);
 const strip = (s) => s.replaceAll(new RegExp(`${ESC}\\[[0-9;]*m`, 'g'), '');
 
-function runFile(file) {
+// The gRPC protocol suites run twice: served by the main thread, and by two serving threads
+// (grpc.threads), whose streams get their configs through the thread feed.
+const ON_THREADS = ['sotw-protocol.test.ts', 'delta-protocol.test.ts'];
+const runs = files.flatMap((file) => [
+  { file, env: {}, label: '' },
+  ...(ON_THREADS.some((f) => file.endsWith(f))
+    ? [{ file, env: { FLEETXDS_TEST_GRPC_THREADS: '2' }, label: ' (grpc.threads: 2)' }]
+    : []),
+]);
+
+function runFile(file, extraEnv) {
   return new Promise((resolve) => {
     const started = Date.now();
     const child = spawn(process.execPath, ['--import', 'tsx', file], {
       cwd: root,
-      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -67,9 +77,9 @@ function runFile(file) {
 let passed = 0,
   failed = 0,
   skipped = 0;
-for (const file of files) {
-  const r = await runFile(file);
-  const name = relative(root, file);
+for (const { file, env, label } of runs) {
+  const r = await runFile(file, env);
+  const name = relative(root, file) + label;
   if (Number.isNaN(r.total)) {
     failed += 1;
     console.log(`FAIL ${name} (crashed, exit ${r.code}, ${r.ms} ms)\n${r.text}`);

@@ -116,10 +116,23 @@ function render(cfg: string, file: string): void {
   writeFileSync(file, json);
 }
 
-async function startPeer(name: PeerName, services: number, bin: { gcpServer: string }): Promise<Running> {
+/** How fleetxds is run: its serving threads (grpc.threads), the cores it may use, the client's cores. */
+export interface FleetxdsLayout {
+  threads: number;
+  cores: string;
+  clientCores: string;
+}
+const ONE_CORE: FleetxdsLayout = { threads: 1, cores: SERVER_CORE, clientCores: CLIENT_CORE };
+
+async function startPeer(
+  name: PeerName,
+  services: number,
+  bin: { gcpServer: string },
+  layout: FleetxdsLayout,
+): Promise<Running> {
   if (name === 'fleetxds') {
-    const { server, cfg } = await benchServer(services);
-    pin(server.child.pid!, SERVER_CORE);
+    const { server, cfg } = await benchServer(services, '', `{ listen: 127.0.0.1:0, threads: ${layout.threads} }`);
+    pin(server.child.pid!, layout.cores);
     return {
       pid: server.child.pid!,
       port: server.grpcPort,
@@ -187,17 +200,18 @@ export async function peerRun(
   n: number,
   services: number,
   bin: ReturnType<typeof buildGoHarness>,
+  layout: FleetxdsLayout = ONE_CORE,
 ): Promise<PeerResult> {
-  const server = await startPeer(name, services, bin);
+  const server = await startPeer(name, services, bin, layout);
   await sleep(500);
   const idle = procStats(server.pid).rssMB;
   const client = new EventProcess(
     spawn(bin.fanout, ['-target', `127.0.0.1:${server.port}`, '-n', String(n)], {
-      env: { ...process.env, GOMAXPROCS: '1' },
+      env: { ...process.env, GOMAXPROCS: String(layout.clientCores.split(',').length) },
       stdio: ['pipe', 'pipe', 'pipe'],
     }),
   );
-  pin(client.child.pid!, CLIENT_CORE);
+  pin(client.child.pid!, layout.clientCores);
   try {
     await client.next('ready');
     await sleep(1000);

@@ -2,7 +2,6 @@
  * Wires the stages into a running server. No process globals here (signals, exit codes live in
  * the CLI), so tests can start and stop an app in-process too.
  */
-import type { Server } from '@grpc/grpc-js';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import type { AdminControl } from '../admin/control.ts';
@@ -12,12 +11,11 @@ import { openStores, type Stores } from '../store/database.ts';
 import { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
-import { bindGrpc, createGrpcServer, grpcCredentials } from '../transports/grpc/server.ts';
+import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
 import { ConfigPipeline } from './pipeline.ts';
 import { EnvoyChecker } from './envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
 import { TokenAuth } from '../security/tokens.ts';
-import { GroupAckTracker } from '../transports/group-ack-tracker.ts';
 import type { RestServer } from '../transports/rest/rest-server.ts';
 import type { FileRenderer, RenderStats } from '../transports/files/file-renderer.ts';
 import { RolloutDriver } from './rollout-driver.ts';
@@ -27,6 +25,7 @@ import type { SharedDecisionStatus } from '../decisions/decision.ts';
 
 export interface RunningApp {
   grpcPort: number;
+  grpc: GrpcServing;
   adminPort: number;
   /** 0 when REST is not enabled. */
   restPort: number;
@@ -117,7 +116,6 @@ export async function startApp(
     await desk.catchUp();
   }
 
-  const acks = new GroupAckTracker(config.grpc.serveLastAckedOnNack ?? false);
   const sds = secretsAllowed(config);
   if (config.sds?.insecureLoopbackOnly)
     log.warn(
@@ -132,23 +130,29 @@ export async function startApp(
           'identityPrefix, or REST tokens)',
       );
   }
-  const grpc = createGrpcServer({
+  const grpc = await serveGrpc({
+    listen: config.grpc.listen,
+    threads: config.grpc.threads ?? 1,
+    tls: config.grpc.tls,
+    logLevel: config.log.level,
+    serveLastAckedOnNack: config.grpc.serveLastAckedOnNack ?? false,
+    server: {
+      maxReceiveBytes: config.grpc.maxReceiveBytes,
+      maxUnreadBytes: config.grpc.maxUnreadBytes,
+      maxBehindMs: config.grpc.maxBehindMs,
+      warmingHoldMs: config.grpc.warmingHoldMs,
+      maxStreams: config.grpc.maxStreams,
+      maxConnectionAgeMs: config.grpc.maxConnectionAgeMs,
+      maxConnectionAgeGraceMs: config.grpc.maxConnectionAgeGraceMs,
+      identityPrefix: config.grpc.tls?.identityPrefix,
+      secretsAllowed: sds.grpc,
+    },
     cache,
     registry,
-    acks,
     log: log.child({ component: 'grpc' }),
-    maxReceiveBytes: config.grpc.maxReceiveBytes,
-    maxUnreadBytes: config.grpc.maxUnreadBytes,
-    maxBehindMs: config.grpc.maxBehindMs,
-    warmingHoldMs: config.grpc.warmingHoldMs,
-    maxStreams: config.grpc.maxStreams,
-    maxConnectionAgeMs: config.grpc.maxConnectionAgeMs,
-    maxConnectionAgeGraceMs: config.grpc.maxConnectionAgeGraceMs,
-    identityPrefix: config.grpc.tls?.identityPrefix,
-    secretsAllowed: sds.grpc,
   });
-  const grpcServer: Server = grpc.server;
-  const grpcPort = await bindGrpc(grpcServer, config.grpc.listen, grpcCredentials(config.grpc.tls));
+  const grpcPort = grpc.port;
+  metrics.servingThreads(() => grpc.streamsByThread());
   let restServer: RestServer | undefined;
   const control: AdminControl = {
     versions: (limit) => stores.revisions.list(limit),
@@ -268,6 +272,7 @@ export async function startApp(
 
   return {
     grpcPort,
+    grpc,
     adminPort,
     restPort,
     rest: restServer,
@@ -288,12 +293,7 @@ export async function startApp(
       await restServer?.app.close();
       await rendering;
       await admin.close();
-      // xDS streams never end on their own, so a graceful tryShutdown would only wait; clients
-      // keep their config and reconnect with backoff.
-      grpc.stopReaper();
-      grpc.endStreams('fleetxds is shutting down');
-      await new Promise((r) => setTimeout(r, 50)); // let the status frames go out
-      grpcServer.forceShutdown();
+      await grpc.close('fleetxds is shutting down');
       await sharedLog?.close();
       await desk.idle();
       await pipeline.idle();

@@ -103,6 +103,13 @@ export const ServerConfigSchema = Type.Object(
           }),
         ),
         tls: Type.Optional(TlsFiles),
+        threads: Type.Optional(
+          Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal('auto')], {
+            description:
+              'Threads serving xDS streams on the gRPC port (SO_REUSEPORT spreads connections over them); ' +
+              "'auto': one per core. 1 (the default) serves in the main thread, beside the config pipeline.",
+          }),
+        ),
         serveLastAckedOnNack: Type.Optional(
           Type.Boolean({
             description:

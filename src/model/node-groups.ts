@@ -23,7 +23,8 @@ interface CompiledGroup {
 export class NodeGroupResolver {
   private readonly groups: CompiledGroup[];
 
-  constructor(nodeGroups: readonly NodeGroupDoc[]) {
+  /** `nodeGroups`: what it was made from (a serving thread makes its own from them). */
+  constructor(readonly nodeGroups: readonly NodeGroupDoc[]) {
     this.groups = [...nodeGroups]
       .filter((g) => g.name !== DEFAULT_GROUP && g.match)
       .sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0) || (a.name < b.name ? -1 : 1))

@@ -2,9 +2,10 @@
  * A rollout under way as the pipeline holds it: its id, the revision it started from, its compiled
  * plan and its state; and the facts derived from them that the pipeline needs.
  */
-import type { ServedRollout } from '../snapshot/reconcile.ts';
+import type { ServedRollout, StageOf } from '../snapshot/reconcile.ts';
 import type { Revision } from '../snapshot/revision.ts';
-import type { RolloutPlan } from './plan.ts';
+import { compilePlan, type RolloutPlan } from './plan.ts';
+import type { ServedStages } from '../snapshot/snapshot-cache.ts';
 import { isActive, servesNew, type RolloutState, type StageRules } from './state.ts';
 
 export interface ActiveRollout {
@@ -27,13 +28,21 @@ export function rulesOf(plan: RolloutPlan): StageRules {
 export function servedRollout(a: ActiveRollout | undefined): ServedRollout | undefined {
   if (!a || !isActive(a.state)) return undefined;
   const { plan, state } = a;
-  return {
-    from: a.from,
-    stageOf: (node, group) => {
-      const i = plan.stageOf(node, group);
-      return { stage: plan.names[i] ?? 'rest', servesNew: servesNew(state, i) };
-    },
+  const served = { policy: plan.doc, servesNew: plan.names.map((_, i) => servesNew(state, i)) };
+  return { from: a.from, served, stageOf: stageFunction(plan, served.servesNew) };
+}
+
+/** Which stage a proxy is in and whether it gets the new version, from the plan and who is served it. */
+function stageFunction(plan: RolloutPlan, newByStage: readonly boolean[]): StageOf {
+  return (node, group) => {
+    const i = plan.stageOf(node, group);
+    return { stage: plan.names[i] ?? 'rest', servesNew: newByStage[i] ?? false };
   };
+}
+
+/** The same function in another thread, from what a published config carries (StagedVersion.served). */
+export function stageOfServed(served: ServedStages): StageOf {
+  return stageFunction(compilePlan(served.policy), served.servesNew);
 }
 
 /** Whether a transition changes who is served which version. */

@@ -26,6 +26,8 @@ export interface Stage {
 }
 
 export interface RolloutPlan {
+  /** The policy it was compiled from (a serving thread compiles it again). */
+  readonly doc: RolloutDoc;
   readonly stages: readonly Stage[];
   readonly onNack: 'halt' | 'rollback';
   /** Index of the proxy's stage; `stages.length` for "rest". */
@@ -62,6 +64,7 @@ export function compilePlan(doc: RolloutDoc): RolloutPlan {
     };
   });
   return {
+    doc,
     stages,
     onNack: doc.onNack ?? 'halt',
     names: [...stages.map((s) => s.name), 'rest'],

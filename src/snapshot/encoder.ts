@@ -77,6 +77,11 @@ class RestoredResource implements EncodedResource {
     this.namedOnly = kind === 'listener' || typeof text !== 'string' ? isNamedOnly(kind, this.json) : false;
   }
 
+  /** Its JSON as text: the stored text when it is whole (nothing parsed or stringified). */
+  get jsonText(): string {
+    return typeof this.text === 'string' && !this.parts ? this.text : JSON.stringify(this.json);
+  }
+
   get json(): Record<string, unknown> {
     if (this.parsed) return this.parsed;
     if (typeof this.text !== 'string') return (this.parsed = this.text);
@@ -97,6 +102,11 @@ function resourceBytes(
   parts?: readonly { readonly framed: Buffer }[],
 ): { any: Buffer; framed: Buffer } {
   return framedAny(TypeUrls[kind], parts ? [message, ...parts.map((p) => p.framed)] : [message]);
+}
+
+/** A resource's JSON as text (a restored one has it without parsing). */
+export function jsonText(r: EncodedResource): string {
+  return r instanceof RestoredResource ? r.jsonText : JSON.stringify(r.json);
 }
 
 /** Whether a resource is for explicit subscribers only (see EncodedResource.namedOnly). */

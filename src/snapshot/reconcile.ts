@@ -15,12 +15,16 @@ import type { EncodedResource } from './encoder.ts';
 import { makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from './group-snapshot.ts';
 import type { NodeIdentity } from '../model/node-groups.ts';
 import type { Revision, RevisionGroup } from './revision.ts';
-import type { PublishedConfig } from './snapshot-cache.ts';
+import type { PublishedConfig, ServedStages } from './snapshot-cache.ts';
+
+export type StageOf = (node: NodeIdentity, group: string) => { stage: string; servesNew: boolean };
 
 /** A rollout under way: `revision` goes to the proxies whose stage was promoted, the others keep `from`. */
 export interface ServedRollout {
   readonly from: Revision;
-  readonly stageOf: (node: NodeIdentity, group: string) => { stage: string; servesNew: boolean };
+  /** What `stageOf` is computed from, as plain data (serving threads rebuild it). */
+  readonly served: ServedStages;
+  readonly stageOf: StageOf;
 }
 
 export interface ServedInputs {
@@ -65,6 +69,7 @@ export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): Pub
           controlPlane: controlPlaneOf(revision),
           groups: stagedGroups,
           stageOf: rollout.stageOf,
+          served: rollout.served,
         }
       : undefined;
   return {

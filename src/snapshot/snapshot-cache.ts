@@ -1,4 +1,5 @@
 import type { NodeGroupResolver, NodeIdentity } from '../model/node-groups.ts';
+import type { RolloutDoc } from '../model/schema.ts';
 import type { Derivable } from './derived.ts';
 import type { GroupSnapshot } from './group-snapshot.ts';
 
@@ -31,6 +32,14 @@ export interface StagedVersion {
   readonly groups: ReadonlyMap<string, GroupSnapshot>;
   /** The proxy's stage name and whether it gets the new version. */
   stageOf(node: NodeIdentity, group: string): { stage: string; servesNew: boolean };
+  /** What stageOf is computed from. */
+  readonly served: ServedStages;
+}
+
+/** A rollout's stages as plain data: its policy, and per stage ("rest" last) whether it is served the new version. */
+export interface ServedStages {
+  readonly policy: RolloutDoc;
+  readonly servesNew: readonly boolean[];
 }
 
 /** The snapshot a proxy of `group` is served (its stage's version during a rollout). */

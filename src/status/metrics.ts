@@ -160,6 +160,20 @@ export class Metrics {
     });
   }
 
+  /** Open streams per serving thread (see grpc.threads): whether the kernel spreads connections evenly. */
+  servingThreads(streamsByThread: () => number[]): void {
+    new client.Gauge({
+      name: 'fleetxds_grpc_thread_streams',
+      help: 'Open gRPC xDS streams per serving thread (one thread: the main one)',
+      labelNames: ['thread'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        streamsByThread().forEach((n, i) => this.set({ thread: String(i) }, n));
+      },
+    });
+  }
+
   text(): Promise<string> {
     return this.registry.metrics();
   }

@@ -48,6 +48,23 @@ export interface RegistryObserver {
   warmingHeld?(outcome: 'delivered' | 'expired'): void;
 }
 
+/**
+ * What an xDS stream reports about itself. The NodeRegistry implements it in the thread that
+ * holds the fleet's status; a serving thread implements it by relaying each call to that one.
+ */
+export interface StreamRegistry {
+  open(info: Omit<StreamStatus, 'streamId' | 'connectedAt' | 'types'>): StreamStatus;
+  close(s: StreamStatus): void;
+  /** The node moved to another group or rollout stage (a new config placed it elsewhere). */
+  placed(s: StreamStatus, group: string, stage: string | undefined): void;
+  sent(s: StreamStatus, typeUrl: string, version: string, nonce: string): void;
+  acked(s: StreamStatus, typeUrl: string, version: string): void;
+  nacked(s: StreamStatus, typeUrl: string, version: string, nonce: string, code: number, message: string): void;
+  holding(s: StreamStatus, typeUrl: string, version: string): void;
+  unchanged(s: StreamStatus, typeUrl: string, version: string): void;
+  warmingHeld(outcome: 'delivered' | 'expired'): void;
+}
+
 const MAX_DISCONNECTED = 1000;
 /** Envoy truncates its own NACK texts; a client may send megabytes. Kept, logged and stored up to this. */
 export const MAX_NACK_MESSAGE = 4096;
@@ -77,7 +94,7 @@ export function capNackMessage(message: string): string {
 }
 const MAX_POLLERS = 100_000;
 
-export class NodeRegistry {
+export class NodeRegistry implements StreamRegistry {
   private nextId = 1;
   private readonly live = new Map<number, StreamStatus>();
   private readonly pollers = new Map<string, StreamStatus>();
@@ -111,6 +128,11 @@ export class NodeRegistry {
     s.disconnectedAt = nowIso();
     this.gone.push(s);
     if (this.gone.length > MAX_DISCONNECTED) this.gone.shift();
+  }
+
+  placed(s: StreamStatus, group: string, stage: string | undefined): void {
+    s.group = group;
+    s.stage = stage;
   }
 
   private type(s: StreamStatus, typeUrl: string): TypeStatus {

@@ -5,7 +5,7 @@
  * status API and metrics; NACK containment learns which snapshot a group accepted or refused.
  */
 import type { TypeSnapshot } from '../snapshot/group-snapshot.ts';
-import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
+import type { StreamRegistry, StreamStatus } from '../status/node-registry.ts';
 import { TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import type { GroupAckTracker } from './group-ack-tracker.ts';
 
@@ -25,7 +25,7 @@ export interface Reply {
 }
 
 export interface ReplySinks {
-  registry: NodeRegistry;
+  registry: StreamRegistry;
   acks?: GroupAckTracker;
 }
 

@@ -9,7 +9,7 @@ import { derive } from '../snapshot/derived.ts';
 import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import { groupSnapshotFor, type PublishedConfig, type SnapshotCache } from '../snapshot/snapshot-cache.ts';
-import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
+import type { StreamRegistry, StreamStatus } from '../status/node-registry.ts';
 import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/resource-types.ts';
 import { lenField, stringField } from '../xds/wire.ts';
 import { displayUserAgent, nodeLimitViolation } from '../security/node-limits.ts';
@@ -32,7 +32,7 @@ export interface NodeInput extends NodeIdentity {
 
 export interface StreamOptions {
   cache: SnapshotCache;
-  registry: NodeRegistry;
+  registry: StreamRegistry;
   transport: string;
   peer: string;
   /** Per-type services fix the type; ADS takes it from each request. */
@@ -160,7 +160,9 @@ export abstract class StreamBase {
     this.servedCfg = cfg;
     this.served = snapshot;
     this.servedControlPlane = controlPlane;
-    if (this.status) this.status.stage = stage;
+    const s = this.status;
+    if (s && (s.group !== this.group || s.stage !== stage))
+      this.opts.registry.placed(s, this.group ?? 'default', stage);
   }
 
   /**
@@ -217,11 +219,7 @@ export abstract class StreamBase {
 
   private publish(cfg: PublishedConfig): void {
     if (this.closed || !this.node) return;
-    const group = cfg.resolver.resolve(this.node);
-    if (group !== this.group) {
-      this.group = group;
-      this.status!.group = group;
-    }
+    this.group = cfg.resolver.resolve(this.node);
     this.resolveServed(cfg);
     if (this.unflushed > 0) {
       // The client has not taken the last response yet: remember to catch up, push nothing now.

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
+import { loadServerConfig } from '../../src/config/server-config.ts';
 import * as assert from 'uvu/assert';
 import { schemaText } from '../../src/cli/schema.ts';
 import { projectPath } from '../../src/shared/paths.ts';
@@ -76,6 +77,23 @@ test('serve refuses invalid server settings with a clear message', () => {
   assert.is(r.status, 1);
   assert.match(r.stderr, /invalid settings/);
   assert.match(r.stderr, /grpc\.listen/);
+});
+
+test('grpc.threads takes a count of 1 to 256 or auto, nothing else', () => {
+  for (const [threads, ok] of [
+    ['2', true],
+    ['auto', true],
+    ['0', false],
+    ['many', false],
+    ['1.5', false],
+  ] as const) {
+    const dir = writeTree({
+      'f.yaml': `configDir: x\ndatabase: y\ngrpc: { listen: 127.0.0.1:0, threads: ${threads} }\nadmin: { listen: 127.0.0.1:0 }\n`,
+    });
+    const load = () => loadServerConfig(`${dir}/f.yaml`, {});
+    if (ok) assert.is(String(load().grpc.threads), threads);
+    else assert.throws(load, /grpc\.threads/, `threads: ${threads}`);
+  }
 });
 
 test.run();

@@ -5,6 +5,8 @@
  * choosing). ADS and REST run on Envoy 1.40 and 1.36. Each Envoy starts from a bootstrap the CLI
  * printed, routes real HTTP and HTTPS (SNI, certificates over SDS) to real backends, follows YAML
  * edits, rejects nothing, and shows fleetxds's versions; fleetxds shows every type ACKed.
+ * The gRPC side is served by two serving threads (grpc.threads), the Envoys' connections spread
+ * over them by the kernel; the other Envoy tests serve in the main thread.
  * (Files are in envoy-files.test.ts.)
  */
 import { test } from 'uvu';
@@ -31,7 +33,7 @@ test.before(async () => {
     ['rest', '1.36'],
     ['rest-legacy', '1.36'],
   ]);
-  lab = await startLab(specs);
+  lab = await startLab(specs, { settings: { grpc: { listen: '127.0.0.1:0', threads: 2 } } });
   await Promise.all(specs.map((s) => lab.startEnvoy(s))).catch(reportSetupFailure);
 });
 

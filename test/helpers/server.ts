@@ -24,6 +24,7 @@ export interface StartOptions {
     maxConnectionAgeMs?: number;
     maxConnectionAgeGraceMs?: number;
     warmingHoldMs?: number;
+    threads?: number | 'auto';
   };
   replica?: ServerConfig['replica'];
   /** host:port for gRPC (default: a free port on 127.0.0.1). */
@@ -48,6 +49,8 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
       serveLastAckedOnNack: opts.serveLastAckedOnNack,
       maxUnreadBytes: opts.maxUnreadBytes,
       maxBehindMs: opts.maxBehindMs,
+      // The protocol suites can be run against serving threads: FLEETXDS_TEST_GRPC_THREADS=2.
+      threads: Number(process.env.FLEETXDS_TEST_GRPC_THREADS) || undefined,
       ...opts.grpc,
     },
     admin: { listen: '127.0.0.1:0' },

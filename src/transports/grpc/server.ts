@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
 import type { Logger } from 'pino';
 import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
-import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
+import type { StreamRegistry, StreamStatus } from '../../status/node-registry.ts';
 import { messageToJson } from '../../xds/proto-json.ts';
 import { requestType } from '../../xds/proto-root.ts';
 import {
@@ -30,7 +30,7 @@ import { leanWriter } from './lean-writer.ts';
 
 export interface GrpcServerOptions {
   cache: SnapshotCache;
-  registry: NodeRegistry;
+  registry: StreamRegistry;
   log: Logger;
   /** Largest request accepted. Envoy requests naming tens of thousands of resources pass 4 MiB. */
   maxReceiveBytes?: number;
@@ -47,6 +47,12 @@ export interface GrpcServerOptions {
   warmingHoldMs?: number;
   /** Streams this server serves at most; more are refused with RESOURCE_EXHAUSTED. */
   maxStreams?: number;
+  /**
+   * Where open streams are counted against maxStreams: by default this server alone. Serving
+   * threads each count in their own slot of shared memory and admit while the sum is below the
+   * limit, so it holds for the process (threads admitting at the same instant may each pass).
+   */
+  streamCount?: { readonly slots: Int32Array; readonly slot: number };
   /** Connections older than this (±10%) are asked to go away (GOAWAY), streams ended after the grace. */
   maxConnectionAgeMs?: number;
   maxConnectionAgeGraceMs?: number;
@@ -139,9 +145,28 @@ export interface GrpcTransport {
   endStreams(reason: string): void;
 }
 
+/** Stream counts for `threads` serving threads (see GrpcServerOptions.streamCount). */
+export function sharedStreamSlots(threads: number): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(4 * threads));
+}
+
 export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
   const maxUnread = opts.maxUnreadBytes ?? DEFAULT_MAX_UNREAD_BYTES;
   const calls = new Set<grpc.ServerDuplexStream<protobuf.Message, Buffer>>();
+  const { slots, slot } = opts.streamCount ?? { slots: sharedStreamSlots(1), slot: 0 };
+  const admit = (call: grpc.ServerDuplexStream<protobuf.Message, Buffer>): boolean => {
+    if (opts.maxStreams !== undefined) {
+      let open = 0;
+      for (let i = 0; i < slots.length; i++) open += Atomics.load(slots, i);
+      if (open >= opts.maxStreams) return false;
+      Atomics.add(slots, slot, 1);
+    }
+    calls.add(call);
+    return true;
+  };
+  const release = (call: grpc.ServerDuplexStream<protobuf.Message, Buffer>): void => {
+    if (calls.delete(call) && opts.maxStreams !== undefined) Atomics.sub(slots, slot, 1);
+  };
   const finishers = new Map<grpc.ServerDuplexStream<protobuf.Message, Buffer>, () => void>();
   // Backstop: a stream must be released however it ends, even if no event reaches us for it
   // (reported for streams reset right after their first request): reap cancelled or destroyed calls.
@@ -188,7 +213,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
     };
     server.addService(definition, {
       [spec.method]: (call: grpc.ServerDuplexStream<protobuf.Message, Buffer>) => {
-        if (opts.maxStreams !== undefined && calls.size >= opts.maxStreams) {
+        if (!admit(call)) {
           // Above its share, a replica sheds new streams: the proxy retries and lands on another.
           call.emit('error', {
             code: grpc.status.RESOURCE_EXHAUSTED,
@@ -197,7 +222,6 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           return;
         }
         const log = opts.log.child({ transport: spec.transport, peer: call.getPeer() });
-        calls.add(call);
         const write = leanWriter(call);
         if (!write && !warnedCopying) {
           warnedCopying = true;
@@ -268,7 +292,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           ? (msg: protobuf.Message) => (stream as DeltaStream).handle(toDeltaRequest(reqType, msg))
           : (msg: protobuf.Message) => (stream as SotwStream).handle(toSotwRequest(reqType, msg));
         const finish = () => {
-          calls.delete(call);
+          release(call);
           finishers.delete(call);
           const s = stream.streamStatus;
           // Per-stream lines are debug: thousands of proxies reconnecting must not flood (or block on) the log.
@@ -305,7 +329,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
     stopReaper: () => clearInterval(reaper),
     endStreams(reason: string) {
       for (const call of [...calls]) {
-        calls.delete(call);
+        release(call);
         call.emit('error', { code: grpc.status.UNAVAILABLE, details: reason });
       }
     },

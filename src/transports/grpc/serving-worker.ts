@@ -1,0 +1,54 @@
+/**
+ * A serving thread (see serving.ts): a gRPC server for the xDS services on the shared port, fed
+ * the published configs by the main thread, its streams' reports relayed back.
+ */
+import { createServer, type AddressInfo } from 'node:net';
+import { parentPort, workerData } from 'node:worker_threads';
+import pino from 'pino';
+import { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
+import { RelayedAcks, RelayRegistry } from './registry-relay.ts';
+import { createGrpcServer, grpcCredentials } from './server.ts';
+import type { FromThread, ThreadSettings, ToThread } from './serving.ts';
+import { FeedReader } from './thread-feed.ts';
+
+const settings = workerData as ThreadSettings;
+const port = parentPort!;
+const tell = (m: FromThread) => port.postMessage(m);
+const log = pino({ level: settings.logLevel }).child({ component: 'grpc', thread: settings.index });
+
+const cache = new SnapshotCache();
+const feed = new FeedReader();
+const relay = new RelayRegistry((events) => tell({ type: 'events', events }));
+const acks = new RelayedAcks(settings.serveLastAckedOnNack, relay, (kind, version) => feed.typeOf(kind, version));
+const grpc = createGrpcServer({ ...settings.server, cache, registry: relay, acks, log });
+const injector = grpc.server.createConnectionInjector(grpcCredentials(settings.tls));
+const listener = createServer((socket) => injector.injectConnection(socket));
+
+port.on('message', (m: ToThread) => {
+  switch (m.type) {
+    case 'publish':
+      cache.publish(feed.read(m.feed));
+      break;
+    case 'learn':
+      for (const e of m.events) acks.learn(e);
+      break;
+    case 'listen':
+      listener.once('error', (err) => tell({ type: 'failed', message: err.message }));
+      listener.listen({ host: settings.host, port: m.port, reusePort: true }, () =>
+        tell({ type: 'listening', port: (listener.address() as AddressInfo).port }),
+      );
+      break;
+    case 'end':
+      listener.close();
+      grpc.stopReaper();
+      grpc.endStreams(m.reason);
+      relay.flush();
+      // Let the status frames go out before the thread is stopped.
+      setTimeout(() => {
+        injector.destroy();
+        grpc.server.forceShutdown();
+        tell({ type: 'ended' });
+      }, 50);
+      break;
+  }
+});

@@ -1,0 +1,106 @@
+/**
+ * gRPC served by several threads (grpc.threads): connections spread over the threads by the
+ * kernel, every stream on every thread gets the published config and each change, what streams
+ * report reaches the one status (connected nodes, ACKs, NACKs in the log, metrics per thread), the
+ * stream limit holds for the process, and closing ends every stream on every thread. The protocol
+ * suites run against threads too: FLEETXDS_TEST_GRPC_THREADS=2 npm test -- protocol.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { connect, T, type Json, type ScriptedStream } from '../helpers/ads-client.ts';
+import { waitFor } from '../helpers/process.ts';
+import { startServer } from '../helpers/server.ts';
+import { BASE, writeTree } from '../helpers/tree.ts';
+
+const ack = (r: Json): Json => ({ type_url: r.type_url, version_info: r.version_info, response_nonce: r.nonce });
+/** A client on a connection of its own (grpc-js shares one per target by default). */
+const ownConnection = (port: number) =>
+  connect(port, 'ads', grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+
+test('streams spread over two threads get every change; status, ACKs and NACKs reach the main thread', async () => {
+  const dir = writeTree(BASE);
+  const app = await startServer(dir, { grpc: { threads: 2 } });
+  const clients = Array.from({ length: 16 }, () => ownConnection(app.grpcPort));
+  try {
+    assert.is(app.grpc.threads, 2);
+    const streams: ScriptedStream[] = [];
+    const first: Json[] = [];
+    for (const [i, c] of clients.entries()) {
+      const s = c.open();
+      s.send({ node: { id: `node-${i}`, cluster: 'c' }, type_url: T.cluster });
+      streams.push(s);
+    }
+    for (const s of streams) {
+      const r = await s.next();
+      assert.equal(r.resources.map((x: Json) => x.name).sort(), ['api', 'web']);
+      s.send(ack(r));
+      first.push(r);
+    }
+    await waitFor('every stream in the status', () => app.registry.connected().length === 16, 3000);
+    const perThread = app.grpc.streamsByThread();
+    assert.is(perThread.length, 2);
+    assert.ok(
+      perThread.every((n) => n > 0),
+      `both threads serve (16 connections: ${perThread})`,
+    );
+    const metrics = await (await fetch(`http://127.0.0.1:${app.adminPort}/metrics`)).text();
+    assert.match(metrics, new RegExp(`fleetxds_grpc_thread_streams\\{thread="0"\\} ${perThread[0]}\\b`));
+
+    writeFileSync(
+      join(dir, 'services.yaml'),
+      BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 7s\n'),
+    );
+    await app.reload();
+    const second = await Promise.all(streams.map((s) => s.next()));
+    for (const [i, r] of second.entries()) assert.is.not(r.version_info, first[i]!.version_info, 'a new version');
+    streams.slice(1).forEach((s, i) => s.send(ack(second[i + 1]!)));
+    streams[0]!.send({
+      type_url: T.cluster,
+      version_info: first[0]!.version_info,
+      response_nonce: second[0]!.nonce,
+      error_detail: { code: 13, message: 'rejected by a test on a serving thread' },
+    });
+    await waitFor(
+      'every other node ACKed the new version',
+      () =>
+        app.registry
+          .connected()
+          .filter((s) => s.nodeId !== 'node-0')
+          .every((s) => s.types[T.cluster]?.ackedVersion === second[1]!.version_info),
+      3000,
+    );
+    await waitFor('the NACK stored', () => app.stores.nacks.list('node-0').length === 1, 3000);
+    assert.is(app.stores.nacks.list('node-0')[0]!.message, 'rejected by a test on a serving thread');
+    assert.is(app.registry.byNodeId('node-0')[0]!.types[T.cluster]!.lastNack!.version, second[0]!.version_info);
+
+    streams[3]!.close();
+    await waitFor('a closed stream leaves the status', () => app.registry.connected().length === 15, 3000);
+    const ends = Promise.all(streams.slice(4).map((s) => s.status));
+    await app.close();
+    for (const st of await ends) assert.is(st.code, grpc.status.UNAVAILABLE, 'closing ends streams on every thread');
+  } finally {
+    for (const c of clients) c.close();
+  }
+});
+
+test('grpc.maxStreams holds for the process, not per thread', async () => {
+  const app = await startServer(writeTree(BASE), { grpc: { threads: 2, maxStreams: 4 } });
+  const clients = Array.from({ length: 8 }, () => ownConnection(app.grpcPort));
+  try {
+    const outcomes: string[] = [];
+    for (const [i, c] of clients.entries()) {
+      const s = c.open();
+      s.send({ node: { id: `n${i}`, cluster: 'c' }, type_url: T.cluster });
+      outcomes.push(await Promise.race([s.next().then(() => 'served'), s.status.then((st) => grpc.status[st.code])]));
+    }
+    assert.equal(outcomes, [...Array(4).fill('served'), ...Array(4).fill('RESOURCE_EXHAUSTED')]);
+  } finally {
+    for (const c of clients) c.close();
+    await app.close();
+  }
+});
+
+test.run();
