@@ -38,7 +38,7 @@ test.before(async () => {
     settings,
     `configDir: ${writeTree(BASE)}
 database: ${join(tempDir(), 'x.db')}
-grpc: { listen: 127.0.0.1:0, tls: ${tls} }
+grpc: { listen: 127.0.0.1:0, tls: ${tls}, threads: ${Number(process.env.FLEETXDS_TEST_GRPC_THREADS) || 1} }
 admin:
   listen: 127.0.0.1:0
   tokens:
