@@ -162,7 +162,7 @@ if (selected.includes('threads')) {
   const layouts = [1, 2, 4, 8, 16, 32]
     .filter((k) => k <= serverCores)
     .map((k) => ({
-      label: `${k} thread${k > 1 ? 's' : ''}, cores 0-${k - 1}`,
+      label: k > 1 ? `${k} threads, cores 0-${k - 1}` : '1 thread, core 0',
       threads: k,
       cores: Array.from({ length: k }, (_, i) => i).join(','),
       clientCores,

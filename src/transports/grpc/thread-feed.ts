@@ -243,11 +243,8 @@ export class FeedReader {
     if (!this.resolver) throw new Error('feed out of order: the first message carries no node groups');
     this.groups = this.groupsOf(m.groups, this.groups);
     const staged = m.staged && {
-      versionId: m.staged.versionId,
-      fromVersionId: m.staged.fromVersionId,
-      controlPlane: m.staged.controlPlane,
+      ...m.staged,
       groups: (this.stagedGroups = this.groupsOf(m.staged.groups, this.stagedGroups)),
-      served: m.staged.served,
       stageOf: stageOfServed(m.staged.served),
     };
     for (const id of m.dropTypes) this.types.delete(id);
