@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
@@ -32,3 +33,12 @@ export function machineInfo(): string {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Where the side-by-side benchmarks put the server and the load client (a 2-core VM has 0 and 1). */
+export const SERVER_CORE = '0';
+export const CLIENT_CORE = '1';
+
+/** Pins every thread of a process to `cores` (taskset list, e.g. "0" or "0-1"). */
+export function pin(pid: number, cores: string): void {
+  execFileSync('taskset', ['-a', '-cp', cores, String(pid)], { stdio: 'ignore' });
+}

@@ -13,16 +13,16 @@
  * so CPU figures are per push). `fromWriteP99` is fleetxds's p99 from the write of the YAML file,
  * with the 50 ms debounce and the whole pipeline.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { projectPath } from '../../src/shared/paths.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
 import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
-import { percentile, procStats, sleep } from '../lib/proc.ts';
+import { CLIENT_CORE, percentile, pin, procStats, SERVER_CORE, sleep } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
+import { EventProcess } from '../lib/event-process.ts';
 
 export type PeerName = 'fleetxds' | 'go-control-plane' | 'bare-http2';
 export const PEERS: PeerName[] = ['fleetxds', 'go-control-plane', 'bare-http2'];
@@ -42,9 +42,6 @@ export interface PeerResult {
   kbPerStream: number;
 }
 
-const SERVER_CORE = '0';
-const CLIENT_CORE = '1';
-
 /** Changes of the generated tree, the same for every server. */
 const changeRoute = (services: number) => (cfg: string) =>
   writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, services).replace('/api/r7/', '/api/r7-moved/'));
@@ -53,10 +50,6 @@ const changeEndpoint = (cfg: string) =>
     join(cfg, 'services', 'svc-0.yaml'),
     [serviceYaml(0, 7), ...Array.from({ length: 99 }, (_, i) => serviceYaml(i + 1))].join('---\n'),
   );
-
-function pin(pid: number, core: string): void {
-  execFileSync('taskset', ['-a', '-cp', core, String(pid)], { stdio: 'ignore' });
-}
 
 /** Builds the Go harness (server and client) once per run of the suite. */
 export function buildGoHarness(): { gcpServer: string; fanout: string } {
@@ -68,32 +61,6 @@ export function buildGoHarness(): { gcpServer: string; fanout: string } {
 }
 
 /** A process that prints JSON events, one per line. */
-class EventProcess {
-  private readonly waiters: { event: string; resolve: (v: any) => void }[] = [];
-  constructor(readonly child: ChildProcess) {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      let msg: any;
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        return;
-      }
-      const i = this.waiters.findIndex((w) => w.event === msg.event);
-      if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(msg);
-    });
-    child.stderr!.on('data', (d) => process.stderr.write(d));
-  }
-  next(event: string, timeoutMs = 300_000): Promise<any> {
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`timeout waiting for ${event}`)), timeoutMs);
-      this.waiters.push({ event, resolve: (v) => (clearTimeout(t), resolve(v)) });
-    });
-  }
-  send(cmd: object): void {
-    this.child.stdin!.write(`${JSON.stringify(cmd)}\n`);
-  }
-}
-
 interface Running {
   pid: number;
   port: number;

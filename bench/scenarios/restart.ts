@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectPath } from '../../src/shared/paths.ts';
+import { SERVER_NODE_FLAGS } from '../../src/shared/runtime-flags.ts';
 import { T } from '../../test/helpers/ads-client.ts';
 import { decodeToJson, encodeJson } from '../../src/xds/proto-json.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
@@ -32,6 +33,7 @@ export async function restartScenario(
     process.execPath,
     [
       ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+      ...SERVER_NODE_FLAGS,
       projectPath('dist', 'src', 'cli', 'main.js'),
       'serve',
       '--config',

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=16
 /**
  * fleetxds command line: thin wrappers over the stages.
  *   serve    [--config FILE]                  run the server

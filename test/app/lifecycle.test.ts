@@ -111,4 +111,23 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
   assert.match(text, new RegExp(`^Environment=NODE_COMPILE_CACHE=/var/cache/${cacheDir}/`, 'm'));
 });
 
+test('every way the server is started carries the Node flags it runs with', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { SERVER_NODE_FLAGS } = await import('../../src/shared/runtime-flags.ts');
+  const unit = readFileSync(projectPath('systemd', 'fleetxds.service'), 'utf8');
+  const starts = {
+    'systemd ExecStart': /^ExecStart=(.*)$/m.exec(unit)?.[1] ?? '',
+    'npm start': (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { scripts: { start: string } })
+      .scripts.start,
+    'the fleetxds command': readFileSync(projectPath('src', 'cli', 'main.ts'), 'utf8').split('\n')[0]!,
+  };
+  assert.ok(SERVER_NODE_FLAGS.length > 0);
+  for (const [where, line] of Object.entries(starts))
+    for (const flag of SERVER_NODE_FLAGS) {
+      // The flag must be Node's (before the script), not the script's.
+      const script = line.search(/main\.js|$/);
+      assert.ok(line.slice(0, script).split(/\s+/).includes(flag), `${where} lacks ${flag}: ${line}`);
+    }
+});
+
 test.run();

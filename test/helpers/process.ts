@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { projectPath } from '../../src/shared/paths.ts';
+import { SERVER_NODE_FLAGS } from '../../src/shared/runtime-flags.ts';
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -19,19 +20,26 @@ process.on('exit', () => {
 });
 
 /**
- * Runs `fleetxds serve` as a real process and waits until it reports it is serving. With
+ * Runs `fleetxds serve` as a real process, with the Node flags it is deployed with, from source
+ * (or `built`: the compiled server, as deployed; benchmarks build it first) and waits until it
+ * reports it is serving. With
  * FLEETXDS_CPU_PROF=<dir> (benchmarks) the server writes a V8 CPU profile there when it stops
  * with SIGTERM (`--cpu-prof` is not allowed in NODE_OPTIONS).
  */
-export function spawnServer(configFile: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+export function spawnServer(
+  configFile: string,
+  env: Record<string, string> = {},
+  { built = false }: { built?: boolean } = {},
+): Promise<ServerProcess> {
   const prof = process.env.FLEETXDS_CPU_PROF;
   const child = spawn(
     process.execPath,
     [
       ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
-      '--import',
-      'tsx',
-      projectPath('src', 'cli', 'main.ts'),
+      ...SERVER_NODE_FLAGS,
+      ...(built
+        ? [projectPath('dist', 'src', 'cli', 'main.js')]
+        : ['--import', 'tsx', projectPath('src', 'cli', 'main.ts')]),
       'serve',
       '--config',
       configFile,

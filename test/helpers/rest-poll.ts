@@ -7,11 +7,16 @@ export interface PollResult {
   status: number;
   /** When the response ended. */
   at: number;
-  /** version_info, read without parsing the whole body. */
+  /** Bytes of the response body. */
+  bytes: number;
+  /** version_info, read from the start of the body without parsing it. */
   version?: string;
 }
 
-/** POST /v3/discovery:clusters over plain HTTP with a fresh connection. */
+/**
+ * POST /v3/discovery:clusters over plain HTTP with a fresh connection. The body is counted, not
+ * kept: thousands of parallel polls answered at once must not make this client the slow side.
+ */
 export function pollClusters(port: number, body: object): Promise<PollResult> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
@@ -25,11 +30,19 @@ export function pollClusters(port: number, body: object): Promise<PollResult> {
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
       },
       (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => (text += d));
+        let head = '';
+        let bytes = 0;
+        res.on('data', (d: Buffer) => {
+          if (head.length < 256) head += d.toString('latin1', 0, 256);
+          bytes += d.length;
+        });
         res.on('end', () =>
-          resolve({ status: res.statusCode!, at: Date.now(), version: /"version_info":"([^"]*)"/.exec(text)?.[1] }),
+          resolve({
+            status: res.statusCode!,
+            at: Date.now(),
+            bytes,
+            version: /"version_info":"([^"]*)"/.exec(head)?.[1],
+          }),
         );
       },
     );

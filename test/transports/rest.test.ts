@@ -169,6 +169,27 @@ test('a proxy that starts again (no version after having accepted one) is a new 
   );
 });
 
+test('a held poll whose proxy hangs up is let go at once (no timer left, the next change answers the others)', async () => {
+  await app.close();
+  app = await startServer(dir, { rest: { holdMs: 20_000, requestTimeoutMs: 30_000 } });
+  const first = await poll('clusters', { node: LONG_POLLER });
+  const version_info = first.json.version_info;
+  const gone = new AbortController();
+  const hungUp = poll('clusters', { node: LONG_POLLER, version_info }, { signal: gone.signal }).catch((e) => e);
+  const kept = poll('clusters', { node: { ...LONG_POLLER, id: 'rest-2' }, version_info });
+  await new Promise((r) => setTimeout(r, 200));
+  assert.is(app.rest!.heldCount(), 2);
+  gone.abort();
+  assert.is(((await hungUp) as Error).name, 'AbortError');
+  await new Promise((r) => setTimeout(r, 100));
+  assert.is(app.rest!.heldCount(), 1);
+  await apply({ 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 2s\n') });
+  const r = await kept;
+  assert.is(r.status, 200);
+  assert.is.not(r.json.version_info, version_info);
+  assert.is(app.rest!.heldCount(), 0);
+});
+
 test('a stale version is answered at once with 200', async () => {
   const r = await poll('clusters', { node: NODE, version_info: 'some-old-version' });
   assert.is(r.status, 200);

@@ -20,6 +20,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import type { Logger } from 'pino';
 import type { NodeIdentity } from '../../model/node-groups.ts';
 import { readFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { TokenAuth } from '../../security/tokens.ts';
 import { checkNodeIdentity } from '../../security/node-identity.ts';
@@ -76,6 +77,10 @@ interface Selection {
   body: Buffer;
 }
 
+/**
+ * A poll held until a change or its deadline. Thousands are held at once, so a held poll is this
+ * record, its timer and what the HTTP server keeps for the open request: no promise, no closure.
+ */
 interface Held {
   node: NodeIdentity;
   status: StreamStatus;
@@ -85,8 +90,7 @@ interface Held {
   version: string;
   sub: SubscriptionState;
   reply: FastifyReply;
-  resolve: () => void;
-  timer: NodeJS.Timeout;
+  timer?: NodeJS.Timeout;
 }
 
 /** Distinct selections kept per type snapshot (bodies computed once per version, shared by every poll). */
@@ -225,12 +229,23 @@ export function createRestServer(opts: RestOptions): RestServer {
       : {}),
     // Fastify's own per-request lines only from warn up; fleetxds's lines follow the configured level.
     loggerInstance: opts.log.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
+    // No child logger per request: a held poll would keep one (about 1 KB with its bound level
+    // methods) for as long as it is held, and fleetxds's own lines name the node instead.
+    childLoggerFactory: (logger) => logger,
     bodyLimit: opts.bodyLimit,
     // Envoy sets Host to the cluster name; never route on it.
     requestTimeout: opts.holdMs + 30_000,
     return503OnClosing: true,
   });
-  const held = new Set<Held>();
+  const held = new Map<ServerResponse, Held>();
+  /** One listener for every held poll: the proxy went away (or its connection did) while held. */
+  function onHeldClose(this: ServerResponse) {
+    const h = held.get(this);
+    if (h) {
+      held.delete(this);
+      clearTimeout(h.timer);
+    }
+  }
   const pollers = new Map<StreamStatus, PollerState>();
   // One variant per (proxy's cluster name, long polling or not), shared by every poll that needs it.
   const variants = new Map<string, ConfigSourceVariant>();
@@ -265,12 +280,12 @@ export function createRestServer(opts: RestOptions): RestServer {
 
   const answer = (h: Held, change?: { t: TypeSnapshot; sel: Selection }) => {
     clearTimeout(h.timer);
-    held.delete(h);
+    held.delete(h.reply.raw);
+    h.reply.raw.off('close', onHeldClose);
     if (!h.reply.sent && !h.reply.raw.destroyed) {
       if (!change) h.reply.code(304).send();
       else sendSelection(h.reply, h.status, h.sub, change.t, change.sel);
     }
-    h.resolve();
   };
 
   /** The node's group and what it is served (its stage's version during a rollout), per poll. */
@@ -324,7 +339,7 @@ export function createRestServer(opts: RestOptions): RestServer {
 
   opts.cache.onPublish((cfg) => {
     // Re-resolve each held node: a model change can also move nodes between groups.
-    for (const h of [...held]) {
+    for (const h of [...held.values()]) {
       const t = servedTo(cfg, h.node).snapshot?.types[h.kind];
       if (!t) continue;
       const sel = restSelection(t, h.names, h.variant);
@@ -359,26 +374,40 @@ export function createRestServer(opts: RestOptions): RestServer {
   });
 
   // find-my-way cannot put a parameter right after a literal ':', so take the whole segment.
-  app.post<{ Params: { call: string } }>('/v3/:call', async (req, reply) => {
+  // Not async: a held poll then costs no pending promise (fastify waits for reply.send()).
+  app.post<{ Params: { call: string } }>('/v3/:call', (req, reply): void => {
     const m = /^discovery:([a-z_-]+)$/.exec(req.params.call);
     const kind = m?.[1] ? kindOfRestPath(m[1]) : undefined;
-    if (!kind)
-      return reply.code(404).send({
+    if (!kind) {
+      reply.code(404).send({
         error: `no REST discovery at /v3/${req.params.call} (served: ${RESOURCE_TYPES.map((t) => t.restPath)
           .map((t) => `/v3/discovery:${t}`)
           .join(', ')})`,
       });
-    if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization))
-      return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
-    if (kind === 'secret' && !opts.secretsAllowed) return reply.code(403).send({ error: SECRETS_REFUSED });
+      return;
+    }
+    if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization)) {
+      reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
+      return;
+    }
+    if (kind === 'secret' && !opts.secretsAllowed) {
+      reply.code(403).send({ error: SECRETS_REFUSED });
+      return;
+    }
     const { node, names, version } = parseRequest(req.body, kind);
     if (tls?.identityPrefix) {
       const cert = (req.raw.socket as TLSSocket).getPeerCertificate?.();
       const refusal = checkNodeIdentity(node, cert && Object.keys(cert).length ? cert : undefined, tls.identityPrefix);
-      if (refusal) return reply.code(403).send({ error: refusal });
+      if (refusal) {
+        reply.code(403).send({ error: refusal });
+        return;
+      }
     }
     const at = current(node);
-    if (!at) return reply.code(503).send({ error: 'no configuration applied yet' });
+    if (!at) {
+      reply.code(503).send({ error: 'no configuration applied yet' });
+      return;
+    }
     const status = opts.registry.poller({
       nodeId: node.id,
       nodeCluster: node.cluster,
@@ -402,37 +431,24 @@ export function createRestServer(opts: RestOptions): RestServer {
     const rejected = sub.nackedSent === sel.version && version !== '' && version === sub.acked;
     if (!rejected && (version === '' || version !== sel.version)) return sendSelection(reply, status, sub, t, sel);
     maybeAcked(status, state, t);
-    if (holdMs === 0 || held.size >= opts.maxHeld) return reply.code(304).send();
+    if (holdMs === 0 || held.size >= opts.maxHeld) {
+      reply.code(304).send();
+      return;
+    }
     // Unchanged: hold until a change releases it, or answer 304 before the proxy's request_timeout.
-    await new Promise<void>((resolve) => {
-      const h: Held = {
-        node,
-        status,
-        kind,
-        names,
-        variant,
-        version,
-        sub,
-        reply,
-        resolve,
-        timer: setTimeout(() => answer(h), holdMs),
-      };
-      held.add(h);
-      reply.raw.on('close', () => {
-        if (held.delete(h)) {
-          clearTimeout(h.timer);
-          resolve();
-        }
-      });
-    });
-    return reply;
+    // The parsed body is not needed any more (the node's identity and names are kept).
+    req.body = undefined;
+    const h: Held = { node, status, kind, names, variant, version, sub, reply };
+    h.timer = setTimeout(answer, holdMs, h);
+    held.set(reply.raw, h);
+    reply.raw.once('close', onHeldClose);
   });
 
   return {
     app,
     heldCount: () => held.size,
     releaseAll: () => {
-      for (const h of [...held]) answer(h);
+      for (const h of [...held.values()]) answer(h);
     },
   };
 }

@@ -1,0 +1,29 @@
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+/** A harness process that reports on stdout as JSON lines `{"event": ..., ...}` and takes commands on stdin. */
+export class EventProcess {
+  private readonly waiters: { event: string; resolve: (v: any) => void }[] = [];
+  constructor(readonly child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      let msg: any;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        return;
+      }
+      const i = this.waiters.findIndex((w) => w.event === msg.event);
+      if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(msg);
+    });
+    child.stderr!.on('data', (d) => process.stderr.write(d));
+  }
+  next(event: string, timeoutMs = 300_000): Promise<any> {
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`timeout waiting for ${event}`)), timeoutMs);
+      this.waiters.push({ event, resolve: (v) => (clearTimeout(t), resolve(v)) });
+    });
+  }
+  send(cmd: object): void {
+    this.child.stdin!.write(`${JSON.stringify(cmd)}\n`);
+  }
+}
