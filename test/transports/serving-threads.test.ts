@@ -12,8 +12,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connect, T, type Json, type ScriptedStream } from '../helpers/ads-client.ts';
 import { waitFor } from '../helpers/process.ts';
+import pino from 'pino';
+import { serveGrpc } from '../../src/transports/grpc/serving.ts';
 import { startServer } from '../helpers/server.ts';
-import { BASE, writeTree } from '../helpers/tree.ts';
+import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
 const ack = (r: Json): Json => ({ type_url: r.type_url, version_info: r.version_info, response_nonce: r.nonce });
 /** A client on a connection of its own (grpc-js shares one per target by default). */
@@ -83,6 +85,85 @@ test('streams spread over two threads get every change; status, ACKs and NACKs r
     for (const st of await ends) assert.is(st.code, grpc.status.UNAVAILABLE, 'closing ends streams on every thread');
   } finally {
     for (const c of clients) c.close();
+  }
+});
+
+test('a serving thread that dies is started again with the current config; its streams end, the others stay', async () => {
+  const dir = writeTree(BASE);
+  const app = await startServer(dir);
+  process.env.FLEETXDS_TEST_DIE_MARKER = join(tempDir(), 'died');
+  const serving = await serveGrpc({
+    listen: '127.0.0.1:0',
+    threads: 2,
+    logLevel: 'silent',
+    serveLastAckedOnNack: false,
+    server: { maxStreams: 100 },
+    cache: app.cache,
+    registry: app.registry,
+    log: pino({ level: 'silent' }),
+    workerUrl: new URL('../helpers/dying-serving-worker.ts', import.meta.url),
+  });
+  const open = (clients: ReturnType<typeof ownConnection>[], from: number) =>
+    clients.map((c, i) => {
+      const s = c.open();
+      s.send({ node: { id: `node-${from + i}`, cluster: 'c' }, type_url: T.cluster });
+      return s;
+    });
+  const before = Array.from({ length: 12 }, () => ownConnection(serving.port));
+  const after = Array.from({ length: 12 }, () => ownConnection(serving.port));
+  try {
+    const streams = open(before, 0);
+    const first = await Promise.all(streams.map((s) => s.next()));
+    streams.forEach((s, i) => s.send(ack(first[i]!)));
+    await waitFor('every stream in the status', () => app.registry.connected().length === 12, 3000);
+    const [onThread0, onThread1] = serving.streamsByThread() as [number, number];
+    assert.ok(onThread0 > 0 && onThread1 > 0, `both threads serve (${onThread0}, ${onThread1})`);
+
+    // The second config: thread 1 dies on it.
+    writeFileSync(
+      join(dir, 'services.yaml'),
+      BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 7s\n'),
+    );
+    await app.reload();
+    const outcomes = await Promise.all(
+      streams.map((s) =>
+        Promise.race([
+          s.next().then((r) => (r.version_info !== first[0]!.version_info ? 'new version' : 'same version')),
+          s.status.then((st) => grpc.status[st.code]),
+        ]),
+      ),
+    );
+    assert.is(outcomes.filter((o) => o === 'new version').length, onThread0, outcomes.join());
+    assert.is(outcomes.filter((o) => o === 'UNAVAILABLE').length, onThread1, outcomes.join());
+    await waitFor(
+      "the dead thread's streams leave the status",
+      () => app.registry.connected().length === onThread0,
+      3000,
+    );
+
+    // Started again (after a second), with the config published while it was down.
+    const current = app.cache.current!.versionId;
+    await waitFor(
+      'both threads serve again',
+      async () => {
+        const s = open(after.splice(0, 1), 100)[0]!;
+        await s.next();
+        return serving.streamsByThread()[1]! > 0;
+      },
+      10_000,
+      200,
+    );
+    const late = await Promise.all(open(after.splice(0), 200).map((s) => s.next()));
+    assert.ok(
+      late.every((r) => r.version_info !== first[0]!.version_info),
+      'the restarted thread serves the new version',
+    );
+    assert.is(app.cache.current!.versionId, current);
+  } finally {
+    for (const c of [...before, ...after]) c.close();
+    await serving.close('test over');
+    await app.close();
+    delete process.env.FLEETXDS_TEST_DIE_MARKER;
   }
 });
 

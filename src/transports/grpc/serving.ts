@@ -69,6 +69,8 @@ export interface ServeGrpcOptions {
   cache: SnapshotCache;
   registry: NodeRegistry;
   log: Logger;
+  /** The serving thread's module (tests give one that fails on purpose). */
+  workerUrl?: URL;
 }
 
 export async function serveGrpc(o: ServeGrpcOptions): Promise<GrpcServing> {
@@ -129,7 +131,7 @@ async function startThreads(o: ServeGrpcOptions, count: number): Promise<GrpcSer
       serveLastAckedOnNack: o.serveLastAckedOnNack,
       server: { ...o.server, streamCount: { slots, slot: index } },
     };
-    const worker = new Worker(WORKER_URL, { workerData: settings });
+    const worker = new Worker(o.workerUrl ?? WORKER_URL, { workerData: settings });
     const thread: Thread = { worker, streams: new RelayedStreams(o.registry) };
     threads[index] = thread;
     if (o.cache.current) send(thread, { type: 'publish', feed: new FeedWriter().next(o.cache.current) });
