@@ -374,40 +374,28 @@ export function createRestServer(opts: RestOptions): RestServer {
   });
 
   // find-my-way cannot put a parameter right after a literal ':', so take the whole segment.
-  // Not async: a held poll then costs no pending promise (fastify waits for reply.send()).
+  // Not async, and never returning the reply (a thenable): a held poll then costs no pending
+  // promise; fastify waits for reply.send().
   app.post<{ Params: { call: string } }>('/v3/:call', (req, reply): void => {
     const m = /^discovery:([a-z_-]+)$/.exec(req.params.call);
     const kind = m?.[1] ? kindOfRestPath(m[1]) : undefined;
-    if (!kind) {
-      reply.code(404).send({
+    if (!kind)
+      return void reply.code(404).send({
         error: `no REST discovery at /v3/${req.params.call} (served: ${RESOURCE_TYPES.map((t) => t.restPath)
           .map((t) => `/v3/discovery:${t}`)
           .join(', ')})`,
       });
-      return;
-    }
-    if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization)) {
-      reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
-      return;
-    }
-    if (kind === 'secret' && !opts.secretsAllowed) {
-      reply.code(403).send({ error: SECRETS_REFUSED });
-      return;
-    }
+    if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization))
+      return void reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
+    if (kind === 'secret' && !opts.secretsAllowed) return void reply.code(403).send({ error: SECRETS_REFUSED });
     const { node, names, version } = parseRequest(req.body, kind);
     if (tls?.identityPrefix) {
       const cert = (req.raw.socket as TLSSocket).getPeerCertificate?.();
       const refusal = checkNodeIdentity(node, cert && Object.keys(cert).length ? cert : undefined, tls.identityPrefix);
-      if (refusal) {
-        reply.code(403).send({ error: refusal });
-        return;
-      }
+      if (refusal) return void reply.code(403).send({ error: refusal });
     }
     const at = current(node);
-    if (!at) {
-      reply.code(503).send({ error: 'no configuration applied yet' });
-      return;
-    }
+    if (!at) return void reply.code(503).send({ error: 'no configuration applied yet' });
     const status = opts.registry.poller({
       nodeId: node.id,
       nodeCluster: node.cluster,
@@ -431,10 +419,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     const rejected = sub.nackedSent === sel.version && version !== '' && version === sub.acked;
     if (!rejected && (version === '' || version !== sel.version)) return sendSelection(reply, status, sub, t, sel);
     maybeAcked(status, state, t);
-    if (holdMs === 0 || held.size >= opts.maxHeld) {
-      reply.code(304).send();
-      return;
-    }
+    if (holdMs === 0 || held.size >= opts.maxHeld) return void reply.code(304).send();
     // Unchanged: hold until a change releases it, or answer 304 before the proxy's request_timeout.
     // The parsed body is not needed any more (the node's identity and names are kept).
     req.body = undefined;
