@@ -36,6 +36,17 @@ function table(title: string, rows: Record<string, unknown>[]): void {
   for (const r of rows) console.log(`| ${cols.map((c) => String(r[c])).join(' | ')} |`);
 }
 
+/** A row of a / b for each column of `a`, except the columns `label` gives (the server, the sizes). */
+function ratioRow(
+  label: Record<string, unknown>,
+  a: Record<string, unknown>,
+  b: Record<string, unknown>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...label };
+  for (const k of Object.keys(a)) if (!(k in out)) out[k] = (Number(a[k]) / Number(b[k])).toFixed(2);
+  return out;
+}
+
 function medianOf<T extends Record<string, unknown>>(results: T[]): T {
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(results[0] ?? {})) {
@@ -125,19 +136,7 @@ if (selected.includes('rest')) {
     'REST long-poll, server on one core, client on the other: server RSS idle / held, KB per held poll, time ' +
       'from the change until all are answered (fleetxds: from the file write, incl. debounce) and server CPU s ' +
       'for it; the floor is bare node:http holding the same polls and answering with the same bytes',
-    [
-      ...rows,
-      Object.fromEntries(
-        Object.keys(ours).map((k) => [
-          k,
-          k === 'server'
-            ? 'fleetxds / bare-http'
-            : ['perPollKB', 'releaseAllMs', 'releaseCpu'].includes(k)
-              ? (Number(ours[k as keyof RestResult]) / Number(floor[k as keyof RestResult])).toFixed(2)
-              : '',
-        ]),
-      ),
-    ],
+    [...rows, ratioRow({ server: 'fleetxds / bare-http', held: ours.held }, ours, floor)],
   );
   console.log(`\ntarget: 10,000 held polls in < 150 MB RSS, all answered < 1,000 ms after the change`);
 }
@@ -231,11 +230,6 @@ if (selected.includes('peers')) {
       for (const name of order) results.get(name)!.push(await peerRun(name, n, services, bin));
     }
     const rows = PEERS.map((p) => medianOf(results.get(p)! as unknown as Record<string, unknown>[]));
-    const ratio = (label: string, a: Record<string, unknown>, b: Record<string, unknown>) => {
-      const out: Record<string, unknown> = { server: label, services: a.services, n: a.n };
-      for (const k of Object.keys(a)) if (!(k in out)) out[k] = (Number(a[k]) / Number(b[k])).toFixed(2);
-      return out;
-    };
     const spread = PEERS.map((p) => ({
       server: p,
       ...Object.fromEntries(
@@ -253,8 +247,8 @@ if (selected.includes('peers')) {
         `${peerRuns}): p99 ms, server CPU s, bytes per stream, KB RSS per stream; ratios below`,
       [
         ...rows,
-        ratio('fleetxds / go-control-plane', rows[0]!, rows[1]!),
-        ratio('fleetxds / bare-http2', rows[0]!, rows[2]!),
+        ratioRow({ server: 'fleetxds / go-control-plane', services, n }, rows[0]!, rows[1]!),
+        ratioRow({ server: 'fleetxds / bare-http2', services, n }, rows[0]!, rows[2]!),
       ],
     );
     if (peerRuns > 1) table('Peers: every run (spread)', spread);

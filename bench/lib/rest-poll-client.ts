@@ -6,10 +6,7 @@
  * Usage: node --import tsx bench/lib/rest-poll-client.ts PORT N VERSION
  * Prints {"event":"sent"} once every poll is on the wire, then {"event":"done","lastAt","answered200","bytes"}.
  */
-import { pollClusters } from '../../test/helpers/rest-poll.ts';
-
-/** Held polls are for proxies that opted into long polling (node metadata, as `fleetxds bootstrap` writes it). */
-const LONG_POLL = { fleetxds: { long_poll_ms: 600_000 } };
+import { LONG_POLL, pollClusters } from '../../test/helpers/rest-poll.ts';
 
 const [port, n, version] = process.argv.slice(2);
 const polls: ReturnType<typeof pollClusters>[] = [];

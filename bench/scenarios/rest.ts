@@ -17,6 +17,7 @@ import { EventProcess } from '../lib/event-process.ts';
 import { serviceYaml } from '../lib/generate.ts';
 import { CLIENT_CORE, pin, procStats, SERVER_CORE, sleep } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
+import { LONG_POLL } from '../../test/helpers/rest-poll.ts';
 
 export type RestServerName = 'fleetxds' | 'bare-http';
 
@@ -49,7 +50,7 @@ async function firstPoll(port: number): Promise<{ version: string; body: string 
   const res = await fetch(`http://127.0.0.1:${port}/v3/discovery:clusters`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ node: { id: 'n', cluster: 'c', metadata: { fleetxds: { long_poll_ms: 600_000 } } } }),
+    body: JSON.stringify({ node: { id: 'n', cluster: 'c', metadata: LONG_POLL } }),
   });
   const body = await res.text();
   return { version: (JSON.parse(body) as { version_info: string }).version_info, body };

@@ -22,9 +22,8 @@ process.on('exit', () => {
 /**
  * Runs `fleetxds serve` as a real process, with the Node flags it is deployed with, from source
  * (or `built`: the compiled server, as deployed; benchmarks build it first) and waits until it
- * reports it is serving. With
- * FLEETXDS_CPU_PROF=<dir> (benchmarks) the server writes a V8 CPU profile there when it stops
- * with SIGTERM (`--cpu-prof` is not allowed in NODE_OPTIONS).
+ * reports it is serving. With FLEETXDS_CPU_PROF=<dir> (benchmarks) the server writes a V8 CPU
+ * profile there when it stops with SIGTERM (`--cpu-prof` is not allowed in NODE_OPTIONS).
  */
 export function spawnServer(
   configFile: string,

@@ -3,6 +3,9 @@ import http from 'node:http';
 /** Many parallel polls need one connection each (Envoy's REST client has one outstanding request). */
 const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
 
+/** Node metadata of a proxy that opted into long polling (as `fleetxds bootstrap` writes it), up to 600 s. */
+export const LONG_POLL = { fleetxds: { long_poll_ms: 600_000 } };
+
 export interface PollResult {
   status: number;
   /** When the response ended. */

@@ -8,10 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnServer, waitFor } from '../helpers/process.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
-import { pollClusters as post } from '../helpers/rest-poll.ts';
-
-/** Held polls are for proxies that opted into long polling (node metadata, as `fleetxds bootstrap` writes it). */
-const LONG_POLL = { fleetxds: { long_poll_ms: 600_000 } };
+import { LONG_POLL, pollClusters as post } from '../helpers/rest-poll.ts';
 
 const N = 10_000;
 test(`${N} held polls are all released by one change`, async () => {

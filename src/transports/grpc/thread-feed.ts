@@ -52,12 +52,20 @@ export interface FeedResources {
   readonly namedOnly: readonly boolean[];
 }
 
-export interface FeedMessage {
-  readonly versionId: number;
-  readonly modelHash: string;
-  readonly treeHash: string;
-  readonly appliedAt: string;
-  readonly controlPlane?: string;
+/** The fields that name a published config's version; they cross to the threads as they are. */
+type ConfigHead = Pick<PublishedConfig, 'versionId' | 'modelHash' | 'treeHash' | 'appliedAt' | 'controlPlane'>;
+
+function headOf(c: ConfigHead): ConfigHead {
+  return {
+    versionId: c.versionId,
+    modelHash: c.modelHash,
+    treeHash: c.treeHash,
+    appliedAt: c.appliedAt,
+    ...(c.controlPlane !== undefined ? { controlPlane: c.controlPlane } : {}),
+  };
+}
+
+export interface FeedMessage extends ConfigHead {
   /** Set when node placement changed (a new resolver). */
   readonly nodeGroups?: readonly NodeGroupDoc[];
   readonly groups: readonly FeedGroup[];
@@ -132,11 +140,7 @@ export class FeedWriter {
     const resolverChanged = cfg.resolver !== this.resolver;
     this.resolver = cfg.resolver;
     return {
-      versionId: cfg.versionId,
-      modelHash: cfg.modelHash,
-      treeHash: cfg.treeHash,
-      appliedAt: cfg.appliedAt,
-      ...(cfg.controlPlane !== undefined ? { controlPlane: cfg.controlPlane } : {}),
+      ...headOf(cfg),
       ...(resolverChanged ? { nodeGroups: cfg.resolver.nodeGroups } : {}),
       groups,
       ...(staged ? { staged } : {}),
@@ -250,11 +254,7 @@ export class FeedReader {
     for (const id of m.dropTypes) this.types.delete(id);
     for (const k of m.dropKeys) this.resources.delete(k);
     return {
-      versionId: m.versionId,
-      modelHash: m.modelHash,
-      treeHash: m.treeHash,
-      appliedAt: m.appliedAt,
-      ...(m.controlPlane !== undefined ? { controlPlane: m.controlPlane } : {}),
+      ...headOf(m),
       groups: this.groups,
       resolver: this.resolver,
       ...(staged ? { staged } : {}),
