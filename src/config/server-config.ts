@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { parse } from 'yaml';
+import { parse } from '../shared/yaml.ts';
 
 const TokenList = Type.Array(
   Type.Object(

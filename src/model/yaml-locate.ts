@@ -1,14 +1,6 @@
 /** Line and column of a field in a YAML document, found again from the file's text when needed. */
-import {
-  isMap,
-  isPair,
-  isScalar,
-  isSeq,
-  LineCounter,
-  parseAllDocuments,
-  type Document,
-  type Node as YamlNode,
-} from 'yaml';
+import type { Document, Node as YamlNode } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments } from '../shared/yaml.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 
 /** How fleetxds parses YAML everywhere (source stage and locations agree on every offset). */

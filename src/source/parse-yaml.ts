@@ -1,4 +1,5 @@
-import { LineCounter, parseAllDocuments, type Document } from 'yaml';
+import type { Document } from 'yaml';
+import { LineCounter, parseAllDocuments } from '../shared/yaml.ts';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import type { ParsedFile, SourceDocument } from '../model/sources.ts';

@@ -29,8 +29,36 @@ const WRAPPERS = new Set([
   'google.protobuf.BytesValue',
 ]);
 
+/** The well-known types with a JSON form of their own (wktFromJson). */
+const WKT_NAMES = new Set([
+  ...WRAPPERS,
+  'google.protobuf.Duration',
+  'google.protobuf.Timestamp',
+  'google.protobuf.Empty',
+  'google.protobuf.FieldMask',
+  'google.protobuf.Struct',
+  'google.protobuf.Value',
+  'google.protobuf.ListValue',
+  'google.protobuf.Any',
+]);
+
+/**
+ * What converting JSON to a message of one type needs, worked out once per type: a cold build
+ * converts tens of thousands of messages, and protobufjs computes a type's full name (walking its
+ * parents) and its field lists on every access.
+ */
 interface TypeInfo {
-  byJsonName: Map<string, protobuf.Field>;
+  /** Full name without the leading dot. */
+  readonly name: string;
+  /** A well-known type with its own JSON form. */
+  readonly wkt: boolean;
+  readonly byJsonName: Map<string, protobuf.Field>;
+  readonly oneofs: readonly protobuf.OneOf[];
+  /** Fields with protoc-gen-validate rules, checked present or not. */
+  readonly ruled: readonly {
+    readonly field: protobuf.Field;
+    readonly rules: NonNullable<ReturnType<typeof fieldRules>>;
+  }[];
 }
 /**
  * Facts about the compiled-in Envoy protos (field tables), keyed by their protobufjs types: derived
@@ -42,11 +70,15 @@ function typeInfo(type: protobuf.Type): TypeInfo {
   let info = infoCache.get(type);
   if (!info) {
     const byJsonName = new Map<string, protobuf.Field>();
+    const ruled: TypeInfo['ruled'][number][] = [];
     for (const f of type.fieldsArray) {
       byJsonName.set(f.name, f);
       byJsonName.set(lowerCamel(f.name), f);
+      const rules = fieldRules(f);
+      if (rules) ruled.push({ field: f, rules });
     }
-    info = { byJsonName };
+    const name = type.fullName.replace(/^\./, '');
+    info = { name, wkt: WKT_NAMES.has(name), byJsonName, oneofs: type.oneofsArray, ruled };
     infoCache.set(type, info);
   }
   return info;
@@ -57,16 +89,28 @@ function lowerCamel(name: string): string {
 }
 
 function fullName(type: protobuf.Type): string {
-  return type.fullName.replace(/^\./, '');
+  return typeInfo(type).name;
 }
 
-function typeOfUrl(url: string): protobuf.Type | undefined {
-  const name = url.slice(url.lastIndexOf('/') + 1);
-  try {
-    return lookupType(name);
-  } catch {
-    return undefined;
+/** Types by full name, looked up once each (protobufjs resolves the path on every lookup); null: none. */
+const typesByName = new Map<string, protobuf.Type | null>();
+
+function typeNamed(name: string): protobuf.Type | undefined {
+  let type = typesByName.get(name);
+  if (type === undefined) {
+    try {
+      type = lookupType(name);
+    } catch {
+      type = null;
+    }
+    typesByName.set(name, type);
   }
+  return type ?? undefined;
+}
+
+/** The message type an Any's "@type" URL names. */
+function typeOfUrl(url: string): protobuf.Type | undefined {
+  return typeNamed(url.slice(url.lastIndexOf('/') + 1));
 }
 
 function describe(v: unknown): string {
@@ -79,28 +123,29 @@ function describe(v: unknown): string {
 // JSON -> object accepted by Type.fromObject
 
 export function jsonToObject(type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): Obj {
-  const name = fullName(type);
-  const wkt = wktFromJson(name, type, json, path, issues);
-  if (wkt !== NOT_WKT) return wkt as Obj;
+  const info = typeInfo(type);
+  if (info.wkt) return wktFromJson(info.name, type, json, path, issues) as Obj;
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-    issues.push({ path, message: `expected an object for ${name}, got ${describe(json)}` });
+    issues.push({ path, message: `expected an object for ${info.name}, got ${describe(json)}` });
     return {};
   }
-  const info = typeInfo(type);
   const out: Obj = {};
-  const present = new Map<protobuf.Field, unknown>();
-  for (const [key, value] of Object.entries(json as Obj)) {
+  // Which fields are set matters only to oneofs and validation rules; most types have neither.
+  const present = info.oneofs.length || info.ruled.length ? new Map<protobuf.Field, unknown>() : undefined;
+  for (const key in json) {
+    const value = (json as Obj)[key];
     const field = info.byJsonName.get(key);
     const fpath = path ? `${path}.${key}` : key;
     if (!field) {
-      issues.push({ path: fpath, message: `unknown field "${key}" in ${name}` });
+      issues.push({ path: fpath, message: `unknown field "${key}" in ${info.name}` });
       continue;
     }
     if (value === null && fullNameOfField(field) !== 'google.protobuf.Value') continue;
-    present.set(field, value);
+    present?.set(field, value);
     out[field.name] = convertField(field, value, fpath, issues);
   }
-  for (const oneof of type.oneofsArray) {
+  if (!present) return out;
+  for (const oneof of info.oneofs) {
     const set = oneof.fieldsArray.filter((f) => present.has(f));
     if (set.length > 1) {
       issues.push({
@@ -112,11 +157,8 @@ export function jsonToObject(type: protobuf.Type, json: unknown, path: string, i
     }
     checkOneofRules(oneof, set.length, path, issues);
   }
-  for (const field of type.fieldsArray) {
-    const rules = fieldRules(field);
-    if (!rules) continue;
+  for (const { field, rules } of info.ruled)
     checkFieldRules(field, rules, present.get(field), path ? `${path}.${field.name}` : field.name, issues);
-  }
   return out;
 }
 
@@ -222,8 +264,6 @@ function convertScalar(type: string, value: unknown, path: string, issues: Proto
   }
 }
 
-const NOT_WKT = Symbol('not-wkt');
-
 /** A field of a well-known type, present by definition (a missing one means corrupt protos). */
 function fieldOf(type: protobuf.Type, id: number): protobuf.Field {
   const f = type.fieldsById[id];
@@ -235,6 +275,7 @@ function fieldById(type: protobuf.Type, id: number): string {
   return fieldOf(type, id).name;
 }
 
+/** JSON of a well-known type (TypeInfo.wkt) to the object protobufjs takes. */
 function wktFromJson(name: string, type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): unknown {
   switch (name) {
     case 'google.protobuf.Duration': {
@@ -282,12 +323,11 @@ function wktFromJson(name: string, type: protobuf.Type, json: unknown, path: str
     }
     case 'google.protobuf.Any':
       return anyFromJson(type, json, path, issues);
-    default:
-      if (WRAPPERS.has(name)) {
-        const f = fieldOf(type, 1);
-        return { [f.name]: convertScalar(f.type, json, path, issues) };
-      }
-      return NOT_WKT;
+    default: {
+      if (!WRAPPERS.has(name)) throw new Error(`${name} has no JSON form of its own`);
+      const f = fieldOf(type, 1);
+      return { [f.name]: convertScalar(f.type, json, path, issues) };
+    }
   }
 }
 
@@ -336,9 +376,7 @@ function anyFromJson(type: protobuf.Type, json: unknown, path: string, issues: P
     issues.push({ path: `${path}.@type`, message: `unknown message type ${typeUrl}` });
     return {};
   }
-  const innerName = fullName(inner);
-  const isWkt = innerName.startsWith('google.protobuf.') && wktFromJson(innerName, inner, null, '', []) !== NOT_WKT;
-  const obj = jsonToObject(inner, isWkt ? rest.value : rest, path, issues);
+  const obj = jsonToObject(inner, typeInfo(inner).wkt ? rest.value : rest, path, issues);
   const bytes = inner.encode(inner.fromObject(obj)).finish();
   return { [fieldById(type, 1)]: typeUrl, [fieldById(type, 2)]: bytes };
 }
@@ -353,7 +391,7 @@ export interface EncodeResult {
 
 /** Strictly converts canonical proto3 JSON and encodes it; `issues` lists everything wrong. */
 export function encodeJson(typeName: string, json: unknown): EncodeResult {
-  const type = lookupType(typeName);
+  const type = typeNamed(typeName) ?? lookupType(typeName); // the second throws the lookup's error
   const issues: ProtoIssue[] = [];
   const obj = jsonToObject(type, json, '', issues);
   const bytes = type.encode(type.fromObject(obj)).finish();

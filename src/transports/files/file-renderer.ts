@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import type { Dirent } from 'node:fs';
 import { mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { stringify as toYaml } from 'yaml';
+import { stringify as toYaml } from '../../shared/yaml.ts';
 import type { Logger } from 'pino';
 import { fsyncDir, isAtomicWriteTemp, writeFileAtomic } from '../../shared/atomic-write.ts';
 import { retargetConfigSources, type ConfigSourceFor } from '../../snapshot/config-sources.ts';
