@@ -27,8 +27,8 @@ function countingEnvReads(fn: () => void): number {
   return reads;
 }
 
-test('the ES-module build of yaml is the one loaded', () => {
-  assert.is(YAML_BUILD, 'esm');
+test('an ES-module build of yaml is the one loaded (bundled by the build, or the package files)', () => {
+  assert.ok(YAML_BUILD === 'bundled' || YAML_BUILD === 'esm', YAML_BUILD);
 });
 
 test('a parse of 50 documents reads no environment variable', () => {
