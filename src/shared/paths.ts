@@ -27,9 +27,9 @@ export function packageDir(name: string): string {
   return packageAbove(dirname(createRequire(import.meta.url).resolve(name)), name);
 }
 
-/** The version of an installed package. */
-export function packageVersion(name: string): string {
-  return (JSON.parse(readFileSync(join(packageDir(name), 'package.json'), 'utf8')) as { version: string }).version;
+/** The version of an installed package (`dir`: its folder, when the caller has it already). */
+export function packageVersion(name: string, dir = packageDir(name)): string {
+  return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 /**
