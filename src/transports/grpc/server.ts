@@ -137,12 +137,17 @@ function toDeltaRequest(type: protobuf.Type, msg: protobuf.Message): DeltaReques
 }
 
 const REAP_EVERY_MS = 10_000;
+/** How long the UNAVAILABLE statuses get to go out before a shutdown destroys the connections. */
+const STATUS_FLUSH_MS = 50;
 
 export interface GrpcTransport {
   server: grpc.Server;
-  stopReaper(): void;
-  /** Ends every open stream with UNAVAILABLE (shutdown): Envoy keeps its config and reconnects. */
-  endStreams(reason: string): void;
+  /**
+   * Ends every open stream with UNAVAILABLE at once (before the promise is returned): Envoy keeps its config and
+   * reconnects. Then, once the status frames have gone out, stops the server and its connections, injected ones
+   * included. xDS streams never end on their own, so a graceful tryShutdown would only wait.
+   */
+  close(reason: string): Promise<void>;
 }
 
 /** Stream counts for `threads` serving threads (see GrpcServerOptions.streamCount). */
@@ -326,12 +331,16 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
   }
   return {
     server,
-    stopReaper: () => clearInterval(reaper),
-    endStreams(reason: string) {
+    async close(reason: string) {
+      clearInterval(reaper);
       for (const call of [...calls]) {
         release(call);
         call.emit('error', { code: grpc.status.UNAVAILABLE, details: reason });
       }
+      await new Promise((r) => setTimeout(r, STATUS_FLUSH_MS));
+      // Closes every listener (the injector's too) and destroys every session: grpc-js tracks sessions for this
+      // through channelz, which is on by default (an injector's own destroy() would close them again).
+      server.forceShutdown();
     },
   };
 }

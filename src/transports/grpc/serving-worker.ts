@@ -38,17 +38,12 @@ port.on('message', (m: ToThread) => {
         tell({ type: 'listening', port: (listener.address() as AddressInfo).port }),
       );
       break;
-    case 'end':
+    case 'end': {
       listener.close();
-      grpc.stopReaper();
-      grpc.endStreams(m.reason);
-      relay.flush();
-      // Let the status frames go out before the thread is stopped.
-      setTimeout(() => {
-        injector.destroy();
-        grpc.server.forceShutdown();
-        tell({ type: 'ended' });
-      }, 50);
+      const closing = grpc.close(m.reason);
+      relay.flush(); // the streams have ended: report them now
+      void closing.then(() => tell({ type: 'ended' }));
       break;
+    }
   }
 });

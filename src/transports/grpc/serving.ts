@@ -91,14 +91,7 @@ async function serveInProcess(o: ServeGrpcOptions): Promise<GrpcServing> {
     port,
     threads: 1,
     streamsByThread: () => [o.registry.connected().length],
-    async close(reason) {
-      // xDS streams never end on their own, so a graceful tryShutdown would only wait; clients
-      // keep their config and reconnect with backoff.
-      grpc.stopReaper();
-      grpc.endStreams(reason);
-      await new Promise((r) => setTimeout(r, 50)); // let the status frames go out
-      grpc.server.forceShutdown();
-    },
+    close: (reason) => grpc.close(reason),
   };
 }
 
