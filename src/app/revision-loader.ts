@@ -70,7 +70,7 @@ export class RevisionLoader {
     if (!stored) return undefined;
     const restore = (k: string) => {
       const r = stored.get(k)!;
-      return this.caches.encoder.restore(r.kind, r.name, r.key, r.json, r.stored);
+      return this.caches.encoder.restore(r.kind, r.name, r.key, r.stored, this.store.json);
     };
     const groups = new Map<string, RevisionGroup>();
     if (typed)

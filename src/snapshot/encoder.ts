@@ -39,19 +39,23 @@ export interface ResourceParts {
   readonly entries: readonly { readonly key: string; readonly framed: Buffer }[];
 }
 
-/** A stored resource's parts, as read back: entries with their JSON text. */
-export interface StoredParts {
-  field: string;
-  rest: Uint8Array;
-  entries: { key: string; framed: Buffer; json: string }[];
+/**
+ * Where a restored resource reads its JSON text when first asked. A restart serves gRPC from the
+ * stored bytes alone; reading every resource's text up front took a third of reading the version
+ * (11 MB at 10,000 services). Stored resources and parts are content-addressed and never change.
+ */
+export interface StoredJson {
+  /** The resource's text; a resource with parts has null in place of their field. */
+  resource(key: string): string;
+  part(key: string): string;
 }
 
 const NO_ISSUES: readonly ProtoIssue[] = [];
 
 /**
  * A resource read back from the store. gRPC serves its bytes only; its JSON (REST, files, status)
- * is parsed from the stored text on first use. A class, not an object with a defined getter: a
- * restart makes tens of thousands of them.
+ * is read and parsed from the stored text on first use. A class, not an object with a defined
+ * getter: a restart makes tens of thousands of them.
  */
 class RestoredResource implements EncodedResource {
   readonly version: string;
@@ -66,28 +70,28 @@ class RestoredResource implements EncodedResource {
     readonly kind: ResourceKind,
     readonly name: string,
     readonly key: string,
-    private readonly text: Record<string, unknown> | string,
+    private readonly stored: StoredJson,
     bytes: { any: Buffer; framed: Buffer },
-    readonly parts?: StoredParts,
+    readonly parts?: ResourceParts,
   ) {
     this.version = key.slice(0, 16);
     this.any = bytes.any;
     this.framed = bytes.framed;
-    // Listeners are few: parsed now to know whether they are API listeners.
-    this.namedOnly = kind === 'listener' || typeof text !== 'string' ? isNamedOnly(kind, this.json) : false;
+    // Listeners are few: read now to know whether they are API listeners.
+    this.namedOnly = kind === 'listener' ? isNamedOnly(kind, this.json) : false;
   }
 
   /** Its JSON as text: the stored text when it is whole (nothing parsed or stringified). */
   get jsonText(): string {
-    return typeof this.text === 'string' && !this.parts ? this.text : JSON.stringify(this.json);
+    return this.parsed || this.parts ? JSON.stringify(this.json) : this.stored.resource(this.key);
   }
 
   get json(): Record<string, unknown> {
     if (this.parsed) return this.parsed;
-    if (typeof this.text !== 'string') return (this.parsed = this.text);
-    const whole = JSON.parse(this.text) as Record<string, unknown>;
+    const whole = JSON.parse(this.stored.resource(this.key)) as Record<string, unknown>;
     // The field is null in place in the stored JSON: filled back where it was.
-    if (this.parts) whole[this.parts.field] = this.parts.entries.map((e) => JSON.parse(e.json) as unknown);
+    if (this.parts)
+      whole[this.parts.field] = this.parts.entries.map((e) => JSON.parse(this.stored.part(e.key)) as unknown);
     return (this.parsed = whole);
   }
 }
@@ -289,8 +293,8 @@ export class ResourceEncoder {
     kind: ResourceKind,
     name: string,
     key: string,
-    json: Record<string, unknown> | string,
-    stored: Buffer | StoredParts,
+    stored: Buffer | ResourceParts,
+    json: StoredJson,
   ): EncodedResource {
     const hit = this.cache.get(key);
     if (hit) return hit.res;

@@ -6,10 +6,10 @@
  */
 import type { Model } from '../model/types.ts';
 import type { Diagnostic } from '../shared/diagnostics.ts';
-import type { EncodedResource, StoredParts } from '../snapshot/encoder.ts';
+import type { EncodedResource, ResourceParts, StoredJson } from '../snapshot/encoder.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
 import { packModel, unpackHead, unpackModel } from './model-pack.ts';
-import type { Sqlite } from './sqlite.ts';
+import type { Sqlite, Statement } from './sqlite.ts';
 
 export type SourceKind = 'directory' | 'git' | 'rollback';
 
@@ -51,13 +51,12 @@ export interface StoredVersion extends VersionRecord {
 /** A resource as a version to store hands it over: an encoded resource. */
 export type StoredResource = Pick<EncodedResource, 'key' | 'kind' | 'name' | 'json' | 'any' | 'parts'>;
 
-/** A resource read back: its JSON text, and its Any bytes or the parts to rebuild them from. */
+/** A resource read back: its Any bytes or the parts to rebuild them from (its JSON: RevisionStore.json). */
 export interface LoadedResource {
   key: string;
   kind: ResourceKind;
   name: string;
-  json: string;
-  stored: Buffer | StoredParts;
+  stored: Buffer | ResourceParts;
 }
 
 /** Per node group, the keys of the resources a version serves (`secret:<name>` for secrets). */
@@ -150,6 +149,23 @@ export class RevisionStore {
   private storedChunks?: Set<string>;
 
   constructor(private readonly db: Sqlite) {}
+
+  /** Stored JSON texts by key, read when asked (see StoredJson). */
+  readonly json: StoredJson = {
+    resource: (key) => this.storedText('resource', key),
+    part: (key) => this.storedText('part', key),
+  };
+  private textQueries?: Record<'resource' | 'part', Statement>;
+
+  private storedText(what: 'resource' | 'part', key: string): string {
+    const query = (this.textQueries ??= {
+      resource: this.db.prepare('SELECT json FROM encoded_resources WHERE key = ?').pluck(),
+      part: this.db.prepare('SELECT json FROM resource_parts WHERE key = ?').pluck(),
+    })[what];
+    const text = query.get(key) as string | undefined;
+    if (text === undefined) throw new Error(`stored ${what} ${key} is missing`);
+    return text;
+  }
 
   /** The values of a one-column query, as a set (the keys a table already holds). */
   private column(sql: string): Set<string> {
@@ -333,7 +349,7 @@ export class RevisionStore {
     const out = new Map<string, LoadedResource>();
     const rows = this.db
       .prepare(
-        `SELECT key, kind, name, json, any, parts, rest FROM encoded_resources
+        `SELECT key, kind, name, any, parts, rest FROM encoded_resources
          WHERE key IN (SELECT value FROM json_each(?))`,
       )
       .all(JSON.stringify([...wanted])) as (Omit<LoadedResource, 'stored'> & {
@@ -345,24 +361,24 @@ export class RevisionStore {
       r.parts === null ? [] : [{ row: r, ...(JSON.parse(r.parts) as { field: string; keys: string[] }) }],
     );
     const parts = parted.length ? this.parts(parted.flatMap((p) => p.keys)) : new Map<string, never>();
-    for (const { key, kind, name, json, any } of rows) out.set(key, { key, kind, name, json, stored: any });
+    for (const { key, kind, name, any } of rows) out.set(key, { key, kind, name, stored: any });
     for (const p of parted) {
       const entries = p.keys.map((k) => parts.get(k));
       if (entries.some((e) => !e)) return undefined;
       out.get(p.row.key)!.stored = {
         field: p.field,
         rest: p.row.rest ?? Buffer.alloc(0),
-        entries: entries as StoredParts['entries'],
+        entries: entries as ResourceParts['entries'],
       };
     }
     return out.size === wanted.size ? out : undefined;
   }
 
   /** Stored parts by key. */
-  private parts(keys: string[]): Map<string, StoredParts['entries'][number]> {
+  private parts(keys: string[]): Map<string, ResourceParts['entries'][number]> {
     const rows = this.db
-      .prepare('SELECT key, json, framed FROM resource_parts WHERE key IN (SELECT value FROM json_each(?))')
-      .all(JSON.stringify([...new Set(keys)])) as StoredParts['entries'];
+      .prepare('SELECT key, framed FROM resource_parts WHERE key IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify([...new Set(keys)])) as ResourceParts['entries'];
     return new Map(rows.map((r) => [r.key, r]));
   }
 
