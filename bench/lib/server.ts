@@ -1,6 +1,7 @@
 /** The real server as a process on a generated tree, for benchmarks: the compiled server, as deployed. */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SERVER_ENTRY } from '../../src/shared/paths.ts';
 import { spawnServer, type ServerProcess } from '../../test/helpers/process.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
 import { generateTree } from './generate.ts';
@@ -20,5 +21,5 @@ export async function benchServer(
     `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: ${grpc}\nadmin: { listen: 127.0.0.1:0 }\n` +
       `watch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n${extra}`,
   );
-  return { server: await spawnServer(settings, {}, { built: true }), cfg };
+  return { server: await spawnServer(settings, {}, { entry: SERVER_ENTRY }), cfg };
 }

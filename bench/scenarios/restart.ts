@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectPath } from '../../src/shared/paths.ts';
+import { SERVER_ENTRY } from '../../src/shared/paths.ts';
 import { SERVER_NODE_FLAGS } from '../../src/shared/runtime-flags.ts';
 import { T } from '../../test/helpers/ads-client.ts';
 import { decodeToJson, encodeJson } from '../../src/xds/proto-json.ts';
@@ -34,7 +34,7 @@ export async function restartScenario(
     [
       ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
       ...SERVER_NODE_FLAGS,
-      projectPath('dist', 'src', 'cli', 'main.js'),
+      SERVER_ENTRY,
       'serve',
       '--config',
       settings,

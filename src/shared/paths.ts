@@ -34,7 +34,8 @@ export function packageVersion(name: string, dir = packageDir(name)): string {
 
 /**
  * The project root (the folder holding fleetxds' package.json). Works from `src/` under tsx and
- * from `dist/src/` after a build, so migrations/ and proto/ are found without copying them.
+ * from the bundle in `dist/server/` after a build, so migrations/ and proto/ are found without
+ * copying them.
  */
 export function projectRoot(): string {
   return (cachedRoot ??= packageAbove(dirname(fileURLToPath(import.meta.url)), 'fleetxds'));
@@ -43,3 +44,7 @@ export function projectRoot(): string {
 export function projectPath(...parts: string[]): string {
   return join(projectRoot(), ...parts);
 }
+
+/** Where `npm run build` bundles the server (src/build/build.ts), and the command line in it. */
+export const SERVER_DIR = projectPath('dist', 'server');
+export const SERVER_ENTRY = join(SERVER_DIR, 'main.js');

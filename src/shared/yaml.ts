@@ -13,13 +13,13 @@
  * yaml in src/ goes through here, so one copy loads.
  */
 import { existsSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as Yaml from 'yaml';
 import { packageDir, packageVersion, projectPath } from './paths.ts';
 
 const dir = packageDir('yaml');
-/** Where `npm run build` writes the bundle: it runs this module to ask (see the end of this file). */
+/** Where `npm run build` writes the bundle. */
 const bundled = projectPath('dist', 'vendor', `yaml-${packageVersion('yaml', dir)}.js`);
 /** The ES-module builds, preferred in this order. */
 const builds = [
@@ -27,6 +27,9 @@ const builds = [
   { build: 'esm', file: join(dir, 'browser', 'index.js') },
 ] as const;
 const found = builds.find((b) => existsSync(b.file));
+
+/** What `npm run build` bundles, and where (src/build/build.ts). */
+export const YAML_BUNDLE = { entryPoints: [builds[1].file], outfile: bundled };
 
 /** Which build was loaded (a test checks that parsing reads no environment variable). */
 export const YAML_BUILD: 'bundled' | 'esm' | 'node' = found?.build ?? 'node';
@@ -36,10 +39,3 @@ const yaml = (found ? await import(pathToFileURL(found.file).href) : await impor
 export const { parse, parseAllDocuments, stringify, isMap, isPair, isScalar, isSeq } = yaml;
 export const LineCounter = yaml.LineCounter;
 export type LineCounter = Yaml.LineCounter;
-
-// `node dist/src/shared/yaml.js` prints what package.json's build script gives esbuild: the build to
-// bundle and where the bundle goes, relative to the project (the script splits them on spaces).
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const rel = (file: string) => relative(process.cwd(), file);
-  console.log(`${rel(builds[1].file)} --outfile=${rel(bundled)}`);
-}

@@ -92,8 +92,12 @@ function inWorker(jobs: readonly ParseJob[], stats: PoolStats, url: URL): Promis
       stats.inWorkers++;
       return parsed.map((p, i) => ({ file: jobs[i]!.file, hash: jobs[i]!.hash, text: jobs[i]!.text, ...p }));
     },
-    () => {
+    (err: Error) => {
       stats.fellBack++;
+      // Still correct, only slower: said where an operator sees it (stderr, the journal).
+      process.emitWarning(`a parse worker failed (${err.message}); its files are parsed on the main thread`, {
+        code: 'FLEETXDS_PARSE_WORKER',
+      });
       return inline(jobs);
     },
   );

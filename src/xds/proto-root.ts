@@ -182,8 +182,6 @@ function parseProtos(manifest: RootsManifest): protobuf.Root {
   return r;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) writeProtoDescriptor();
-
 export function lookupType(fullName: string): protobuf.Type {
   return protoRoot().lookupType(fullName);
 }

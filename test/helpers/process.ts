@@ -21,14 +21,15 @@ process.on('exit', () => {
 
 /**
  * Runs `fleetxds serve` as a real process, with the Node flags it is deployed with, from source
- * (or `built`: the compiled server, as deployed; benchmarks build it first) and waits until it
+ * (or `entry`: a built one, as deployed; benchmarks build it first) and waits until it
  * reports it is serving. With FLEETXDS_CPU_PROF=<dir> (benchmarks) the server writes a V8 CPU
  * profile there when it stops with SIGTERM (`--cpu-prof` is not allowed in NODE_OPTIONS).
  */
 export function spawnServer(
   configFile: string,
   env: Record<string, string> = {},
-  { built = false }: { built?: boolean } = {},
+  /** A built server's command line (SERVER_ENTRY: as deployed); by default the sources, under tsx. */
+  { entry }: { entry?: string } = {},
 ): Promise<ServerProcess> {
   const prof = process.env.FLEETXDS_CPU_PROF;
   const child = spawn(
@@ -36,9 +37,7 @@ export function spawnServer(
     [
       ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
       ...SERVER_NODE_FLAGS,
-      ...(built
-        ? [projectPath('dist', 'src', 'cli', 'main.js')]
-        : ['--import', 'tsx', projectPath('src', 'cli', 'main.ts')]),
+      ...(entry ? [entry] : ['--import', 'tsx', projectPath('src', 'cli', 'main.ts')]),
       'serve',
       '--config',
       configFile,

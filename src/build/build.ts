@@ -1,0 +1,53 @@
+/**
+ * `npm run build` (after the type check): what a deployment runs, in dist/.
+ *
+ * - The Envoy proto descriptor (dist/proto), so a start does not parse .proto files.
+ * - yaml's ES-module build in one file (dist/vendor; see src/shared/yaml.ts), loaded at run time.
+ * - The server bundled with esbuild (dist/server): its commands and the workers it starts, with the
+ *   packages it uses. Node resolves each import of each module by walking the file system, and
+ *   loads CommonJS packages file by file: unbundled, that was about 225 ms of a 10,000-service
+ *   restart's ~530 ms before the first answer, and bundling took about 75 ms off it. Entries and
+ *   chunks share one folder, so a worker's URL beside its importer (`./serving-worker.js`) holds.
+ *   Native and optional packages stay outside (better-sqlite3 loads a .node file; pg has optional
+ *   native bindings), loaded from node_modules as before.
+ */
+import { build } from 'esbuild';
+import { rmSync } from 'node:fs';
+import { writeProtoDescriptor } from '../xds/proto-root.ts';
+import { projectPath, SERVER_DIR } from '../shared/paths.ts';
+import { YAML_BUNDLE } from '../shared/yaml.ts';
+
+/** The bundle's entry points: the command line, and each worker it starts by URL. */
+const ENTRIES = ['src/cli/main.ts', 'src/source/parse-worker.ts', 'src/transports/grpc/serving-worker.ts'];
+const OUTSIDE = ['better-sqlite3', 'pg'];
+
+/** Bundles the server into `outdir` (a folder inside the project: it finds proto/ and migrations/ above it). */
+export async function bundleServer(outdir = SERVER_DIR): Promise<void> {
+  rmSync(outdir, { recursive: true, force: true });
+  await build({
+    entryPoints: ENTRIES.map((e) => projectPath(e)),
+    outdir,
+    entryNames: '[name]',
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22',
+    external: OUTSIDE,
+    sourcemap: true,
+    logLevel: 'warning',
+    // CommonJS packages in an ES module bundle still call require() (Node's own modules, optional
+    // packages looked up at run time): give them one that resolves from the bundle's folder.
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
+    },
+  });
+}
+
+async function main(): Promise<void> {
+  writeProtoDescriptor();
+  await build({ ...YAML_BUNDLE, bundle: true, format: 'esm', platform: 'node', logLevel: 'warning' });
+  await bundleServer();
+}
+
+if (import.meta.main) await main();
