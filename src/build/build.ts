@@ -20,6 +20,10 @@ import { YAML_BUNDLE } from '../shared/yaml.ts';
 /** The bundle's entry points: the command line, and each worker it starts by URL. */
 const ENTRIES = ['src/cli/main.ts', 'src/source/parse-worker.ts', 'src/transports/grpc/serving-worker.ts'];
 const OUTSIDE = ['better-sqlite3', 'pg'];
+const REQUIRE_BANNER = [
+  "import { createRequire as __createRequire } from 'node:module';",
+  'const require = __createRequire(import.meta.url);',
+].join('\n');
 
 /** Bundles the server into `outdir` (a folder inside the project: it finds proto/ and migrations/ above it). */
 export async function bundleServer(outdir = SERVER_DIR): Promise<void> {
@@ -38,9 +42,7 @@ export async function bundleServer(outdir = SERVER_DIR): Promise<void> {
     logLevel: 'warning',
     // CommonJS packages in an ES module bundle still call require() (Node's own modules, optional
     // packages looked up at run time): give them one that resolves from the bundle's folder.
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
-    },
+    banner: { js: REQUIRE_BANNER },
   });
 }
 
