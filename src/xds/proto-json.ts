@@ -377,7 +377,7 @@ function anyFromJson(type: protobuf.Type, json: unknown, path: string, issues: P
     return {};
   }
   const obj = jsonToObject(inner, typeInfo(inner).wkt ? rest.value : rest, path, issues);
-  const bytes = inner.encode(inner.fromObject(obj)).finish();
+  const bytes = encodeObject(inner, obj);
   return { [fieldById(type, 1)]: typeUrl, [fieldById(type, 2)]: bytes };
 }
 
@@ -394,8 +394,17 @@ export function encodeJson(typeName: string, json: unknown): EncodeResult {
   const type = typeNamed(typeName) ?? lookupType(typeName); // the second throws the lookup's error
   const issues: ProtoIssue[] = [];
   const obj = jsonToObject(type, json, '', issues);
-  const bytes = type.encode(type.fromObject(obj)).finish();
-  return { bytes, issues };
+  return { bytes: encodeObject(type, obj), issues };
+}
+
+/**
+ * Encodes what jsonToObject made. Its values already have the types protobufjs's encoder writes
+ * (enums as numbers, bytes as buffers, 64-bit integers as numbers or decimal strings, nested
+ * objects), so the encoder takes it as it is: `fromObject` would copy every message into a
+ * protobufjs instance first (a third of the encode, same bytes: a test compares the two).
+ */
+export function encodeObject(type: protobuf.Type, obj: Obj): Uint8Array {
+  return type.encode(obj).finish();
 }
 
 /** Decodes bytes into canonical proto3 JSON (used to read back what we serve, in tests and CLIs). */

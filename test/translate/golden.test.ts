@@ -10,8 +10,8 @@ import * as assert from 'uvu/assert';
 import { checkTree } from '../../src/app/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { projectPath } from '../../src/shared/paths.ts';
-import { decodeToJson } from '../../src/xds/proto-json.ts';
-import { RESOURCE_KINDS, TypeUrls } from '../../src/xds/resource-types.ts';
+import { decodeToJson, encodeObject, jsonToObject } from '../../src/xds/proto-json.ts';
+import { messageName, RESOURCE_KINDS, TypeUrls } from '../../src/xds/resource-types.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
@@ -81,6 +81,13 @@ for (const c of cases) {
             decodeToJson(TypeUrls[kind].split('/')[1]!, any.value),
             res.json,
             `${group}/${kind}/${name} does not round-trip`,
+          );
+          // Encoded without protobufjs's fromObject: the same bytes as with it.
+          const type = lookupType(messageName(TypeUrls[kind]));
+          const obj = jsonToObject(type, res.json, '', []);
+          assert.ok(
+            Buffer.compare(encodeObject(type, obj), type.encode(type.fromObject(obj)).finish()) === 0,
+            `${group}/${kind}/${name}: encodeObject differs from fromObject + encode`,
           );
         }
       }
