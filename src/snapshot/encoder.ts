@@ -70,7 +70,7 @@ class RestoredResource implements EncodedResource {
     readonly kind: ResourceKind,
     readonly name: string,
     readonly key: string,
-    private readonly stored: StoredJson,
+    private readonly texts: StoredJson,
     bytes: { any: Buffer; framed: Buffer },
     readonly parts?: ResourceParts,
   ) {
@@ -83,15 +83,15 @@ class RestoredResource implements EncodedResource {
 
   /** Its JSON as text: the stored text when it is whole (nothing parsed or stringified). */
   get jsonText(): string {
-    return this.parsed || this.parts ? JSON.stringify(this.json) : this.stored.resource(this.key);
+    return this.parsed || this.parts ? JSON.stringify(this.json) : this.texts.resource(this.key);
   }
 
   get json(): Record<string, unknown> {
     if (this.parsed) return this.parsed;
-    const whole = JSON.parse(this.stored.resource(this.key)) as Record<string, unknown>;
+    const whole = JSON.parse(this.texts.resource(this.key)) as Record<string, unknown>;
     // The field is null in place in the stored JSON: filled back where it was.
     if (this.parts)
-      whole[this.parts.field] = this.parts.entries.map((e) => JSON.parse(this.stored.part(e.key)) as unknown);
+      whole[this.parts.field] = this.parts.entries.map((e) => JSON.parse(this.texts.part(e.key)) as unknown);
     return (this.parsed = whole);
   }
 }
@@ -294,13 +294,13 @@ export class ResourceEncoder {
     name: string,
     key: string,
     stored: Buffer | ResourceParts,
-    json: StoredJson,
+    texts: StoredJson,
   ): EncodedResource {
     const hit = this.cache.get(key);
     if (hit) return hit.res;
     const parts = Buffer.isBuffer(stored) ? undefined : stored;
     const bytes = parts ? resourceBytes(kind, parts.rest, parts.entries) : framedStoredAny(stored as Buffer);
-    const res = new RestoredResource(kind, name, key, json, bytes, parts);
+    const res = new RestoredResource(kind, name, key, texts, bytes, parts);
     this.cache.set(key, { res, build: this.build });
     if (parts) {
       for (const e of parts.entries)
