@@ -11,7 +11,7 @@
  *   Native and optional packages stay outside (better-sqlite3 loads a .node file; pg has optional
  *   native bindings), loaded from node_modules as before.
  */
-import { build } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
 import { rmSync } from 'node:fs';
 import { writeProtoDescriptor } from '../xds/proto-root.ts';
 import { projectPath, SERVER_DIR } from '../shared/paths.ts';
@@ -20,6 +20,8 @@ import { YAML_BUNDLE } from '../shared/yaml.ts';
 /** The bundle's entry points: the command line, and each worker it starts by URL. */
 const ENTRIES = ['src/cli/main.ts', 'src/source/parse-worker.ts', 'src/transports/grpc/serving-worker.ts'];
 const OUTSIDE = ['better-sqlite3', 'pg'];
+/** How both bundles are made: ES modules for the Node versions the project supports. */
+const FOR_NODE: BuildOptions = { bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' };
 const REQUIRE_BANNER = [
   "import { createRequire as __createRequire } from 'node:module';",
   'const require = __createRequire(import.meta.url);',
@@ -32,14 +34,10 @@ export async function bundleServer(outdir = SERVER_DIR): Promise<void> {
     entryPoints: ENTRIES.map((e) => projectPath(e)),
     outdir,
     entryNames: '[name]',
-    bundle: true,
+    ...FOR_NODE,
     splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node22',
     external: OUTSIDE,
     sourcemap: true,
-    logLevel: 'warning',
     // CommonJS packages in an ES module bundle still call require() (Node's own modules, optional
     // packages looked up at run time): give them one that resolves from the bundle's folder.
     banner: { js: REQUIRE_BANNER },
@@ -48,7 +46,7 @@ export async function bundleServer(outdir = SERVER_DIR): Promise<void> {
 
 async function main(): Promise<void> {
   writeProtoDescriptor();
-  await build({ ...YAML_BUNDLE, bundle: true, format: 'esm', platform: 'node', logLevel: 'warning' });
+  await build({ ...YAML_BUNDLE, ...FOR_NODE });
   await bundleServer();
 }
 

@@ -120,7 +120,7 @@ function describe(v: unknown): string {
 }
 
 // ------------------------------------------------------------------------------------------------
-// JSON -> object accepted by Type.fromObject
+// JSON -> object protobufjs's encoder takes (encodeObject)
 
 export function jsonToObject(type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): Obj {
   const info = typeInfo(type);
