@@ -1,5 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { projectPath } from '../../src/shared/paths.ts';
 
 /** A harness process that reports on stdout as JSON lines `{"event": ..., ...}` and takes commands on stdin. */
 export class EventProcess {
@@ -26,4 +27,14 @@ export class EventProcess {
   send(cmd: object): void {
     this.child.stdin!.write(`${JSON.stringify(cmd)}\n`);
   }
+}
+
+/** A TypeScript harness of bench/lib (`script`: its file name) run under tsx, as an EventProcess. */
+export function libHarness(script: string, args: readonly (string | number)[]): EventProcess {
+  return new EventProcess(
+    spawn(process.execPath, ['--import', 'tsx', projectPath('bench', 'lib', script), ...args.map(String)], {
+      cwd: projectPath(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
 }

@@ -22,7 +22,7 @@ import { tempDir } from '../../test/helpers/tree.ts';
 import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
 import { CLIENT_CORE, percentile, pin, procStats, SERVER_CORE, sleep } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
-import { EventProcess } from '../lib/event-process.ts';
+import { EventProcess, libHarness } from '../lib/event-process.ts';
 
 export type PeerName = 'fleetxds' | 'go-control-plane' | 'bare-http2';
 export const PEERS: PeerName[] = ['fleetxds', 'go-control-plane', 'bare-http2'];
@@ -127,17 +127,16 @@ async function startPeer(
   generateTree(cfg, { services, routesPerVhost: 100 });
   const file = join(dir, 'rendered.json');
   render(cfg, file);
-  const child =
+  const events =
     name === 'go-control-plane'
-      ? spawn(bin.gcpServer, ['-resources', file], {
-          env: { ...process.env, GOMAXPROCS: '1' },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        })
-      : spawn(process.execPath, ['--import', 'tsx', projectPath('bench', 'lib', 'bare-h2-ads.ts'), file], {
-          cwd: projectPath(),
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-  const events = new EventProcess(child);
+      ? new EventProcess(
+          spawn(bin.gcpServer, ['-resources', file], {
+            env: { ...process.env, GOMAXPROCS: '1' },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          }),
+        )
+      : libHarness('bare-h2-ads.ts', [file]);
+  const { child } = events;
   const { port } = await events.next('listening', 60_000);
   pin(child.pid!, SERVER_CORE);
   return {

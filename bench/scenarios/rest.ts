@@ -7,13 +7,11 @@
  * in it; the floor: the signal to answer) until the client has every answer, with the server's
  * CPU for it.
  */
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectPath } from '../../src/shared/paths.ts';
 import { waitFor } from '../../test/helpers/process.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
-import { EventProcess } from '../lib/event-process.ts';
+import { libHarness } from '../lib/event-process.ts';
 import { serviceYaml } from '../lib/generate.ts';
 import { CLIENT_CORE, pin, procStats, SERVER_CORE, sleep } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
@@ -93,12 +91,7 @@ async function startFleetxds(): Promise<Target & { body: string }> {
 async function startFloor(body: string, n: number): Promise<Target> {
   const file = join(tempDir('fleetxds-rest-floor-'), 'body.json');
   writeFileSync(file, body);
-  const p = new EventProcess(
-    spawn(process.execPath, ['--import', 'tsx', projectPath('bench', 'lib', 'bare-http-poll.ts'), file, String(n)], {
-      cwd: projectPath(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
-  );
+  const p = libHarness('bare-http-poll.ts', [file, n]);
   const held = p.next('held');
   const { port } = await p.next('listening', 60_000);
   pin(p.child.pid!, SERVER_CORE);
@@ -123,20 +116,7 @@ async function measure(name: RestServerName, target: Target, n: number): Promise
   try {
     await sleep(500);
     const idle = procStats(target.pid).rssMB;
-    const client = new EventProcess(
-      spawn(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          projectPath('bench', 'lib', 'rest-poll-client.ts'),
-          String(target.port),
-          String(n),
-          target.version,
-        ],
-        { cwd: projectPath(), stdio: ['ignore', 'pipe', 'pipe'] },
-      ),
-    );
+    const client = libHarness('rest-poll-client.ts', [target.port, n, target.version]);
     pin(client.child.pid!, CLIENT_CORE);
     try {
       const done = client.next('done');
