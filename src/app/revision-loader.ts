@@ -13,6 +13,7 @@ import {
   makeGroupSnapshot,
   makeTypeSnapshot,
   storedTypeSnapshot,
+  typeChunks,
   type GroupSnapshot,
 } from '../snapshot/group-snapshot.ts';
 import { RESOURCE_KINDS } from '../xds/resource-types.ts';
@@ -124,7 +125,7 @@ function revisionFields(r: StoredVersion): Omit<Revision, 'resolver' | 'groups' 
 
 /**
  * What a version serves, for the store: per group, each resource type by its content version
- * (keys and encoded resources read only for types the store does not have) and secrets by name
+ * (its chunks and encoded resources read only for types the store does not have) and secrets by name
  * (they hold private keys: the store keeps only names; material is re-read from files).
  */
 export function versionManifest(groups: ReadonlyMap<string, RevisionGroup>): VersionManifest {
@@ -134,8 +135,7 @@ export function versionManifest(groups: ReadonlyMap<string, RevisionGroup>): Ver
       types: Object.values(g.snapshot.types).map((t) => ({
         kind: t.kind,
         version: t.version,
-        keys: () => [...t.resources.values()].map((r) => r.key),
-        resources: () => t.resources.values(),
+        chunks: () => typeChunks(t),
       })),
       secrets: g.secretNames,
     };

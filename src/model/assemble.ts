@@ -16,6 +16,7 @@ import { editDistance } from '../shared/edit-distance.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
 import { setModelFiles, type ModelFile } from './files.ts';
 import { KINDS, type KindName } from './schema.ts';
+import { patchByName, recordDelta } from '../shared/sorted-lists.ts';
 import type { ParsedFile } from './sources.ts';
 import {
   byName,
@@ -151,25 +152,24 @@ export class ModelAssembler {
     }
   }
 
-  /** Copies of the lists that changed, with each changed name replaced, inserted or removed. */
+  /**
+   * Copies of the lists that changed, with each changed name replaced, inserted or removed; each
+   * copy records its changed names (src/shared/sorted-lists.ts) for the stages after this one.
+   */
   private patched(prev: Record<ModelListName, Doc[]>, changed: ReadonlySet<string>): Record<ModelListName, Doc[]> {
-    const out = { ...prev };
-    const copied = new Set<ModelListName>();
+    const byKind = new Map<DocKind, Set<string>>();
     for (const key of changed) {
       const slash = key.indexOf('/');
-      const list = LIST_OF[key.slice(0, slash) as DocKind];
-      const name = key.slice(slash + 1);
-      const doc = this.defs.get(key)?.[0]?.doc;
-      if (!copied.has(list)) {
-        out[list] = out[list].slice();
-        copied.add(list);
-      }
-      const docs = out[list];
-      const i = lowerBound(docs, name);
-      const present = i < docs.length && docs[i]!.name === name;
-      if (doc && present) docs[i] = doc;
-      else if (doc) docs.splice(i, 0, doc);
-      else if (present) docs.splice(i, 1);
+      const kind = key.slice(0, slash) as DocKind;
+      let names = byKind.get(kind);
+      if (!names) byKind.set(kind, (names = new Set()));
+      names.add(key.slice(slash + 1));
+    }
+    const out = { ...prev };
+    for (const [kind, names] of byKind) {
+      const list = LIST_OF[kind];
+      out[list] = patchByName(prev[list], names, (name) => this.defs.get(originKey(kind, name))?.[0]?.doc);
+      recordDelta(out[list], prev[list], names);
     }
     return out;
   }
@@ -187,18 +187,6 @@ function before(a: Definition, b: Definition): boolean {
   const fa = a.ref.origin.file;
   const fb = b.ref.origin.file;
   return fa < fb || (fa === fb && a.ref.origin.index < b.ref.origin.index);
-}
-
-/** First index whose name is not below `name`. */
-function lowerBound(docs: readonly Doc[], name: string): number {
-  let lo = 0;
-  let hi = docs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (docs[mid]!.name < name) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 function duplicateDiagnostics(defs: readonly Definition[], textOf: (file: string) => string | undefined): Diagnostic[] {

@@ -22,6 +22,7 @@ import type {
 import { DEFAULT_GROUP, groupNames, LIST_OF, listenerGroups, type DocKind, type Model } from './types.ts';
 import { editDistance } from '../shared/edit-distance.ts';
 import { sameItems } from '../shared/same-items.ts';
+import { changedNames, findByName } from '../shared/sorted-lists.ts';
 import { parseHostPort } from './addresses.ts';
 
 /** The model's definition of a document (src/model/assemble.ts). */
@@ -64,8 +65,8 @@ export const GRPC_RETRY_ON = new Set([
 export interface CheckMemo {
   readonly service: WeakMap<object, Diagnostic[]>;
   readonly citing: WeakMap<object, CitingResult>;
-  /** Checks of whole model lists, replayed while the lists are the same arrays (section()). */
-  readonly sections: Map<string, { inputs: readonly unknown[]; diagnostics: Diagnostic[] }>;
+  /** Checks run per document of a model list, patched like the list (perDocument()). */
+  readonly lists: Map<string, PerDocumentState>;
 }
 
 interface CitingResult {
@@ -77,32 +78,77 @@ interface CitingResult {
 }
 
 export function newCheckMemo(): CheckMemo {
-  return { service: new WeakMap(), citing: new WeakMap(), sections: new Map() };
+  return { service: new WeakMap(), citing: new WeakMap(), lists: new Map() };
+}
+
+/** What a per-document check of one model list reported, and what it read, as of its last run. */
+interface PerDocumentState {
+  inputs: readonly unknown[];
+  list: readonly { name: string }[];
+  reads?: readonly { name: string }[];
+  /** By document name, only documents that reported something. */
+  reported: Map<string, Diagnostic[]>;
+  /** By name in `reads`: the documents whose check read it. */
+  readers: Map<string, Set<string>>;
+  /** By document name: the names its check read. */
+  readBy: Map<string, readonly string[]>;
 }
 
 /**
- * Checks over whole model lists: a list no document of which changed is the same array as last
- * time (src/model/assemble.ts), so while every input is, what the checks reported is replayed
- * without visiting the documents. Results with errors are not kept (see onceCiting).
+ * A check run for each document of `list`, patched like the list: while `inputs` are the same
+ * objects, a list patched from the last one (src/shared/sorted-lists.ts) has only its changed
+ * documents checked again, and those whose check read a changed name of `reads` (a virtual host
+ * whose routes name a changed service); the others' diagnostics are replayed. The state is
+ * updated in place and dropped when the result has errors (their "did you mean" hints depend on
+ * every name; a tree with errors is not applied anyway).
  */
-function section(
+function perDocument<T extends { name: string }>(
   memo: CheckMemo | undefined,
   key: string,
-  inputs: readonly unknown[],
   sink: DiagnosticSink,
-  run: () => void,
+  list: readonly T[],
+  reads: readonly { name: string }[] | undefined,
+  inputs: readonly unknown[],
+  check: (doc: T) => Iterable<string> | void,
 ): void {
-  const hit = memo?.sections.get(key);
-  if (hit && sameItems(hit.inputs, inputs)) {
-    sink.diagnostics.push(...hit.diagnostics);
-    return;
+  const hit = memo?.lists.get(key);
+  const same = hit && sameItems(hit.inputs, inputs);
+  const docs = same ? changedNames(hit.list, list) : undefined;
+  const read = same && reads && hit.reads ? changedNames(hit.reads, reads) : reads ? undefined : new Set<string>();
+  const state: PerDocumentState =
+    hit && docs && read ? hit : { inputs, list, reads, reported: new Map(), readers: new Map(), readBy: new Map() };
+  const run = (name: string, doc: T | undefined) => {
+    state.reported.delete(name);
+    for (const r of state.readBy.get(name) ?? []) state.readers.get(r)?.delete(name);
+    state.readBy.delete(name);
+    if (!doc) return;
+    const before = sink.diagnostics.length;
+    const names = check(doc);
+    const reported = sink.diagnostics.splice(before);
+    if (reported.length) state.reported.set(name, reported);
+    if (!names) return;
+    const readNames = [...names];
+    state.readBy.set(name, readNames);
+    for (const r of readNames) {
+      let set = state.readers.get(r);
+      if (!set) state.readers.set(r, (set = new Set()));
+      set.add(name);
+    }
+  };
+  if (state === hit) {
+    const again = new Set(docs);
+    for (const r of read!) for (const name of state.readers.get(r) ?? []) again.add(name);
+    for (const name of again) run(name, findByName(list, name));
+    Object.assign(state, { inputs, list, reads });
+  } else for (const doc of list) run(doc.name, doc);
+  let errors = false;
+  for (const ds of state.reported.values()) {
+    sink.diagnostics.push(...ds);
+    errors ||= ds.some((d) => d.severity === 'error');
   }
-  const before = sink.diagnostics.length;
-  run();
-  const diagnostics = sink.diagnostics.slice(before);
   if (!memo) return;
-  if (diagnostics.some((d) => d.severity === 'error')) memo.sections.delete(key);
-  else memo.sections.set(key, { inputs, diagnostics });
+  if (errors) memo.lists.delete(key);
+  else memo.lists.set(key, state);
 }
 
 /** Runs a one-document check, or replays what it reported for this very object before. */
@@ -129,11 +175,11 @@ function onceCiting(
   services: { list: readonly ServiceDoc[]; get(name: string): ServiceDoc | undefined },
   needService: NeedService,
   run: (need: NeedService) => void,
-): void {
+): string[] {
   const hit = memo?.get(doc);
   if (hit && (hit.services === services.list || hit.cited.every(([name, s]) => services.get(name) === s))) {
     sink.diagnostics.push(...hit.diagnostics);
-    return;
+    return hit.cited.map(([name]) => name);
   }
   const before = sink.diagnostics.length;
   const cited: CitingResult['cited'] = [];
@@ -145,6 +191,7 @@ function onceCiting(
   const diagnostics = sink.diagnostics.slice(before);
   if (memo && !diagnostics.some((d) => d.severity === 'error'))
     memo.set(doc, { diagnostics, services: services.list, cited });
+  return cited.map(([name]) => name);
 }
 
 /**
@@ -202,15 +249,13 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     else if (want === 'certificate' && !sec.certificateFile)
       sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" holds no certificate`);
   };
-  section(memo, 'services', [model.services, model.secrets], sink, () => {
-    for (const s of model.services) {
-      once(memo?.service, s, sink, () => checkService(s, ref('Service', s.name), sink));
-      if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
-      if (s.tls?.clientSecret !== undefined)
-        needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
-      if (s.tls?.caSecret && s.tls.caFile)
-        sink.error(Codes.INVALID_VALUE, ref('Service', s.name), ['tls'], 'use caFile or caSecret, not both');
-    }
+  perDocument(memo, 'services', sink, model.services, undefined, [model.secrets], (s) => {
+    once(memo?.service, s, sink, () => checkService(s, ref('Service', s.name), sink));
+    if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
+    if (s.tls?.clientSecret !== undefined)
+      needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
+    if (s.tls?.caSecret && s.tls.caFile)
+      sink.error(Codes.INVALID_VALUE, ref('Service', s.name), ['tls'], 'use caFile or caSecret, not both');
   });
 
   for (const g of model.nodeGroups) {
@@ -304,21 +349,19 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     checkDomainClashes(l, vhosts, r, sink);
   }
 
-  section(memo, 'virtualHosts', [model.virtualHosts, model.services, model.listeners], sink, () => {
-    for (const v of model.virtualHosts) {
-      if (!usedVhosts.has(v.name))
-        sink.warn(
-          Codes.UNKNOWN_REFERENCE,
-          ref('VirtualHost', v.name),
-          [],
-          'no Listener carries this virtual host; it is not served',
-        );
-      onceCiting(memo?.citing, v, sink, services, needService, (need) => {
-        const r = ref('VirtualHost', v.name);
-        v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, need));
-        checkShadowedRoutes(v.routes, r, sink);
-      });
-    }
+  perDocument(memo, 'virtualHosts', sink, model.virtualHosts, model.services, [model.listeners], (v) => {
+    if (!usedVhosts.has(v.name))
+      sink.warn(
+        Codes.UNKNOWN_REFERENCE,
+        ref('VirtualHost', v.name),
+        [],
+        'no Listener carries this virtual host; it is not served',
+      );
+    return onceCiting(memo?.citing, v, sink, services, needService, (need) => {
+      const r = ref('VirtualHost', v.name);
+      v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, need));
+      checkShadowedRoutes(v.routes, r, sink);
+    });
   });
 
   for (const g of model.grpcServices) {

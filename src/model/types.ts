@@ -8,6 +8,7 @@ import type {
   ServiceDoc,
   VirtualHostDoc,
 } from './schema.ts';
+import { findByName } from '../shared/sorted-lists.ts';
 
 /** Where a document came from; kept in the model so translation problems can be located too. */
 export interface Origin {
@@ -98,17 +99,7 @@ export function recordOrigin(doc: object, origin: Origin): void {
 
 /** The document of `kind` named `name`: lists are sorted by name, so a binary search. */
 export function docOf(model: Model, kind: string, name: string): Doc | undefined {
-  const list = (model[LIST_OF[kind as DocKind] as ModelListName] ?? []) as Doc[];
-  let lo = 0;
-  let hi = list.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const n = list[mid]!.name;
-    if (n === name) return list[mid];
-    if (n < name) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return undefined;
+  return findByName((model[LIST_OF[kind as DocKind] as ModelListName] ?? []) as Doc[], name);
 }
 
 /** Where the document `Kind/name` (an origin key) of a model came from. */

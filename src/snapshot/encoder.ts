@@ -4,6 +4,7 @@ import { sha256Hex } from '../shared/hash.ts';
 import { encodeJson, type ProtoIssue } from '../xds/proto-json.ts';
 import { ResourceTypes, TypeUrls, messageName, type ResourceKind } from '../xds/resource-types.ts';
 import { framedAny, framedStoredAny, lenField } from '../xds/wire.ts';
+import { findByName, patchByName, patchedFrom, recordDelta } from '../shared/sorted-lists.ts';
 
 /** One resource, encoded once; every transport and every client reuses these bytes. */
 export interface EncodedResource extends Derivable {
@@ -136,15 +137,8 @@ export interface EncoderStats {
   partsEncoded: number;
 }
 
-/** A cached encoding, and the last build that used it. */
-interface Entry {
-  readonly res: EncodedResource;
-  build: number;
-}
-
-/** Encoded resources of one translated list, with their cache entries. */
+/** Encoded resources of one translated list. */
 export type EncodedList = readonly EncodedResource[] & {
-  readonly entries: readonly Entry[];
   /** Whether any of them has proto/PGV problems (then the build reports them). */
   readonly issues: boolean;
 };
@@ -169,12 +163,15 @@ function issueIn(field: string, i: number, issue: ProtoIssue): ProtoIssue {
 /**
  * Content-addressed cache of encoded resources across builds: an unchanged resource (same kind and
  * canonical JSON) is never encoded again, and identical resources in different node groups share
- * one encoding. Entries not used by the latest build are dropped by `finishBuild`.
+ * one encoding.
+ *
+ * What no build uses any more is dropped in sweeps, run by `finishBuild` once the entries made
+ * since the last sweep are a quarter of the cache: a one-resource change then costs that resource,
+ * not a visit of the 20,000 entries a build keeps, and the cache never holds more than a quarter
+ * of garbage.
  */
 export class ResourceEncoder {
-  private cache = new Map<string, Entry>();
-  /** The build under way: an entry whose `build` is older at `finishBuild` was not used by it. */
-  private build = 0;
+  private cache = new Map<string, EncodedResource>();
   private parts = new Map<string, EncodedPart>();
   /** Part keys of each cached resource that has parts: parts live as long as a resource uses them. */
   private partsOf = new Map<string, readonly string[]>();
@@ -182,50 +179,59 @@ export class ResourceEncoder {
   readonly stats: EncoderStats = { encoded: 0, reused: 0, partsEncoded: 0 };
 
   /** The same JSON object (memoized translation) maps to the same encoding without rehashing. */
-  private byObject = new WeakMap<object, Entry>();
-  /** Lists encoded before, by list identity (a translation section that did not change). */
-  private lists = new WeakMap<readonly object[], EncodedList>();
+  private byObject = new WeakMap<object, EncodedResource>();
+  /** Lists encoded by recent builds, by the translated list's identity (kept while a build uses them). */
+  private lists = new Map<readonly object[], EncodedList>();
+  /** What the build under way used: its lists, and resources encoded alone (`encode`). */
+  private usedLists = new Set<readonly object[]>();
+  private usedAlone = new Set<EncodedResource>();
+  /** Entries added to the cache since the last sweep: at most this many are garbage. */
+  private added = 0;
 
   /**
    * A list of translated resources, encoded: the same list (a section translation kept because its
-   * inputs did not change) gives back the same array without looking at each resource, only
-   * marking them used by this build.
+   * inputs did not change) gives back the same array without looking at each resource; a list
+   * patched from one encoded before (src/shared/sorted-lists.ts) is that list with its changed
+   * names encoded.
    */
   encodeList(items: readonly { kind: ResourceKind; name: string; json: Record<string, unknown> }[]): EncodedList {
+    this.usedLists.add(items);
     const hit = this.lists.get(items);
     if (hit) {
-      for (const e of hit.entries) {
-        // Dropped when a build did not use it: back in the cache (the encoding itself is immutable).
-        if (e.build < this.build - 1 && this.cache.get(e.res.key) !== e) this.cache.set(e.res.key, e);
-        e.build = this.build;
-      }
-      this.stats.reused += hit.entries.length;
+      this.stats.reused += hit.length;
       return hit;
     }
-    const entries = items.map((t) => this.entryFor(t.kind, t.name, t.json));
-    const list: EncodedList = Object.assign(
-      entries.map((e) => e.res),
-      { entries, issues: entries.some((e) => e.res.issues.length > 0) },
-    );
+    const patch = patchedFrom(items);
+    const before = patch && this.lists.get(patch.from);
+    let list: EncodedList;
+    if (patch && before && !before.issues) {
+      let issues = false;
+      const patched = patchByName(before, patch.names, (name) => {
+        const t = findByName(items, name);
+        const r = t && this.encode(t.kind, t.name, t.json, false);
+        if (r?.issues.length) issues = true;
+        return r;
+      });
+      list = Object.assign(patched, { issues });
+      recordDelta(list, before, patch.names);
+    } else {
+      const all = items.map((t) => this.encode(t.kind, t.name, t.json, false));
+      list = Object.assign(all, { issues: all.some((r) => r.issues.length > 0) });
+    }
     this.lists.set(items, list);
     return list;
   }
 
-  encode(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
-    return this.entryFor(kind, name, json).res;
+  /** One resource; `alone`: not part of a list (kept through sweeps while builds use it). */
+  encode(kind: ResourceKind, name: string, json: Record<string, unknown>, alone = true): EncodedResource {
+    let res = this.byObject.get(json);
+    if (res && this.cache.get(res.key) === res) this.stats.reused++;
+    else res = this.encodeByContent(kind, name, json);
+    if (alone) this.usedAlone.add(res);
+    return res;
   }
 
-  private entryFor(kind: ResourceKind, name: string, json: Record<string, unknown>): Entry {
-    const known = this.byObject.get(json);
-    if (known && this.cache.get(known.res.key) === known) {
-      known.build = this.build;
-      this.stats.reused++;
-      return known;
-    }
-    return this.encodeByContent(kind, name, json);
-  }
-
-  private encodeByContent(kind: ResourceKind, name: string, json: Record<string, unknown>): Entry {
+  private encodeByContent(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
     const spec = ResourceTypes[kind].parts;
     const entries = spec && json[spec.field];
     const split =
@@ -237,7 +243,6 @@ export class ResourceEncoder {
     const key = sha256Hex(`${kind}\u0000${canonical}${partKeys ? `\u0000${partKeys.join(',')}` : ''}`);
     const hit = this.cache.get(key);
     if (hit) {
-      hit.build = this.build;
       this.stats.reused++;
       this.byObject.set(json, hit);
       return hit;
@@ -260,11 +265,11 @@ export class ResourceEncoder {
       namedOnly: isNamedOnly(kind, json),
       ...(split && { parts: { field: split.spec.field, rest: encoded.bytes, entries: split.entries } }),
     };
-    const entry = { res, build: this.build };
-    this.cache.set(key, entry);
+    this.cache.set(key, res);
+    this.added++;
     if (partKeys) this.partsOf.set(key, partKeys);
-    this.byObject.set(json, entry);
-    return entry;
+    this.byObject.set(json, res);
+    return res;
   }
 
   /** One entry of a `parts` field: by object identity, then by content, encoded only if new. */
@@ -297,11 +302,12 @@ export class ResourceEncoder {
     texts: StoredJson,
   ): EncodedResource {
     const hit = this.cache.get(key);
-    if (hit) return hit.res;
+    if (hit) return hit;
     const parts = Buffer.isBuffer(stored) ? undefined : stored;
     const bytes = parts ? resourceBytes(kind, parts.rest, parts.entries) : framedStoredAny(stored as Buffer);
     const res = new RestoredResource(kind, name, key, texts, bytes, parts);
-    this.cache.set(key, { res, build: this.build });
+    // Served, not garbage: not counted towards a sweep (the next build finds it by content).
+    this.cache.set(key, res);
     if (parts) {
       for (const e of parts.entries)
         if (!this.parts.has(e.key)) this.parts.set(e.key, { key: e.key, framed: e.framed, issues: [] });
@@ -313,17 +319,31 @@ export class ResourceEncoder {
     return res;
   }
 
-  /** Call after a build (successful or not): forget what that build did not use. */
+  /**
+   * Call after a build (successful or not). Lists it did not use are forgotten now; entries no kept
+   * list uses are swept once as many entries were added since the last sweep as a quarter of the
+   * cache (every build while the cache is small).
+   */
   finishBuild(): void {
-    for (const [k, e] of this.cache)
-      if (e.build !== this.build) {
+    for (const items of this.lists.keys()) if (!this.usedLists.has(items)) this.lists.delete(items);
+    if (this.added * 4 >= this.cache.size) this.sweep();
+    this.usedLists.clear();
+    this.usedAlone.clear();
+  }
+
+  private sweep(): void {
+    const live = new Set<string>();
+    for (const list of this.lists.values()) for (const r of list) live.add(r.key);
+    for (const r of this.usedAlone) live.add(r.key);
+    for (const k of this.cache.keys())
+      if (!live.has(k)) {
         this.cache.delete(k);
         this.partsOf.delete(k);
       }
-    const live = new Set<string>();
-    for (const keys of this.partsOf.values()) for (const k of keys) live.add(k);
-    for (const k of this.parts.keys()) if (!live.has(k)) this.parts.delete(k);
-    this.build++;
+    const liveParts = new Set<string>();
+    for (const keys of this.partsOf.values()) for (const k of keys) liveParts.add(k);
+    for (const k of this.parts.keys()) if (!liveParts.has(k)) this.parts.delete(k);
+    this.added = 0;
   }
 
   get size(): number {

@@ -70,14 +70,14 @@ export type TypedManifest = Record<
 
 /**
  * One resource type of one group, as a version to store names it: by its content version, with
- * its keys and resources read only if the store does not have that type version yet.
+ * its chunks (src/snapshot/key-chunks.ts) read only if the store does not have that type version
+ * yet, and a chunk's resources only if the store does not have that chunk.
  */
 export interface StoredType {
   kind: ResourceKind;
   /** The type's content version: the same for every group and version serving the same resources. */
   version: string;
-  keys(): string[];
-  resources(): Iterable<StoredResource>;
+  chunks(): readonly { readonly hash: string; readonly resources: readonly StoredResource[] }[];
 }
 
 /** How a type is named in type_manifests and manifests: `kind:version`. */
@@ -95,6 +95,9 @@ export type ServedManifest = { typed: TypedManifest; flat?: never } | { flat: Ma
 
 /** What a version serves, per node group: its types and the names of its secrets. */
 export type VersionManifest = Record<string, { types: StoredType[]; secrets: readonly string[] }>;
+
+/** A type_manifests row's keys_json: the keys in name order (older rows), or its key chunks' hashes. */
+type TypeKeysJson = string[] | { chunks: string[] };
 
 interface TypedManifestJson {
   typed: 1;
@@ -147,6 +150,8 @@ export class RevisionStore {
   private storedParts?: Set<string>;
   /** Model chunks already in model_chunks (loaded on first insert). */
   private storedChunks?: Set<string>;
+  /** Key chunks already in key_chunks (loaded on first insert). */
+  private storedKeyChunks?: Set<string>;
 
   constructor(private readonly db: Sqlite) {}
 
@@ -186,8 +191,19 @@ export class RevisionStore {
     const newTypes = new Map<string, StoredType>();
     for (const g of Object.values(manifest))
       for (const t of g.types) if (!knownTypes.has(typeKey(t))) newTypes.set(typeKey(t), t);
+    const knownKeyChunks = (this.storedKeyChunks ??= this.column('SELECT hash FROM key_chunks'));
     const fresh = new Map<string, StoredResource>();
-    for (const t of newTypes.values()) for (const r of t.resources()) if (!knownKeys.has(r.key)) fresh.set(r.key, r);
+    const newKeyChunks = new Map<string, string>();
+    const typeRows = new Map<string, string>();
+    for (const [k, t] of newTypes) {
+      const chunks = t.chunks();
+      typeRows.set(k, JSON.stringify({ chunks: chunks.map((c) => c.hash) } satisfies TypeKeysJson));
+      for (const c of chunks) {
+        if (knownKeyChunks.has(c.hash) || newKeyChunks.has(c.hash)) continue;
+        newKeyChunks.set(c.hash, JSON.stringify(c.resources.map((r) => r.key)));
+        for (const r of c.resources) if (!knownKeys.has(r.key)) fresh.set(r.key, r);
+      }
+    }
     const typed: TypedManifestJson = { typed: 1, groups: {} };
     for (const [group, g] of Object.entries(manifest))
       typed.groups[group] = { types: g.types.map(typeKey), secrets: [...g.secrets] };
@@ -241,8 +257,10 @@ export class RevisionStore {
           const keys = JSON.stringify({ field: p.field, keys: p.entries.map((e) => e.key) });
           ins.run(r.key, r.kind, r.name, JSON.stringify({ ...r.json, [p.field]: null }), Buffer.alloc(0), keys, p.rest);
         }
+        const keyChunk = this.db.prepare('INSERT OR IGNORE INTO key_chunks (hash, keys_json) VALUES (?, ?)');
+        for (const [hash, keys] of newKeyChunks) keyChunk.run(hash, keys);
         const type = this.db.prepare('INSERT OR IGNORE INTO type_manifests (type_key, keys_json) VALUES (?, ?)');
-        for (const [k, t] of newTypes) type.run(k, JSON.stringify(t.keys()));
+        for (const [k, row] of typeRows) type.run(k, row);
         this.db
           .prepare('INSERT INTO version_manifests (version_id, manifest_json) VALUES (?, ?)')
           .run(versionId, JSON.stringify(typed));
@@ -252,6 +270,7 @@ export class RevisionStore {
     for (const k of fresh.keys()) knownKeys.add(k);
     for (const k of newTypes.keys()) knownTypes.add(k);
     for (const k of newParts) knownParts.add(k);
+    for (const k of newKeyChunks.keys()) knownKeyChunks.add(k);
     for (const c of newChunks) knownChunks.add(c.hash);
     return id;
   }
@@ -325,14 +344,24 @@ export class RevisionStore {
     if (!('typed' in parsed && parsed.typed === 1)) return { flat: parsed as Manifest };
     const typed = parsed as TypedManifestJson;
     const wanted = [...new Set(Object.values(typed.groups).flatMap((g) => g.types))];
-    const lists = new Map(
+    const rows = (
+      this.db
+        .prepare('SELECT type_key, keys_json FROM type_manifests WHERE type_key IN (SELECT value FROM json_each(?))')
+        .all(JSON.stringify(wanted)) as { type_key: string; keys_json: string }[]
+    ).map((r) => [r.type_key, JSON.parse(r.keys_json) as TypeKeysJson] as const);
+    if (rows.length !== wanted.length) return undefined;
+    const chunkHashes = [...new Set(rows.flatMap(([, k]) => (Array.isArray(k) ? [] : k.chunks)))];
+    const chunks = new Map(
       (
         this.db
-          .prepare('SELECT type_key, keys_json FROM type_manifests WHERE type_key IN (SELECT value FROM json_each(?))')
-          .all(JSON.stringify(wanted)) as { type_key: string; keys_json: string }[]
-      ).map((r) => [r.type_key, JSON.parse(r.keys_json) as string[]]),
+          .prepare('SELECT hash, keys_json FROM key_chunks WHERE hash IN (SELECT value FROM json_each(?))')
+          .all(JSON.stringify(chunkHashes)) as { hash: string; keys_json: string }[]
+      ).map((r) => [r.hash, JSON.parse(r.keys_json) as string[]]),
     );
-    if (lists.size !== wanted.length) return undefined;
+    if (chunks.size !== chunkHashes.length) return undefined;
+    const lists = new Map(
+      rows.map(([k, keys]) => [k, Array.isArray(keys) ? keys : keys.chunks.flatMap((h) => chunks.get(h)!)]),
+    );
     const groups: TypedManifest = {};
     for (const [group, g] of Object.entries(typed.groups))
       groups[group] = {

@@ -2,7 +2,8 @@
  * Model -> Envoy v3 resources for one node group. Pure: no I/O, no clock, no randomness; the same
  * model always yields the same JSON (and therefore the same bytes and versions on every replica).
  */
-import type { GrpcServiceDoc, VirtualHostDoc } from '../model/schema.ts';
+import type { GrpcServiceDoc, ServiceDoc, VirtualHostDoc } from '../model/schema.ts';
+import { changedNames, findByName, patchByName, recordDelta } from '../shared/sorted-lists.ts';
 import { byName, docOf, listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
 import { buildCluster } from './cluster.ts';
@@ -63,11 +64,16 @@ export function translateGroup(
   const front = memo.section<Front>(
     `front\u0000${group}`,
     [model.listeners, model.virtualHosts, model.grpcServices],
-    (prev) => translateFront(model, group, memo, prev),
+    (prev) => translateFront(model, group, memo, prev?.value),
   );
-  const back = memo.section(`back\u0000${group}`, [model.services, front.used], () =>
-    translateBack(model, front.used, memo),
-  );
+  const back = memo.section<Back>(`back\u0000${group}`, [model.services, front.used], (prev) => {
+    const services = prev?.inputs[0] as readonly ServiceDoc[] | undefined;
+    const names = prev?.inputs[1] === front.used ? changedNames(services, model.services) : undefined;
+    return (
+      (names && patchBack(prev!.value, services!, model.services, front.used, names, memo)) ??
+      translateBack(model, front.used, memo)
+    );
+  });
   const secret = memo.section(`secret\u0000${group}`, [secrets, front.secretRefs, back.secretRefs], () =>
     [...new Set([...front.secretRefs, ...back.secretRefs])].sort().flatMap((name) => {
       const m = secrets.get(name);
@@ -168,12 +174,56 @@ function translateBack(model: Model, used: ReadonlySet<string>, memo: Translatio
   for (const s of model.services) {
     if (!used.has(s.name)) continue;
     for (const n of [s.tls?.caSecret, s.tls?.clientSecret]) if (n) secretRefs.add(n);
-    const origin = originKey('Service', s.name);
-    clusters.push({ kind: 'cluster', name: s.name, json: memo.once('cluster', s, buildCluster), origin });
-    if (!s.dns)
-      endpoints.push({ kind: 'endpoint', name: s.name, json: memo.once('endpoint', s, buildLoadAssignment), origin });
+    clusters.push(clusterOf(s, memo));
+    if (!s.dns) endpoints.push(endpointOf(s, memo));
   }
   return { clusters, endpoints, secretRefs: [...secretRefs] };
+}
+
+/**
+ * The previous clusters and endpoints with those of `names` (services replaced, added or removed)
+ * translated again; each list records the names it changed, for the encoder. Undefined when a
+ * changed service names a secret (the group's secret references are then gathered again).
+ */
+function patchBack(
+  prev: Back,
+  before: readonly ServiceDoc[],
+  after: readonly ServiceDoc[],
+  used: ReadonlySet<string>,
+  names: ReadonlySet<string>,
+  memo: TranslationMemo,
+): Back | undefined {
+  const docs = new Map<string, ServiceDoc | undefined>();
+  for (const name of names) {
+    for (const s of [findByName(before, name), findByName(after, name)])
+      if (s?.tls?.caSecret !== undefined || s?.tls?.clientSecret !== undefined) return undefined;
+    docs.set(name, used.has(name) ? findByName(after, name) : undefined);
+  }
+  const clusters = patchByName(prev.clusters, names, (name) => {
+    const s = docs.get(name);
+    return s && clusterOf(s, memo);
+  });
+  const endpoints = patchByName(prev.endpoints, names, (name) => {
+    const s = docs.get(name);
+    return s && !s.dns ? endpointOf(s, memo) : undefined;
+  });
+  recordDelta(clusters, prev.clusters, names);
+  recordDelta(endpoints, prev.endpoints, names);
+  return { clusters, endpoints, secretRefs: prev.secretRefs };
+}
+
+function clusterOf(s: ServiceDoc, memo: TranslationMemo): TranslatedResource {
+  return {
+    kind: 'cluster',
+    name: s.name,
+    json: memo.once('cluster', s, buildCluster),
+    origin: originKey('Service', s.name),
+  };
+}
+
+function endpointOf(s: ServiceDoc, memo: TranslationMemo): TranslatedResource {
+  const json = memo.once('endpoint', s, buildLoadAssignment);
+  return { kind: 'endpoint', name: s.name, json, origin: originKey('Service', s.name) };
 }
 
 /** The Envoy Secret of one secret's TLS material (also used alone when certificates rotate). */

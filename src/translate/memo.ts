@@ -37,12 +37,17 @@ export class TranslationMemo {
 
   /**
    * A section of a build (one per node group and part): `fn` runs again only when one of `inputs`
-   * is a different object than last time; it gets the previous value, to keep what did not change.
+   * is a different object than last time; it gets the previous value and inputs, to patch what
+   * changed (src/shared/sorted-lists.ts) and keep the rest.
    */
-  section<R>(key: string, inputs: readonly unknown[], fn: (previous: R | undefined) => R): R {
-    const hit = this.sections.get(key);
-    if (hit && sameItems(hit.inputs, inputs)) return hit.value as R;
-    const value = fn(hit?.value as R | undefined);
+  section<R>(
+    key: string,
+    inputs: readonly unknown[],
+    fn: (previous: { value: R; inputs: readonly unknown[] } | undefined) => R,
+  ): R {
+    const hit = this.sections.get(key) as { inputs: readonly unknown[]; value: R } | undefined;
+    if (hit && sameItems(hit.inputs, inputs)) return hit.value;
+    const value = fn(hit);
     this.sections.set(key, { inputs, value });
     return value;
   }

@@ -6,6 +6,8 @@ import * as assert from 'uvu/assert';
 import { openStores } from '../../src/store/database.ts';
 import { listMigrations, migrate } from '../../src/store/migrate.ts';
 import { emptyModel } from '../../src/model/types.ts';
+import type { EncodedResource } from '../../src/snapshot/encoder.ts';
+import { chunksOf } from '../../src/snapshot/key-chunks.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { tempDir } from '../helpers/tree.ts';
 
@@ -96,8 +98,7 @@ test('a resource shared by versions is stored once; a diff names what changed pe
   const type = (version: string, list: ReturnType<typeof res>[]) => ({
     kind: 'cluster' as const,
     version,
-    keys: () => (reads++, list.map((r) => r.key)),
-    resources: () => list,
+    chunks: () => (reads++, chunksOf(list as unknown as EncodedResource[])),
   });
   const edgeA = type('a', [res('k1', 'web'), res('k2', 'api')]);
   const a = s.revisions.insert(v, { edge: { types: [edgeA], secrets: ['cert'] } });
@@ -120,6 +121,46 @@ test('a resource shared by versions is stored once; a diff names what changed pe
     mesh: { added: ['cluster/web'], changed: [], removed: [] },
   });
   assert.is(s.revisions.diff(a, 99), undefined);
+  s.close();
+});
+
+test('a type is stored by key chunks: a version that changes one resource of many stores its chunk', () => {
+  const path = join(tempDir(), 'chunks.db');
+  const s = openStores(path);
+  const db = new Database(path, { readonly: true });
+  const v = {
+    treeHash: 't',
+    modelHash: 'm',
+    sourceKind: 'directory' as const,
+    source: '/cfg',
+    model: emptyModel(),
+    warnings: [],
+  };
+  const res = (i: number, rev = 0) => ({
+    key: `key-${i}-${rev}`.padEnd(64, '0'),
+    kind: 'cluster' as const,
+    name: `svc-${String(i).padStart(5, '0')}`,
+    json: { name: `svc-${i}`, rev },
+    any: Buffer.from(`${i}.${rev}`),
+  });
+  const before = Array.from({ length: 2000 }, (_, i) => res(i));
+  const after = before.map((r, i) => (i === 700 ? res(i, 1) : r));
+  const type = (version: string, list: ReturnType<typeof res>[]) => ({
+    kind: 'cluster' as const,
+    version,
+    chunks: () => chunksOf(list as unknown as EncodedResource[]),
+  });
+  const rows = (table: string) => db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+  const a = s.revisions.insert(v, { edge: { types: [type('a', before)], secrets: [] } });
+  const chunks = rows('key_chunks');
+  assert.ok(chunks > 10 && chunks < 100, `${chunks} chunks for 2,000 resources`);
+  const b = s.revisions.insert(v, { edge: { types: [type('b', after)], secrets: [] } });
+  assert.is(rows('key_chunks'), chunks + 1, 'one chunk more');
+  assert.is(rows('encoded_resources'), 2001, 'one resource more');
+  assert.equal(s.revisions.manifest(a), { edge: before.map((r) => r.key) });
+  assert.equal(s.revisions.manifest(b), { edge: after.map((r) => r.key) });
+  assert.equal(s.revisions.diff(a, b), { edge: { added: [], changed: ['cluster/svc-00700'], removed: [] } });
+  db.close();
   s.close();
 });
 

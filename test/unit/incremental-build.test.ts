@@ -119,4 +119,23 @@ test('a sequence of random edits: every build is what a build from nothing gives
   assert.ok(built > 100, `${built} trees were built`);
 });
 
+test('a kept check is run again when a service it named changes in another file', () => {
+  const caches = new PipelineCaches();
+  const services = (ns: number[]) => ns.map((n) => service(n, n + 1)).join('---\n');
+  const routes = parseYamlFile('routes.yaml', `${vhost(0, [['a', 1]])}---\n${listener('edge', 8080, [0])}`);
+  const check = (ns: number[]) => {
+    const src = {
+      root: '/cfg',
+      treeHash: '',
+      files: [routes, parseYamlFile('services.yaml', services(ns))],
+      diagnostics: [],
+    };
+    return validateSourceSet(src, caches.assembler, caches.checks).diagnostics.map(formatDiagnostic);
+  };
+  assert.equal(check([0, 1, 2]), []);
+  // routes.yaml is the same parse: its virtual host is the same object, checked again because s1 is gone.
+  assert.match(check([0, 2]).join('\n'), /routes\[0\]\.to: service "s1" does not exist/);
+  assert.equal(check([0, 1, 2]), []);
+});
+
 test.run();
