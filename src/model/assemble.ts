@@ -16,7 +16,7 @@ import { editDistance } from '../shared/edit-distance.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
 import { setModelFiles, type ModelFile } from './files.ts';
 import { KINDS, type KindName } from './schema.ts';
-import { patchByName, recordDelta } from '../shared/sorted-lists.ts';
+import { findByName, patchByName, recordDelta } from '../shared/sorted-lists.ts';
 import type { ParsedFile } from './sources.ts';
 import {
   byName,
@@ -168,7 +168,11 @@ export class ModelAssembler {
     const out = { ...prev };
     for (const [kind, names] of byKind) {
       const list = LIST_OF[kind];
-      out[list] = patchByName(prev[list], names, (name) => this.defs.get(originKey(kind, name))?.[0]?.doc);
+      const docOf = (name: string) => this.defs.get(originKey(kind, name))?.[0]?.doc;
+      // A document a changed file kept (src/source/parse-yaml.ts) is the same object: not a change.
+      for (const name of names) if (docOf(name) === findByName(prev[list], name)) names.delete(name);
+      if (!names.size) continue;
+      out[list] = patchByName(prev[list], names, docOf);
       recordDelta(out[list], prev[list], names);
     }
     return out;

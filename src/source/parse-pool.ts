@@ -71,7 +71,7 @@ async function inline(jobs: readonly ParseJob[]): Promise<ParsedFile[]> {
       await new Promise<void>((r) => setImmediate(r));
       sliceStart = performance.now();
     }
-    out.push(parseYamlFile(j.file, j.text, j.hash));
+    out.push(parseYamlFile(j.file, j.text, j.hash, j.previous));
   }
   return out;
 }
@@ -86,7 +86,8 @@ function inWorker(jobs: readonly ParseJob[], stats: PoolStats, url: URL): Promis
     });
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`parse worker exited with code ${code}`)));
-    worker.postMessage(jobs);
+    // Without `previous`: its documents would be copied over, and their values are kept by identity.
+    worker.postMessage(jobs.map(({ file, text, hash }) => ({ file, text, hash })));
   }).then(
     (parsed) => {
       stats.inWorkers++;

@@ -3,12 +3,15 @@
  * parse holds beyond the text, which the main thread already has.
  */
 import { parentPort } from 'node:worker_threads';
+import type { ParsedFile } from '../model/sources.ts';
 import { parseYamlFile } from './parse-yaml.ts';
 
 export interface ParseJob {
   file: string;
   text: string;
   hash: string;
+  /** The file's parse before it changed (main thread only: never sent to a worker). */
+  previous?: ParsedFile;
 }
 
 parentPort?.on('message', (jobs: ParseJob[]) => {

@@ -23,9 +23,92 @@ const MAX_EXPANSION_FACTOR = 8;
  */
 export const MAX_DOCUMENTS_PER_FILE = 5000;
 
-/** Parses one file (uncached: the pipeline's SourceCache keeps parses by content hash). */
-export function parseYamlFile(file: string, text: string, hash = sha256Hex(text)): ParsedFile {
-  return parseUncached(file, text, hash);
+/**
+ * Parses one file (uncached: the pipeline's SourceCache keeps parses by content hash). With
+ * `previous`, the parse of the same file before it changed, only the documents whose text changed
+ * are parsed: the others keep their values (the same objects, so every later stage sees them
+ * unchanged), at their new index and line.
+ */
+export function parseYamlFile(file: string, text: string, hash = sha256Hex(text), previous?: ParsedFile): ParsedFile {
+  return (previous && reparse(file, text, hash, previous)) ?? parseUncached(file, text, hash);
+}
+
+/**
+ * A file cut where its documents begin: at every line that starts with `---` (a document marker
+ * wherever it is: YAML forbids such a line inside any scalar or collection). Each piece after the
+ * first is one document; the first is one unless it holds only comments and blank lines. Files
+ * with directives (`%`) or document end markers (`...`), where pieces and documents need not match,
+ * are not cut.
+ */
+interface Piece {
+  text: string;
+  /** 1-based line of the piece's first line. */
+  line: number;
+  /** The text after a bare marker line (`---` alone), and its first line: a document moved to the top keeps its value. */
+  body: string;
+  bodyLine: number;
+  /** Index of its document in the file; -1: no document (comments only, before the first marker). */
+  index: number;
+}
+
+const MARKER = /^---(?=[ \t\r\n]|$)/gm;
+
+function pieces(text: string): Piece[] | undefined {
+  if (/^(%|\.\.\.)/m.test(text) || text.charCodeAt(0) === 0xfeff) return undefined;
+  const starts = [0];
+  for (const m of text.matchAll(MARKER)) if (m.index > 0) starts.push(m.index);
+  const out: Piece[] = [];
+  let line = 1;
+  let index = 0;
+  starts.forEach((start, i) => {
+    const piece = text.slice(start, starts[i + 1] ?? text.length);
+    const bare = i === 0 && !piece.startsWith('---') && piece.split('\n').every((l) => /^\s*(#.*)?$/.test(l));
+    const marker = /^---[ \t]*\r?\n/.exec(piece)?.[0];
+    const body = marker ? piece.slice(marker.length) : piece;
+    out.push({ text: piece, line, index: bare ? -1 : index, body, bodyLine: marker ? line + 1 : line });
+    if (!bare) index++;
+    for (let k = piece.indexOf('\n'); k !== -1; k = piece.indexOf('\n', k + 1)) line++;
+  });
+  return out;
+}
+
+/**
+ * The file parsed piece by piece, the documents of pieces whose text `previous` had taken from it. Undefined (parse
+ * the whole file) when the file cannot be cut, when `previous` had problems, or when a changed
+ * piece has any: then the whole file's parse reports them as it always does.
+ */
+function reparse(file: string, text: string, hash: string, previous: ParsedFile): ParsedFile | undefined {
+  if (previous.diagnostics.length) return undefined;
+  const now = pieces(text);
+  const before = pieces(previous.text);
+  if (!now || !before) return undefined;
+  // Each earlier document, by the text of its piece (an empty document has no value to keep).
+  const kept = new Map<string, { doc: SourceDocument; line: number }>();
+  const docs = previous.documents;
+  let d = 0;
+  for (const [i, p] of before.entries()) {
+    const end = before[i + 1]?.line ?? Infinity;
+    if (d < docs.length && docs[d]!.line >= p.line && docs[d]!.line < end) {
+      // Cut and parsed must agree on every document of the earlier text, or nothing is kept.
+      if (docs[d]!.index !== p.index) return undefined;
+      kept.set(p.body, { doc: docs[d]!, line: p.bodyLine });
+      d++;
+    }
+  }
+  if (d !== docs.length) return undefined;
+  const documents: SourceDocument[] = [];
+  for (const p of now) {
+    if (p.index < 0) continue;
+    const old = kept.get(p.body);
+    if (old) {
+      documents.push({ file, index: p.index, line: p.bodyLine + old.doc.line - old.line, value: old.doc.value });
+      continue;
+    }
+    const parsed = parseUncached(file, p.text, hash);
+    if (parsed.diagnostics.length || parsed.documents.length > 1) return undefined;
+    for (const doc of parsed.documents) documents.push({ ...doc, index: p.index, line: doc.line + p.line - 1 });
+  }
+  return { file, hash, text, documents, diagnostics: [] };
 }
 
 function parseUncached(file: string, text: string, hash: string): ParsedFile {

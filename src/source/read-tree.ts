@@ -151,7 +151,8 @@ export async function readTree(
         }
         const text = bytes.toString('utf8');
         parsed = cache.lookup(e.rel, text, e.hash);
-        if (!parsed) pending.push({ slot: slots.length, job: { file: e.rel, text, hash: e.hash } });
+        const previous = cache.previousParse(e.rel);
+        if (!parsed) pending.push({ slot: slots.length, job: { file: e.rel, text, hash: e.hash, previous } });
       } catch (err) {
         diagnostics.push({
           code: Codes.FILE_UNREADABLE,

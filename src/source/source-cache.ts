@@ -38,6 +38,7 @@ export class SourceCache {
   /** Parses made since the last `flush`, for the store, and the files of the last read. */
   private fresh: ParsedFile[] = [];
   private live: readonly ParsedFile[] = [];
+  private liveByFile?: Map<string, ParsedFile>;
 
   constructor(
     private readonly store?: ParsedFileStore,
@@ -108,7 +109,14 @@ export class SourceCache {
   }
 
   /** Keeps only the parses the last read used; the new ones wait for `flush`. */
+  /** The parse of `file` in the last tree read (what a changed file's parse can keep documents of). */
+  previousParse(file: string): ParsedFile | undefined {
+    this.liveByFile ??= new Map(this.live.map((f) => [f.file, f]));
+    return this.liveByFile.get(file);
+  }
+
   retainOnly(files: readonly ParsedFile[]): void {
+    this.liveByFile = undefined;
     const keep = new Set(files.map((f) => key(f.file, f.hash)));
     for (const k of this.parsed.keys()) if (!keep.has(k)) this.parsed.delete(k);
     this.fresh = this.fresh.filter((f) => keep.has(key(f.file, f.hash)));
