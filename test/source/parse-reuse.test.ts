@@ -110,7 +110,7 @@ for (const e of EDITS)
 test('reparse: random edits of a 40-document file', () => {
   let seed = 3;
   const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), (seed >>> 16) % n);
-  let docs = Array.from({ length: 40 }, (_, i) => svc(i));
+  const docs = Array.from({ length: 40 }, (_, i) => svc(i));
   let before = parseYamlFile('f.yaml', join(...docs));
   for (let step = 0; step < 200; step++) {
     const i = rnd(docs.length);
@@ -124,7 +124,6 @@ test('reparse: random edits of a 40-document file', () => {
     assert.equal(after.documents, parseYamlFile('f.yaml', text).documents, `step ${step}`);
     before = after;
   }
-  docs = [];
 });
 
 test.run();
