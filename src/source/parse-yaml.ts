@@ -44,7 +44,7 @@ interface Piece {
   text: string;
   /** 1-based line of the piece's first line. */
   line: number;
-  /** The text after a bare marker line (`---` alone), and its first line: a document moved to the top keeps its value. */
+  /** The text after a bare marker line (`---` alone) and its first line: a document moved first keeps its value. */
   body: string;
   bodyLine: number;
   /** Index of its document in the file; -1: no document (comments only, before the first marker). */
