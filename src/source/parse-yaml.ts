@@ -30,16 +30,27 @@ export const MAX_DOCUMENTS_PER_FILE = 5000;
  * unchanged), at their new index and line.
  */
 export function parseYamlFile(file: string, text: string, hash = sha256Hex(text), previous?: ParsedFile): ParsedFile {
-  return (previous && reparse(file, text, hash, previous)) ?? parseUncached(file, text, hash);
+  return (
+    overDocumentLimit(file, text, hash) ??
+    (previous && reparse(file, text, hash, previous)) ??
+    parseUncached(file, text, hash)
+  );
 }
 
-/**
- * A file cut where its documents begin: at every line that starts with `---` (a document marker
- * wherever it is: YAML forbids such a line inside any scalar or collection). Each piece after the
- * first is one document; the first is one unless it holds only comments and blank lines. Files
- * with directives (`%`) or document end markers (`...`), where pieces and documents need not match,
- * are not cut.
- */
+/** The file refused, before any parse, when it has more documents than MAX_DOCUMENTS_PER_FILE. */
+function overDocumentLimit(file: string, text: string, hash: string): ParsedFile | undefined {
+  const separators = text.match(/^---/gm)?.length ?? 0;
+  if (separators + 1 <= MAX_DOCUMENTS_PER_FILE) return undefined;
+  const diagnostic: Diagnostic = {
+    code: Codes.YAML_LIMIT,
+    severity: 'error',
+    message: `about ${separators + 1} documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`,
+    location: { file, line: 1, column: 1 },
+  };
+  return { file, hash, text, documents: [], diagnostics: [diagnostic] };
+}
+
+/** One piece of a file cut by `pieces`. */
 interface Piece {
   text: string;
   /** 1-based line of the piece's first line. */
@@ -53,6 +64,13 @@ interface Piece {
 
 const MARKER = /^---(?=[ \t\r\n]|$)/gm;
 
+/**
+ * A file cut where its documents begin: at every line that starts with `---` (a document marker
+ * wherever it is: YAML forbids such a line inside any scalar or collection). Each piece after the
+ * first is one document; the first is one unless it holds only comments and blank lines. Files
+ * with directives (`%`) or document end markers (`...`), where pieces and documents need not match,
+ * are not cut.
+ */
 function pieces(text: string): Piece[] | undefined {
   if (/^(%|\.\.\.)/m.test(text) || text.charCodeAt(0) === 0xfeff) return undefined;
   const starts = [0];
@@ -73,9 +91,9 @@ function pieces(text: string): Piece[] | undefined {
 }
 
 /**
- * The file parsed piece by piece, the documents of pieces whose text `previous` had taken from it. Undefined (parse
- * the whole file) when the file cannot be cut, when `previous` had problems, or when a changed
- * piece has any: then the whole file's parse reports them as it always does.
+ * The file parsed piece by piece, the documents of pieces whose text `previous` had taken from
+ * it. Undefined (parse the whole file) when the file cannot be cut, when `previous` had problems,
+ * or when a changed piece has any: then the whole file's parse reports them as it always does.
  */
 function reparse(file: string, text: string, hash: string, previous: ParsedFile): ParsedFile | undefined {
   if (previous.diagnostics.length) return undefined;
@@ -101,6 +119,8 @@ function reparse(file: string, text: string, hash: string, previous: ParsedFile)
     if (p.index < 0) continue;
     const old = kept.get(p.body);
     if (old) {
+      // A value belongs to one document: a second piece with the same text is parsed.
+      kept.delete(p.body);
       documents.push({ file, index: p.index, line: p.bodyLine + old.doc.line - old.line, value: old.doc.value });
       continue;
     }
@@ -116,16 +136,6 @@ function parseUncached(file: string, text: string, hash: string): ParsedFile {
   const diagnostics: Diagnostic[] = [];
   const documents: SourceDocument[] = [];
   let docs: Document.Parsed[];
-  const separators = text.match(/^---/gm)?.length ?? 0;
-  if (separators + 1 > MAX_DOCUMENTS_PER_FILE) {
-    diagnostics.push({
-      code: Codes.YAML_LIMIT,
-      severity: 'error',
-      message: `about ${separators + 1} documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`,
-      location: { file, line: 1, column: 1 },
-    });
-    return { file, hash, text, documents, diagnostics };
-  }
   try {
     docs = parseAllDocuments(text, { ...YAML_PARSE_OPTIONS, lineCounter }) as Document.Parsed[];
   } catch (err) {

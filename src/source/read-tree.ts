@@ -151,8 +151,10 @@ export async function readTree(
         }
         const text = bytes.toString('utf8');
         parsed = cache.lookup(e.rel, text, e.hash);
-        const previous = cache.previousParse(e.rel);
-        if (!parsed) pending.push({ slot: slots.length, job: { file: e.rel, text, hash: e.hash, previous } });
+        if (!parsed) {
+          const job = { file: e.rel, text, hash: e.hash, previous: cache.previousParse(e.rel) };
+          pending.push({ slot: slots.length, job });
+        }
       } catch (err) {
         diagnostics.push({
           code: Codes.FILE_UNREADABLE,

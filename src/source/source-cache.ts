@@ -108,13 +108,13 @@ export class SourceCache {
     }
   }
 
-  /** Keeps only the parses the last read used; the new ones wait for `flush`. */
   /** The parse of `file` in the last tree read (what a changed file's parse can keep documents of). */
   previousParse(file: string): ParsedFile | undefined {
     this.liveByFile ??= new Map(this.live.map((f) => [f.file, f]));
     return this.liveByFile.get(file);
   }
 
+  /** Keeps only the parses the last read used; the new ones wait for `flush`. */
   retainOnly(files: readonly ParsedFile[]): void {
     this.liveByFile = undefined;
     const keep = new Set(files.map((f) => key(f.file, f.hash)));

@@ -6,7 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseYamlFile } from '../../src/source/parse-yaml.ts';
+import { MAX_DOCUMENTS_PER_FILE, parseYamlFile } from '../../src/source/parse-yaml.ts';
 
 const svc = (n: number, ip = n) => `kind: Service\nname: s${n}\nendpoints:\n  - address: 10.0.0.${ip}:80\n`;
 const join = (...docs: string[]) => docs.join('---\n');
@@ -82,6 +82,12 @@ const EDITS: { name: string; before: string; after: string; kept: number }[] = [
     kept: 0,
   },
   {
+    name: 'over the document limit: refused as a whole file is',
+    before: join(svc(1), svc(2)),
+    after: join(svc(1), ...Array.from({ length: MAX_DOCUMENTS_PER_FILE }, () => '')),
+    kept: 0,
+  },
+  {
     name: 'directives: not cut',
     before: join(svc(1), svc(2)),
     after: `%YAML 1.2\n---\n${join(svc(1), svc(2))}`,
@@ -102,6 +108,7 @@ for (const e of EDITS)
     const whole = parseYamlFile('f.yaml', e.after);
     assert.equal(after.documents, whole.documents, 'the documents of the whole file');
     assert.equal(after.diagnostics, whole.diagnostics, 'its problems');
+    if (e.name.startsWith('over the document limit')) assert.match(after.diagnostics[0]?.message ?? '', /the limit is/);
     const earlier = new Set<unknown>(before.documents.map((d) => d.value).filter((v) => v !== null));
     const kept = after.documents.filter((d) => earlier.has(d.value)).length;
     assert.is(kept, e.kept, 'values kept from the earlier parse');
