@@ -168,11 +168,11 @@ export class ModelAssembler {
     const out = { ...prev };
     for (const [kind, names] of byKind) {
       const list = LIST_OF[kind];
-      const docOf = (name: string) => this.defs.get(originKey(kind, name))?.[0]?.doc;
+      const defined = (name: string) => this.defs.get(originKey(kind, name))?.[0]?.doc;
       // A document a changed file kept (src/source/parse-yaml.ts) is the same object: not a change.
-      for (const name of names) if (docOf(name) === findByName(prev[list], name)) names.delete(name);
+      for (const name of names) if (defined(name) === findByName(prev[list], name)) names.delete(name);
       if (!names.size) continue;
-      out[list] = patchByName(prev[list], names, docOf);
+      out[list] = patchByName(prev[list], names, defined);
       recordDelta(out[list], prev[list], names);
     }
     return out;

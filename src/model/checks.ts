@@ -81,6 +81,8 @@ export function newCheckMemo(): CheckMemo {
   return { service: new WeakMap(), citing: new WeakMap(), lists: new Map() };
 }
 
+const NOTHING_READ: ReadonlySet<string> = new Set();
+
 /** What a per-document check of one model list reported, and what it read, as of its last run. */
 interface PerDocumentState {
   inputs: readonly unknown[];
@@ -114,7 +116,7 @@ function perDocument<T extends { name: string }>(
   const hit = memo?.lists.get(key);
   const same = hit && sameItems(hit.inputs, inputs);
   const docs = same ? changedNames(hit.list, list) : undefined;
-  const read = same && reads && hit.reads ? changedNames(hit.reads, reads) : reads ? undefined : new Set<string>();
+  const read = reads ? (same ? changedNames(hit.reads, reads) : undefined) : NOTHING_READ;
   const state: PerDocumentState =
     hit && docs && read ? hit : { inputs, list, reads, reported: new Map(), readers: new Map(), readBy: new Map() };
   const run = (name: string, doc: T | undefined) => {

@@ -208,27 +208,35 @@ export class ResourceEncoder {
       let issues = false;
       const patched = patchByName(before, patch.names, (name) => {
         const t = findByName(items, name);
-        const r = t && this.encode(t.kind, t.name, t.json, false);
+        const r = t && this.encoded(t.kind, t.name, t.json);
         if (r?.issues.length) issues = true;
         return r;
       });
       list = Object.assign(patched, { issues });
       recordDelta(list, before, patch.names);
     } else {
-      const all = items.map((t) => this.encode(t.kind, t.name, t.json, false));
+      const all = items.map((t) => this.encoded(t.kind, t.name, t.json));
       list = Object.assign(all, { issues: all.some((r) => r.issues.length > 0) });
     }
     this.lists.set(items, list);
     return list;
   }
 
-  /** One resource; `alone`: not part of a list (kept through sweeps while builds use it). */
-  encode(kind: ResourceKind, name: string, json: Record<string, unknown>, alone = true): EncodedResource {
-    let res = this.byObject.get(json);
-    if (res && this.cache.get(res.key) === res) this.stats.reused++;
-    else res = this.encodeByContent(kind, name, json);
-    if (alone) this.usedAlone.add(res);
+  /** One resource outside any list (kept through sweeps while builds use it). */
+  encode(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
+    const res = this.encoded(kind, name, json);
+    this.usedAlone.add(res);
     return res;
+  }
+
+  /** By JSON object identity while its encoding is cached, else by content. */
+  private encoded(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {
+    const res = this.byObject.get(json);
+    if (res && this.cache.get(res.key) === res) {
+      this.stats.reused++;
+      return res;
+    }
+    return this.encodeByContent(kind, name, json);
   }
 
   private encodeByContent(kind: ResourceKind, name: string, json: Record<string, unknown>): EncodedResource {

@@ -162,7 +162,7 @@ function patchTypeSnapshot(
   };
   DIGESTS.set(t, digest);
   PATCHED.set(t, { from: new WeakRef(prev), names: [...now.keys()] });
-  if (t.version !== prev.version) derive(t, 'diff-from', prev.version, () => diff, DIFFS_KEPT);
+  if (t.version !== prev.version) diffFrom(prev, t, () => diff);
   return t;
 }
 
@@ -260,22 +260,21 @@ const DIFFS_KEPT = 16;
  */
 export function diffTypes(from: TypeSnapshot, to: TypeSnapshot): TypeDiff {
   if (from === to || from.version === to.version) return NO_DIFF;
-  return derive(
-    to,
-    'diff-from',
-    from.version,
-    () => {
-      const changed: string[] = [];
-      const added: string[] = [];
-      const removed: EncodedResource[] = [];
-      for (const [name, r] of to.resources) {
-        const before = from.resources.get(name);
-        if (!before) added.push(name);
-        else if (before.version !== r.version) changed.push(name);
-      }
-      for (const [name, r] of from.resources) if (!to.resources.has(name)) removed.push(r);
-      return { changed, added, removed };
-    },
-    DIFFS_KEPT,
-  );
+  return diffFrom(from, to, () => {
+    const changed: string[] = [];
+    const added: string[] = [];
+    const removed: EncodedResource[] = [];
+    for (const [name, r] of to.resources) {
+      const before = from.resources.get(name);
+      if (!before) added.push(name);
+      else if (before.version !== r.version) changed.push(name);
+    }
+    for (const [name, r] of from.resources) if (!to.resources.has(name)) removed.push(r);
+    return { changed, added, removed };
+  });
+}
+
+/** The diff from `from` to `to`, kept on `to` (made by a patch, or computed when first asked). */
+function diffFrom(from: TypeSnapshot, to: TypeSnapshot, make: () => TypeDiff): TypeDiff {
+  return derive(to, 'diff-from', from.version, make, DIFFS_KEPT);
 }
