@@ -173,7 +173,7 @@ function translateBack(model: Model, used: ReadonlySet<string>, memo: Translatio
   const secretRefs = new Set<string>();
   for (const s of model.services) {
     if (!used.has(s.name)) continue;
-    for (const n of [s.tls?.caSecret, s.tls?.clientSecret]) if (n) secretRefs.add(n);
+    for (const n of secretsOf(s)) secretRefs.add(n);
     clusters.push(clusterOf(s, memo));
     if (!s.dns) endpoints.push(endpointOf(s, memo));
   }
@@ -195,8 +195,7 @@ function patchBack(
 ): Back | undefined {
   const docs = new Map<string, ServiceDoc | undefined>();
   for (const name of names) {
-    for (const s of [findByName(before, name), findByName(after, name)])
-      if (s?.tls?.caSecret !== undefined || s?.tls?.clientSecret !== undefined) return undefined;
+    for (const s of [findByName(before, name), findByName(after, name)]) if (s && secretsOf(s).length) return undefined;
     docs.set(name, used.has(name) ? findByName(after, name) : undefined);
   }
   const clusters = patchByName(prev.clusters, names, (name) => {
@@ -210,6 +209,11 @@ function patchBack(
   recordDelta(clusters, prev.clusters, names);
   recordDelta(endpoints, prev.endpoints, names);
   return { clusters, endpoints, secretRefs: prev.secretRefs };
+}
+
+/** The secrets a service's cluster names (its upstream TLS). */
+function secretsOf(s: ServiceDoc): string[] {
+  return [s.tls?.caSecret, s.tls?.clientSecret].filter((n): n is string => !!n);
 }
 
 function clusterOf(s: ServiceDoc, memo: TranslationMemo): TranslatedResource {
