@@ -42,8 +42,20 @@ export function queryMatcher(q: QueryMatchDoc): JsonObject {
   return sm ? { name: q.name, string_match: sm } : { name: q.name, present_match: q.present ?? true };
 }
 
-/** Drops undefined values so the JSON is canonical (proto3 omits unset fields). */
+/**
+ * Without its undefined values, so the JSON is canonical (proto3 omits unset fields). A copy, not
+ * `delete`: deleting turns an object into a dictionary, and every later read of it (canonical
+ * JSON, conversion, JSON text) is slower; a cold build compacts tens of thousands.
+ */
 export function compact<T extends JsonObject>(o: T): T {
-  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
-  return o;
+  let unset = false;
+  for (const k in o)
+    if (o[k] === undefined) {
+      unset = true;
+      break;
+    }
+  if (!unset) return o;
+  const out: JsonObject = {};
+  for (const k in o) if (o[k] !== undefined) out[k] = o[k];
+  return out as T;
 }

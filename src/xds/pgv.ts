@@ -10,18 +10,11 @@
  * string formats, timestamp bounds, bytes rules.
  */
 import protobuf from 'protobufjs';
-
-export interface ProtoIssue {
-  path: string;
-  message: string;
-}
+import { issueAt, JsonPath, MapKey, type PathKey, type ProtoIssue } from './json-path.ts';
 
 // protoc-gen-validate rule options as protobufjs exposes them: shapes vary per rule type.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- PGV rule options
 type Rules = Record<string, any>;
-
-/** PGV rules of the compiled-in protos, per field: derived from code, process-wide on purpose. */
-const rulesCache = new WeakMap<protobuf.Field, Rules | null>();
 
 function deepMerge(a: Rules, b: Rules): Rules {
   for (const [k, v] of Object.entries(b)) {
@@ -32,22 +25,13 @@ function deepMerge(a: Rules, b: Rules): Rules {
   return a;
 }
 
-export function fieldRules(field: protobuf.Field): Rules | null {
-  let rules = rulesCache.get(field);
-  if (rules !== undefined) return rules;
-  rules = null;
+function fieldRules(field: protobuf.Field): Rules | undefined {
+  let rules: Rules | undefined;
   for (const opt of (field.parsedOptions ?? []) as Rules[]) {
     const r = opt['(validate.rules)'];
     if (r && typeof r === 'object') rules = deepMerge(rules ?? {}, r);
   }
-  rulesCache.set(field, rules);
   return rules;
-}
-
-export function checkOneofRules(oneof: protobuf.OneOf, setCount: number, path: string, issues: ProtoIssue[]): void {
-  if (setCount === 0 && oneof.options?.['(validate.required)'] === true) {
-    issues.push({ path, message: `one of ${oneof.fieldsArray.map((f) => f.name).join(', ')} is required` });
-  }
 }
 
 const SCALAR_RULE_KINDS = [
@@ -65,55 +49,86 @@ const SCALAR_RULE_KINDS = [
   'sfixed64',
 ];
 
-export function checkFieldRules(
-  field: protobuf.Field,
-  rules: Rules,
-  raw: unknown,
-  path: string,
-  issues: ProtoIssue[],
-): void {
-  const isMessage = field.resolvedType instanceof protobuf.Type;
-  if (raw === undefined) {
-    // Rules on a oneof member apply only when that member is the one set.
-    if (field.partOf) return;
-    if (rules.message?.required || rules.duration?.required || rules.any?.required || rules.timestamp?.required) {
-      issues.push({ path, message: 'is required' });
-    }
-    if (field.repeated && !field.map && rules.repeated?.min_items > 0)
-      issues.push({ path, message: `needs at least ${rules.repeated.min_items} item(s)` });
-    if (field.map && rules.map?.min_pairs > 0)
-      issues.push({ path, message: `needs at least ${rules.map.min_pairs} entr(ies)` });
-    // proto3 scalars are never "absent": their default value is what PGV checks.
-    if (!isMessage && !field.repeated && !field.map) {
-      if (field.type === 'string') checkString(rules.string, '', path, issues);
-      else checkNumber(scalarRules(rules), 0, path, issues);
-    }
-    return;
+/**
+ * A field's rules, made once per field into a check of its JSON value (undefined: the field is
+ * absent), reported at `key` below `at`. Undefined when the field has no rule that can fail.
+ */
+export type FieldCheck = (raw: unknown, at: JsonPath, key: string, issues: ProtoIssue[]) => void;
+
+/** A check of one present value (`key` below `at`). */
+type ValueCheck = (raw: unknown, at: JsonPath, key: PathKey, issues: ProtoIssue[]) => void;
+
+export function compileFieldRules(field: protobuf.Field): FieldCheck | undefined {
+  const rules = fieldRules(field);
+  if (!rules) return undefined;
+  // Rules on a oneof member apply only when that member is the one set.
+  const absent = field.partOf ? [] : absentProblems(field, rules);
+  const present = field.map
+    ? mapCheck(rules.map)
+    : field.repeated
+      ? repeatedCheck(field, rules.repeated)
+      : singleCheck(field, rules);
+  if (!absent.length && !present) return undefined;
+  return (raw, at, key, issues) => {
+    if (raw !== undefined) present?.(raw, at, key, issues);
+    else for (const message of absent) issueAt(issues, at, key, message);
+  };
+}
+
+export function oneofRequired(oneof: protobuf.OneOf): boolean {
+  return oneof.options?.['(validate.required)'] === true;
+}
+
+/** What an absent field breaks: the same for every message, so found once. */
+function absentProblems(field: protobuf.Field, rules: Rules): string[] {
+  const out: string[] = [];
+  if (rules.message?.required || rules.duration?.required || rules.any?.required || rules.timestamp?.required)
+    out.push('is required');
+  if (field.repeated && !field.map && rules.repeated?.min_items > 0)
+    out.push(`needs at least ${rules.repeated.min_items} item(s)`);
+  if (field.map && rules.map?.min_pairs > 0) out.push(`needs at least ${rules.map.min_pairs} entr(ies)`);
+  // proto3 scalars are never "absent": their default value is what PGV checks.
+  if (!(field.resolvedType instanceof protobuf.Type) && !field.repeated && !field.map) {
+    const found: ProtoIssue[] = [];
+    if (field.type === 'string') stringCheck(rules.string)?.('', JsonPath.ROOT, '', found);
+    else numberCheck(scalarRules(rules))?.(0, JsonPath.ROOT, '', found);
+    out.push(...found.map((i) => i.message));
   }
-  if (field.map) {
-    const entries = raw && typeof raw === 'object' ? Object.entries(raw as object) : [];
-    const m = rules.map;
-    if (m?.min_pairs !== undefined && entries.length < m.min_pairs)
-      issues.push({ path, message: `needs at least ${m.min_pairs} entr(ies)` });
-    if (m?.max_pairs !== undefined && entries.length > m.max_pairs)
-      issues.push({ path, message: `allows at most ${m.max_pairs} entr(ies)` });
-    if (m?.keys?.string)
-      for (const [k] of entries) checkString(m.keys.string, k, `${path}[${JSON.stringify(k)}]`, issues);
-    return;
-  }
-  if (field.repeated) {
+  return out;
+}
+
+function mapCheck(m: Rules | undefined): ValueCheck | undefined {
+  if (!m) return undefined;
+  const keys = stringCheck(m.keys?.string);
+  return (raw, at, key, issues) => {
+    const entries = raw && typeof raw === 'object' ? Object.keys(raw) : [];
+    if (m.min_pairs !== undefined && entries.length < m.min_pairs)
+      issueAt(issues, at, key, `needs at least ${m.min_pairs} entr(ies)`);
+    if (m.max_pairs !== undefined && entries.length > m.max_pairs)
+      issueAt(issues, at, key, `allows at most ${m.max_pairs} entr(ies)`);
+    if (keys) {
+      const here = at.at(key);
+      for (const k of entries) keys(k, here, new MapKey(k), issues);
+    }
+  };
+}
+
+function repeatedCheck(field: protobuf.Field, r: Rules | undefined): ValueCheck | undefined {
+  if (!r) return undefined;
+  const item = r.items ? singleCheck(field, r.items) : undefined;
+  return (raw, at, key, issues) => {
     const items = Array.isArray(raw) ? raw : [];
-    const r = rules.repeated;
-    if (r?.min_items !== undefined && items.length < r.min_items)
-      issues.push({ path, message: `needs at least ${r.min_items} item(s)` });
-    if (r?.max_items !== undefined && items.length > r.max_items)
-      issues.push({ path, message: `allows at most ${r.max_items} item(s)` });
-    if (r?.unique && new Set(items.map((x) => JSON.stringify(x))).size !== items.length)
-      issues.push({ path, message: 'items must be unique' });
-    if (r?.items) for (const [i, x] of items.entries()) checkSingle(field, r.items, x, `${path}[${i}]`, issues);
-    return;
-  }
-  checkSingle(field, rules, raw, path, issues);
+    if (r.min_items !== undefined && items.length < r.min_items)
+      issueAt(issues, at, key, `needs at least ${r.min_items} item(s)`);
+    if (r.max_items !== undefined && items.length > r.max_items)
+      issueAt(issues, at, key, `allows at most ${r.max_items} item(s)`);
+    if (r.unique && new Set(items.map((x) => JSON.stringify(x))).size !== items.length)
+      issueAt(issues, at, key, 'items must be unique');
+    if (item) {
+      const here = at.at(key);
+      for (let i = 0; i < items.length; i++) item(items[i], here, i, issues);
+    }
+  };
 }
 
 function scalarRules(rules: Rules): Rules | undefined {
@@ -121,33 +136,47 @@ function scalarRules(rules: Rules): Rules | undefined {
   return undefined;
 }
 
-function checkSingle(field: protobuf.Field, rules: Rules, raw: unknown, path: string, issues: ProtoIssue[]): void {
-  if (rules.string && typeof raw === 'string') checkString(rules.string, raw, path, issues);
-  const num = scalarRules(rules);
-  if (num && (typeof raw === 'number' || (typeof raw === 'string' && raw.trim() !== '' && !Number.isNaN(Number(raw)))))
-    checkNumber(num, Number(raw), path, issues);
-  if (rules.enum && field.resolvedType instanceof protobuf.Enum) {
-    const e = field.resolvedType;
+/** The checks of one value: string, number (also as a decimal string), enum, duration, Any type. */
+function singleCheck(field: protobuf.Field, rules: Rules): ValueCheck | undefined {
+  const checks: ValueCheck[] = [];
+  const string = stringCheck(rules.string);
+  if (string) checks.push((raw, at, key, issues) => typeof raw === 'string' && string(raw, at, key, issues));
+  const number = numberCheck(scalarRules(rules));
+  if (number)
+    checks.push((raw, at, key, issues) => {
+      if (typeof raw === 'number' || (typeof raw === 'string' && raw.trim() !== '' && !Number.isNaN(Number(raw))))
+        number(Number(raw), at, key, issues);
+    });
+  const e = field.resolvedType;
+  if (rules.enum && e instanceof protobuf.Enum) checks.push(enumCheck(e, rules.enum));
+  const duration = rules.duration && durationCheck(rules.duration);
+  if (duration) checks.push((raw, at, key, issues) => typeof raw === 'string' && duration(raw, at, key, issues));
+  if (rules.any?.in) {
+    const allowed = asArray(rules.any.in);
+    checks.push((raw, at, key, issues) => {
+      if (raw && typeof raw === 'object' && !allowed.includes((raw as Record<string, unknown>)['@type']))
+        issueAt(issues, at, key, `@type must be one of ${allowed.join(', ')}`);
+    });
+  }
+  if (!checks.length) return undefined;
+  if (checks.length === 1) return checks[0];
+  return (raw, at, key, issues) => {
+    for (const c of checks) c(raw, at, key, issues);
+  };
+}
+
+function enumCheck(e: protobuf.Enum, r: Rules): ValueCheck {
+  const allowed = r.in !== undefined ? (asArray(r.in) as number[]) : undefined;
+  const refused = r.not_in !== undefined ? (asArray(r.not_in) as number[]) : undefined;
+  return (raw, at, key, issues) => {
     const n = typeof raw === 'string' ? (e.values[raw] ?? Number.NaN) : Number(raw);
     // unknown names are already reported by the converter; only numbers can be undefined values here
-    if (rules.enum.defined_only && typeof raw === 'number' && e.valuesById[n] === undefined)
-      issues.push({ path, message: `${String(raw)} is not a defined ${e.name} value` });
-    if (rules.enum.in && !asArray(rules.enum.in).includes(n))
-      issues.push({
-        path,
-        message: `must be one of ${asArray(rules.enum.in)
-          .map((x: number) => e.valuesById[x])
-          .join(', ')}`,
-      });
-    if (rules.enum.not_in && asArray(rules.enum.not_in).includes(n))
-      issues.push({ path, message: `${String(raw)} is not allowed here` });
-  }
-  if (rules.duration && typeof raw === 'string') checkDuration(rules.duration, raw, path, issues);
-  if (rules.any?.in && raw && typeof raw === 'object') {
-    const t = (raw as Record<string, unknown>)['@type'];
-    if (!asArray(rules.any.in).includes(t))
-      issues.push({ path, message: `@type must be one of ${asArray(rules.any.in).join(', ')}` });
-  }
+    if (r.defined_only && typeof raw === 'number' && e.valuesById[n] === undefined)
+      issueAt(issues, at, key, `${String(raw)} is not a defined ${e.name} value`);
+    if (allowed && !allowed.includes(n))
+      issueAt(issues, at, key, `must be one of ${allowed.map((x) => e.valuesById[x]).join(', ')}`);
+    if (refused?.includes(n)) issueAt(issues, at, key, `${String(raw)} is not allowed here`);
+  };
 }
 
 function asArray<T>(v: T | T[]): T[] {
@@ -161,71 +190,109 @@ const HEADER_VALUE = /^[^\u0000-\u0008\u000A-\u001F\u007F]*$/;
 // eslint-disable-next-line no-control-regex -- the rule is about control characters
 const NO_CRLF_NUL = /^[^\u0000\n\r]*$/;
 
-function checkString(r: Rules | undefined, s: string, path: string, issues: ProtoIssue[]): void {
-  if (!r) return;
-  if (r.ignore_empty && s === '') return;
-  const len = [...s].length;
-  if (r.min_len !== undefined && len < Number(r.min_len))
-    issues.push({
-      path,
-      message: s === '' ? 'is required (must not be empty)' : `must be at least ${r.min_len} characters`,
-    });
-  if (r.max_len !== undefined && len > Number(r.max_len))
-    issues.push({ path, message: `must be at most ${r.max_len} characters` });
-  if (r.len !== undefined && len !== Number(r.len))
-    issues.push({ path, message: `must be exactly ${r.len} characters` });
-  const bytes = Buffer.byteLength(s);
-  if (r.min_bytes !== undefined && bytes < Number(r.min_bytes))
-    issues.push({
-      path,
-      message: s === '' ? 'is required (must not be empty)' : `must be at least ${r.min_bytes} bytes`,
-    });
-  if (r.max_bytes !== undefined && bytes > Number(r.max_bytes))
-    issues.push({ path, message: `must be at most ${r.max_bytes} bytes` });
-  if (r.prefix !== undefined && !s.startsWith(r.prefix))
-    issues.push({ path, message: `must start with "${r.prefix}"` });
-  if (r.suffix !== undefined && !s.endsWith(r.suffix)) issues.push({ path, message: `must end with "${r.suffix}"` });
-  if (r.contains !== undefined && !s.includes(r.contains))
-    issues.push({ path, message: `must contain "${r.contains}"` });
-  if (r.in !== undefined && !asArray(r.in).includes(s))
-    issues.push({ path, message: `must be one of ${asArray(r.in).join(', ')}` });
-  if (r.not_in !== undefined && asArray(r.not_in).includes(s)) issues.push({ path, message: `"${s}" is not allowed` });
-  if (r.pattern !== undefined) {
-    let re: RegExp | undefined;
-    try {
-      re = new RegExp(r.pattern, 'u');
-    } catch {
-      re = undefined; // an RE2-only construct; Envoy still checks it
+/** Characters as PGV counts them (code points: a surrogate pair is one). */
+function codePoints(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
     }
-    if (re && !re.test(s)) issues.push({ path, message: `must match ${r.pattern}` });
   }
+  return n;
+}
+
+type StringCheck = (s: string, at: JsonPath, key: PathKey, issues: ProtoIssue[]) => void;
+
+function stringCheck(r: Rules | undefined): StringCheck | undefined {
+  if (!r) return undefined;
+  const checks: ((s: string) => string | undefined)[] = [];
+  const opt = (v: unknown) => (v === undefined ? undefined : Number(v));
+  const [minLen, maxLen, len, minBytes, maxBytes] = [r.min_len, r.max_len, r.len, r.min_bytes, r.max_bytes].map(opt);
+  const empty = 'is required (must not be empty)';
+  if (minLen !== undefined)
+    checks.push((s) =>
+      codePoints(s) >= minLen ? undefined : s === '' ? empty : `must be at least ${r.min_len} characters`,
+    );
+  if (maxLen !== undefined)
+    checks.push((s) => (codePoints(s) <= maxLen ? undefined : `must be at most ${r.max_len} characters`));
+  if (len !== undefined)
+    checks.push((s) => (codePoints(s) === len ? undefined : `must be exactly ${r.len} characters`));
+  if (minBytes !== undefined)
+    checks.push((s) =>
+      Buffer.byteLength(s) >= minBytes ? undefined : s === '' ? empty : `must be at least ${r.min_bytes} bytes`,
+    );
+  if (maxBytes !== undefined)
+    checks.push((s) => (Buffer.byteLength(s) <= maxBytes ? undefined : `must be at most ${r.max_bytes} bytes`));
+  if (r.prefix !== undefined)
+    checks.push((s) => (s.startsWith(r.prefix) ? undefined : `must start with "${r.prefix}"`));
+  if (r.suffix !== undefined) checks.push((s) => (s.endsWith(r.suffix) ? undefined : `must end with "${r.suffix}"`));
+  if (r.contains !== undefined)
+    checks.push((s) => (s.includes(r.contains) ? undefined : `must contain "${r.contains}"`));
+  if (r.in !== undefined) {
+    const allowed = asArray(r.in) as string[];
+    checks.push((s) => (allowed.includes(s) ? undefined : `must be one of ${allowed.join(', ')}`));
+  }
+  if (r.not_in !== undefined) {
+    const refused = asArray(r.not_in) as string[];
+    checks.push((s) => (refused.includes(s) ? `"${s}" is not allowed` : undefined));
+  }
+  const pattern = r.pattern !== undefined ? compiledPattern(r.pattern) : undefined;
+  if (pattern) checks.push((s) => (pattern.test(s) ? undefined : `must match ${r.pattern}`));
   if (r.well_known_regex !== undefined) {
-    const strict = r.strict !== false;
-    const kind = r.well_known_regex;
-    const re = !strict ? NO_CRLF_NUL : kind === 'HTTP_HEADER_NAME' || kind === 1 ? HEADER_NAME : HEADER_VALUE;
-    if (s !== '' && !re.test(s))
-      issues.push({
-        path,
-        message:
-          kind === 'HTTP_HEADER_NAME' || kind === 1
-            ? 'is not a valid HTTP header name'
-            : 'is not a valid HTTP header value',
-      });
+    const name = r.well_known_regex === 'HTTP_HEADER_NAME' || r.well_known_regex === 1;
+    const re = r.strict === false ? NO_CRLF_NUL : name ? HEADER_NAME : HEADER_VALUE;
+    const message = name ? 'is not a valid HTTP header name' : 'is not a valid HTTP header value';
+    checks.push((s) => (s === '' || re.test(s) ? undefined : message));
+  }
+  if (!checks.length) return undefined;
+  return (s, at, key, issues) => {
+    if (r.ignore_empty && s === '') return;
+    for (const c of checks) {
+      const message = c(s);
+      if (message) issueAt(issues, at, key, message);
+    }
+  };
+}
+
+function compiledPattern(pattern: string): RegExp | undefined {
+  try {
+    return new RegExp(pattern, 'u');
+  } catch {
+    return undefined; // an RE2-only construct; Envoy still checks it
   }
 }
 
-function checkNumber(r: Rules | undefined, n: number, path: string, issues: ProtoIssue[]): void {
-  if (!r) return;
-  if (r.ignore_empty && n === 0) return;
-  if (r.const !== undefined && n !== Number(r.const)) issues.push({ path, message: `must equal ${r.const}` });
-  if (r.gt !== undefined && !(n > Number(r.gt))) issues.push({ path, message: `must be greater than ${r.gt}` });
-  if (r.gte !== undefined && !(n >= Number(r.gte))) issues.push({ path, message: `must be at least ${r.gte}` });
-  if (r.lt !== undefined && !(n < Number(r.lt))) issues.push({ path, message: `must be less than ${r.lt}` });
-  if (r.lte !== undefined && !(n <= Number(r.lte))) issues.push({ path, message: `must be at most ${r.lte}` });
-  if (r.in !== undefined && !asArray(r.in).map(Number).includes(n))
-    issues.push({ path, message: `must be one of ${asArray(r.in).join(', ')}` });
-  if (r.not_in !== undefined && asArray(r.not_in).map(Number).includes(n))
-    issues.push({ path, message: `${n} is not allowed` });
+type NumberCheck = (n: number, at: JsonPath, key: PathKey, issues: ProtoIssue[]) => void;
+
+function numberCheck(r: Rules | undefined): NumberCheck | undefined {
+  if (!r) return undefined;
+  const checks: ((n: number) => string | undefined)[] = [];
+  if (r.const !== undefined) checks.push((n) => (n === Number(r.const) ? undefined : `must equal ${r.const}`));
+  if (r.gt !== undefined) checks.push((n) => (n > Number(r.gt) ? undefined : `must be greater than ${r.gt}`));
+  if (r.gte !== undefined) checks.push((n) => (n >= Number(r.gte) ? undefined : `must be at least ${r.gte}`));
+  if (r.lt !== undefined) checks.push((n) => (n < Number(r.lt) ? undefined : `must be less than ${r.lt}`));
+  if (r.lte !== undefined) checks.push((n) => (n <= Number(r.lte) ? undefined : `must be at most ${r.lte}`));
+  if (r.in !== undefined) {
+    const allowed = asArray(r.in).map(Number);
+    checks.push((n) => (allowed.includes(n) ? undefined : `must be one of ${asArray(r.in).join(', ')}`));
+  }
+  if (r.not_in !== undefined) {
+    const refused = asArray(r.not_in).map(Number);
+    checks.push((n) => (refused.includes(n) ? `${n} is not allowed` : undefined));
+  }
+  if (!checks.length) return undefined;
+  return (n, at, key, issues) => {
+    if (r.ignore_empty && n === 0) return;
+    for (const c of checks) {
+      const message = c(n);
+      if (message) issueAt(issues, at, key, message);
+    }
+  };
 }
 
 function durationNanos(d: unknown): number {
@@ -236,17 +303,28 @@ function durationNanos(d: unknown): number {
   return 0;
 }
 
-function checkDuration(r: Rules, text: string, path: string, issues: ProtoIssue[]): void {
-  const m = /^(-)?([0-9]+)(?:\.([0-9]{1,9}))?s$/.exec(text);
-  if (!m) return; // reported by the converter
-  const n = (m[1] ? -1 : 1) * (Number(m[2]) * 1e9 + (m[3] ? Number(m[3].padEnd(9, '0')) : 0));
+const DURATION = /^(-)?([0-9]+)(?:\.([0-9]{1,9}))?s$/;
+
+function durationCheck(r: Rules): StringCheck | undefined {
   const show = (x: number) => `${x / 1e9}s`;
-  if (r.gt !== undefined && !(n > durationNanos(r.gt)))
-    issues.push({ path, message: `must be longer than ${show(durationNanos(r.gt))}` });
-  if (r.gte !== undefined && !(n >= durationNanos(r.gte)))
-    issues.push({ path, message: `must be at least ${show(durationNanos(r.gte))}` });
-  if (r.lt !== undefined && !(n < durationNanos(r.lt)))
-    issues.push({ path, message: `must be shorter than ${show(durationNanos(r.lt))}` });
-  if (r.lte !== undefined && !(n <= durationNanos(r.lte)))
-    issues.push({ path, message: `must be at most ${show(durationNanos(r.lte))}` });
+  const checks: ((n: number) => string | undefined)[] = [];
+  const bound = (v: unknown, ok: (n: number, b: number) => boolean, say: string) => {
+    if (v === undefined) return;
+    const b = durationNanos(v);
+    checks.push((n) => (ok(n, b) ? undefined : `${say} ${show(b)}`));
+  };
+  bound(r.gt, (n, b) => n > b, 'must be longer than');
+  bound(r.gte, (n, b) => n >= b, 'must be at least');
+  bound(r.lt, (n, b) => n < b, 'must be shorter than');
+  bound(r.lte, (n, b) => n <= b, 'must be at most');
+  if (!checks.length) return undefined;
+  return (text, at, key, issues) => {
+    const m = DURATION.exec(text);
+    if (!m) return; // reported by the converter
+    const n = (m[1] ? -1 : 1) * (Number(m[2]) * 1e9 + (m[3] ? Number(m[3].padEnd(9, '0')) : 0));
+    for (const c of checks) {
+      const message = c(n);
+      if (message) issueAt(issues, at, key, message);
+    }
+  };
 }

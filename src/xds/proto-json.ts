@@ -10,9 +10,10 @@
  */
 import protobuf from 'protobufjs';
 import { lookupType } from './proto-root.ts';
-import { checkFieldRules, checkOneofRules, fieldRules, type ProtoIssue } from './pgv.ts';
+import { compileFieldRules, oneofRequired, type FieldCheck } from './pgv.ts';
+import { issueAt, JsonPath, MapKey, type PathKey, type ProtoIssue } from './json-path.ts';
 
-export type { ProtoIssue } from './pgv.ts';
+export type { ProtoIssue } from './json-path.ts';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Obj = Record<string, unknown>;
@@ -29,67 +30,91 @@ const WRAPPERS = new Set([
   'google.protobuf.BytesValue',
 ]);
 
-/** The well-known types with a JSON form of their own (wktFromJson). */
-const WKT_NAMES = new Set([
-  ...WRAPPERS,
-  'google.protobuf.Duration',
-  'google.protobuf.Timestamp',
-  'google.protobuf.Empty',
-  'google.protobuf.FieldMask',
-  'google.protobuf.Struct',
-  'google.protobuf.Value',
-  'google.protobuf.ListValue',
-  'google.protobuf.Any',
-]);
+/**
+ * Converts one JSON value of a field to what protobufjs's encoder takes, reporting problems at
+ * `key` below `at` (at `at` itself without a key).
+ */
+type Convert = (value: unknown, at: JsonPath, key: PathKey | undefined, issues: ProtoIssue[]) => unknown;
+
+interface FieldPlan {
+  /** The proto field name: the key protobufjs's encoder reads. */
+  readonly name: string;
+  /** Position in the type's fields (for oneofs and rules). */
+  readonly index: number;
+  /** google.protobuf.Value takes JSON null as a value; every other field treats null as absent. */
+  readonly keepNull: boolean;
+  /** The field's whole value: a map, a list or one value. */
+  readonly convert: Convert;
+  readonly check?: FieldCheck;
+}
+
+interface OneofPlan {
+  readonly name: string;
+  /** The members' positions in the type's fields, and their names. */
+  readonly members: readonly number[];
+  readonly names: readonly string[];
+  /** `(validate.required)`: one member must be set. */
+  readonly required: boolean;
+}
 
 /**
- * What converting JSON to a message of one type needs, worked out once per type: a cold build
- * converts tens of thousands of messages, and protobufjs computes a type's full name (walking its
- * parents) and its field lists on every access.
+ * How to convert JSON to a message of one type, worked out once per type from the loaded protos:
+ * a cold build converts tens of thousands of messages, and a conversion that asked protobufjs's
+ * reflection what each field is (and re-read the validation rules) cost three times the encoding.
  */
-interface TypeInfo {
+interface TypePlan {
   /** Full name without the leading dot. */
   readonly name: string;
-  /** A well-known type with its own JSON form. */
-  readonly wkt: boolean;
-  readonly byJsonName: Map<string, protobuf.Field>;
-  readonly oneofs: readonly protobuf.OneOf[];
+  /** A well-known type with a JSON form of its own. */
+  readonly wkt?: (json: unknown, at: JsonPath, issues: ProtoIssue[]) => unknown;
+  /** Fields by proto name and by lowerCamelCase JSON name. */
+  readonly fields: ReadonlyMap<string, FieldPlan>;
+  readonly fieldCount: number;
+  readonly oneofs: readonly OneofPlan[];
   /** Fields with protoc-gen-validate rules, checked present or not. */
-  readonly ruled: readonly {
-    readonly field: protobuf.Field;
-    readonly rules: NonNullable<ReturnType<typeof fieldRules>>;
-  }[];
+  readonly ruled: readonly (FieldPlan & { readonly check: FieldCheck })[];
 }
-/**
- * Facts about the compiled-in Envoy protos (field tables), keyed by their protobufjs types: derived
- * from code, identical for every pipeline, so process-wide on purpose (not a cache of served data).
- */
-const infoCache = new WeakMap<protobuf.Type, TypeInfo>();
 
-function typeInfo(type: protobuf.Type): TypeInfo {
-  let info = infoCache.get(type);
-  if (!info) {
-    const byJsonName = new Map<string, protobuf.Field>();
-    const ruled: TypeInfo['ruled'][number][] = [];
-    for (const f of type.fieldsArray) {
-      byJsonName.set(f.name, f);
-      byJsonName.set(lowerCamel(f.name), f);
-      const rules = fieldRules(f);
-      if (rules) ruled.push({ field: f, rules });
-    }
+/**
+ * Plans of the compiled-in Envoy protos, keyed by their protobufjs types: derived from code,
+ * identical for every pipeline, so process-wide on purpose (not a cache of served data).
+ */
+const plans = new WeakMap<protobuf.Type, TypePlan>();
+
+function planOf(type: protobuf.Type): TypePlan {
+  let plan = plans.get(type);
+  if (!plan) {
     const name = type.fullName.replace(/^\./, '');
-    info = { name, wkt: WKT_NAMES.has(name), byJsonName, oneofs: type.oneofsArray, ruled };
-    infoCache.set(type, info);
+    const fields = new Map<string, FieldPlan>();
+    const list = type.fieldsArray.map((f, index) => {
+      const check = compileFieldRules(f);
+      const p: FieldPlan = {
+        name: f.name,
+        index,
+        keepNull: f.resolvedType instanceof protobuf.Type && f.resolvedType.fullName === '.google.protobuf.Value',
+        convert: fieldConverter(f),
+        ...(check && { check }),
+      };
+      fields.set(f.name, p);
+      fields.set(lowerCamel(f.name), p);
+      return p;
+    });
+    const oneofs = type.oneofsArray.map((oneof) => ({
+      name: oneof.name,
+      members: oneof.fieldsArray.map((f) => type.fieldsArray.indexOf(f)),
+      names: oneof.fieldsArray.map((f) => f.name),
+      required: oneofRequired(oneof),
+    }));
+    const ruled = list.filter((p): p is FieldPlan & { check: FieldCheck } => p.check !== undefined);
+    const wkt = wktConverter(name, type);
+    plan = { name, ...(wkt && { wkt }), fields, fieldCount: list.length, oneofs, ruled };
+    plans.set(type, plan);
   }
-  return info;
+  return plan;
 }
 
 function lowerCamel(name: string): string {
   return name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-}
-
-function fullName(type: protobuf.Type): string {
-  return typeInfo(type).name;
 }
 
 /** Types by full name, looked up once each (protobufjs resolves the path on every lookup); null: none. */
@@ -119,96 +144,117 @@ function describe(v: unknown): string {
   return typeof v;
 }
 
+/** The path of `key` below `at`, or `at` itself. */
+function below(at: JsonPath, key: PathKey | undefined): JsonPath {
+  return key === undefined ? at : at.at(key);
+}
+
+function report(issues: ProtoIssue[], at: JsonPath, key: PathKey | undefined, message: string): void {
+  if (key === undefined) issues.push({ path: at.toString(), message });
+  else issueAt(issues, at, key, message);
+}
+
+function isObject(v: unknown): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
 // ------------------------------------------------------------------------------------------------
 // JSON -> object protobufjs's encoder takes (encodeObject)
 
-export function jsonToObject(type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): Obj {
-  const info = typeInfo(type);
-  if (info.wkt) return wktFromJson(info.name, type, json, path, issues) as Obj;
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-    issues.push({ path, message: `expected an object for ${info.name}, got ${describe(json)}` });
+/** A message's JSON converted strictly; every problem is added to `issues` with its path. */
+export function jsonToObject(type: protobuf.Type, json: unknown, issues: ProtoIssue[]): Obj {
+  return messageFromJson(planOf(type), json, JsonPath.ROOT, issues) as Obj;
+}
+
+function messageFromJson(plan: TypePlan, json: unknown, at: JsonPath, issues: ProtoIssue[]): unknown {
+  if (plan.wkt) return plan.wkt(json, at, issues);
+  if (!isObject(json)) {
+    issues.push({ path: at.toString(), message: `expected an object for ${plan.name}, got ${describe(json)}` });
     return {};
   }
   const out: Obj = {};
   // Which fields are set matters only to oneofs and validation rules; most types have neither.
-  const present = info.oneofs.length || info.ruled.length ? new Map<protobuf.Field, unknown>() : undefined;
+  const present = plan.oneofs.length || plan.ruled.length ? new Array<unknown>(plan.fieldCount) : undefined;
   for (const key in json) {
-    const value = (json as Obj)[key];
-    const field = info.byJsonName.get(key);
-    const fpath = path ? `${path}.${key}` : key;
+    const value = json[key];
+    // Not a JSON value: a key whose value is undefined is no key (as JSON.stringify has it).
+    if (value === undefined) continue;
+    const field = plan.fields.get(key);
     if (!field) {
-      issues.push({ path: fpath, message: `unknown field "${key}" in ${info.name}` });
+      issueAt(issues, at, key, `unknown field "${key}" in ${plan.name}`);
       continue;
     }
-    if (value === null && fullNameOfField(field) !== 'google.protobuf.Value') continue;
-    present?.set(field, value);
-    out[field.name] = convertField(field, value, fpath, issues);
+    if (value === null && !field.keepNull) continue;
+    if (present) present[field.index] = value;
+    out[field.name] = field.convert(value, at, key, issues);
   }
   if (!present) return out;
-  for (const oneof of info.oneofs) {
-    const set = oneof.fieldsArray.filter((f) => present.has(f));
+  for (const oneof of plan.oneofs) {
+    const set = oneof.names.filter((_, i) => present[oneof.members[i]!] !== undefined);
     if (set.length > 1) {
       issues.push({
-        path,
-        message:
-          `only one of ${oneof.fieldsArray.map((f) => f.name).join(', ')} may be set (oneof ` +
-          `${oneof.name}); got ${set.map((f) => f.name).join(', ')}`,
+        path: at.toString(),
+        message: `only one of ${oneof.names.join(', ')} may be set (oneof ${oneof.name}); got ${set.join(', ')}`,
       });
     }
-    checkOneofRules(oneof, set.length, path, issues);
+    if (set.length === 0 && oneof.required)
+      issues.push({ path: at.toString(), message: `one of ${oneof.names.join(', ')} is required` });
   }
-  for (const { field, rules } of info.ruled)
-    checkFieldRules(field, rules, present.get(field), path ? `${path}.${field.name}` : field.name, issues);
+  for (const field of plan.ruled) field.check(present[field.index], at, field.name, issues);
   return out;
 }
 
-function fullNameOfField(field: protobuf.Field): string | undefined {
+/** A field's converter: a map or a list of its single values, or one. */
+function fieldConverter(field: protobuf.Field): Convert {
+  const single = singleConverter(field);
+  if (field.map)
+    return (value, at, key, issues) => {
+      if (!isObject(value)) {
+        report(issues, at, key, `expected an object (map), got ${describe(value)}`);
+        return {};
+      }
+      const here = below(at, key);
+      const out: Obj = {};
+      for (const k of Object.keys(value)) out[k] = single(value[k], here, new MapKey(k), issues);
+      return out;
+    };
+  if (field.repeated)
+    return (value, at, key, issues) => {
+      if (!Array.isArray(value)) {
+        report(issues, at, key, `expected an array, got ${describe(value)}`);
+        return [];
+      }
+      const here = below(at, key);
+      const out = new Array<unknown>(value.length);
+      for (let i = 0; i < value.length; i++) out[i] = single(value[i], here, i, issues);
+      return out;
+    };
+  return single;
+}
+
+function singleConverter(field: protobuf.Field): Convert {
   const rt = field.resolvedType;
-  return rt instanceof protobuf.Type ? fullName(rt) : undefined;
-}
-
-function convertField(field: protobuf.Field, value: unknown, path: string, issues: ProtoIssue[]): unknown {
-  if (field.map) {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      issues.push({ path, message: `expected an object (map), got ${describe(value)}` });
-      return {};
-    }
-    const out: Obj = {};
-    for (const [k, v] of Object.entries(value as Obj))
-      out[k] = convertSingle(field, v, `${path}[${JSON.stringify(k)}]`, issues);
-    return out;
+  if (rt instanceof protobuf.Type) {
+    // Resolved on first use: types refer to themselves and to each other.
+    let plan: TypePlan | undefined;
+    return (value, at, key, issues) => messageFromJson((plan ??= planOf(rt)), value, below(at, key), issues);
   }
-  if (field.repeated) {
-    if (!Array.isArray(value)) {
-      issues.push({ path, message: `expected an array, got ${describe(value)}` });
-      return [];
-    }
-    return value.map((v, i) => convertSingle(field, v, `${path}[${i}]`, issues));
-  }
-  return convertSingle(field, value, path, issues);
+  if (rt instanceof protobuf.Enum) return enumConverter(rt);
+  return scalarConverter(field.type);
 }
 
-function convertSingle(field: protobuf.Field, value: unknown, path: string, issues: ProtoIssue[]): unknown {
-  const rt = field.resolvedType;
-  if (rt instanceof protobuf.Type) return jsonToObject(rt, value, path, issues);
-  if (rt instanceof protobuf.Enum) return convertEnum(rt, value, path, issues);
-  return convertScalar(field.type, value, path, issues);
-}
-
-function convertEnum(e: protobuf.Enum, value: unknown, path: string, issues: ProtoIssue[]): unknown {
-  if (typeof value === 'string') {
-    if (!(value in e.values)) {
-      issues.push({
-        path,
-        message: `"${value}" is not a value of ${e.name} (one of ${Object.keys(e.values).join(', ')})`,
-      });
+function enumConverter(e: protobuf.Enum): Convert {
+  const names = Object.keys(e.values);
+  return (value, at, key, issues) => {
+    if (typeof value === 'string') {
+      if (Object.hasOwn(e.values, value)) return e.values[value];
+      report(issues, at, key, `"${value}" is not a value of ${e.name} (one of ${names.join(', ')})`);
       return 0;
     }
-    return e.values[value];
-  }
-  if (typeof value === 'number' && Number.isInteger(value)) return value;
-  issues.push({ path, message: `expected an enum name of ${e.name}, got ${describe(value)}` });
-  return 0;
+    if (typeof value === 'number' && Number.isInteger(value)) return value;
+    report(issues, at, key, `expected an enum name of ${e.name}, got ${describe(value)}`);
+    return 0;
+  };
 }
 
 const INT_RANGES: Record<string, [number, number]> = {
@@ -219,49 +265,56 @@ const INT_RANGES: Record<string, [number, number]> = {
   fixed32: [0, 4294967295],
 };
 
-function convertScalar(type: string, value: unknown, path: string, issues: ProtoIssue[]): unknown {
+function scalarConverter(type: string): Convert {
   switch (type) {
     case 'string':
-      if (typeof value !== 'string') issues.push({ path, message: `expected a string, got ${describe(value)}` });
-      return typeof value === 'string' ? value : '';
+      return (value, at, key, issues) => {
+        if (typeof value === 'string') return value;
+        report(issues, at, key, `expected a string, got ${describe(value)}`);
+        return '';
+      };
     case 'bool':
-      if (typeof value !== 'boolean') issues.push({ path, message: `expected a boolean, got ${describe(value)}` });
-      return value === true;
+      return (value, at, key, issues) => {
+        if (typeof value !== 'boolean') report(issues, at, key, `expected a boolean, got ${describe(value)}`);
+        return value === true;
+      };
     case 'double':
-    case 'float': {
-      if (typeof value === 'number') return value;
-      if (value === 'NaN' || value === 'Infinity' || value === '-Infinity') return Number(value);
-      if (typeof value === 'string' && value.trim() !== '' && !Number.isNaN(Number(value))) return Number(value);
-      issues.push({ path, message: `expected a number, got ${describe(value)}` });
+    case 'float':
+      return (value, at, key, issues) => {
+        if (typeof value === 'number') return value;
+        if (value === 'NaN' || value === 'Infinity' || value === '-Infinity') return Number(value);
+        if (typeof value === 'string' && value.trim() !== '' && !Number.isNaN(Number(value))) return Number(value);
+        report(issues, at, key, `expected a number, got ${describe(value)}`);
+        return 0;
+      };
+    case 'bytes':
+      return (value, at, key, issues) => {
+        if (typeof value !== 'string' || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(value)) {
+          report(issues, at, key, 'expected base64 bytes');
+          return new Uint8Array();
+        }
+        return Buffer.from(value, 'base64');
+      };
+  }
+  // integer types
+  const range = INT_RANGES[type];
+  const unsigned = type === 'uint64' || type === 'fixed64';
+  return (value, at, key, issues) => {
+    const isInt =
+      (typeof value === 'number' && Number.isInteger(value)) || (typeof value === 'string' && /^-?[0-9]+$/.test(value));
+    if (!isInt) {
+      report(issues, at, key, `expected an integer (${type}), got ${describe(value)}`);
       return 0;
     }
-    case 'bytes':
-      if (typeof value !== 'string' || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(value)) {
-        issues.push({ path, message: 'expected base64 bytes' });
-        return new Uint8Array();
-      }
-      return Buffer.from(value, 'base64');
-    default: {
-      // integer types
-      const range = INT_RANGES[type];
-      const isInt =
-        (typeof value === 'number' && Number.isInteger(value)) ||
-        (typeof value === 'string' && /^-?[0-9]+$/.test(value));
-      if (!isInt) {
-        issues.push({ path, message: `expected an integer (${type}), got ${describe(value)}` });
-        return 0;
-      }
-      if (range) {
-        const n = Number(value);
-        if (n < range[0] || n > range[1]) issues.push({ path, message: `${value} is out of range for ${type}` });
-        return n;
-      }
-      if ((type === 'uint64' || type === 'fixed64') && String(value).startsWith('-')) {
-        issues.push({ path, message: `${value} is negative but ${type} is unsigned` });
-      }
-      return typeof value === 'number' ? value : value; // protobufjs accepts decimal strings for 64-bit
+    if (range) {
+      const n = Number(value);
+      if (n < range[0] || n > range[1]) report(issues, at, key, `${value} is out of range for ${type}`);
+      return n;
     }
-  }
+    if (unsigned && String(value).startsWith('-'))
+      report(issues, at, key, `${value} is negative but ${type} is unsigned`);
+    return value; // protobufjs accepts decimal strings for 64-bit
+  };
 }
 
 /** A field of a well-known type, present by definition (a missing one means corrupt protos). */
@@ -275,110 +328,116 @@ function fieldById(type: protobuf.Type, id: number): string {
   return fieldOf(type, id).name;
 }
 
-/** JSON of a well-known type (TypeInfo.wkt) to the object protobufjs takes. */
-function wktFromJson(name: string, type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): unknown {
+/** The converter of a well-known type with a JSON form of its own; undefined for any other type. */
+function wktConverter(name: string, type: protobuf.Type): TypePlan['wkt'] {
   switch (name) {
     case 'google.protobuf.Duration': {
-      const m = typeof json === 'string' ? /^(-)?([0-9]+)(?:\.([0-9]{1,9}))?s$/.exec(json) : null;
-      if (!m) {
-        issues.push({ path, message: `expected a duration like "1.5s", got ${JSON.stringify(json)}` });
-        return {};
-      }
-      const sign = m[1] ? -1 : 1;
-      const seconds = Number(m[2]);
-      const nanos = m[3] ? Number(m[3].padEnd(9, '0')) : 0;
-      if (seconds > 315576000000) issues.push({ path, message: 'duration out of range' });
-      return { [fieldById(type, 1)]: sign * seconds, [fieldById(type, 2)]: sign * nanos };
+      const [seconds, nanos] = [fieldById(type, 1), fieldById(type, 2)];
+      return (json, at, issues) => {
+        const m = typeof json === 'string' ? /^(-)?([0-9]+)(?:\.([0-9]{1,9}))?s$/.exec(json) : null;
+        if (!m) {
+          issues.push({ path: at.toString(), message: `expected a duration like "1.5s", got ${JSON.stringify(json)}` });
+          return {};
+        }
+        const sign = m[1] ? -1 : 1;
+        const s = Number(m[2]);
+        if (s > 315576000000) issues.push({ path: at.toString(), message: 'duration out of range' });
+        return { [seconds]: sign * s, [nanos]: m[3] ? sign * Number(m[3].padEnd(9, '0')) : 0 };
+      };
     }
     case 'google.protobuf.Timestamp': {
-      const ms = typeof json === 'string' ? Date.parse(json) : NaN;
-      if (Number.isNaN(ms)) {
-        issues.push({ path, message: `expected an RFC 3339 timestamp, got ${JSON.stringify(json)}` });
-        return {};
-      }
-      return { [fieldById(type, 1)]: Math.floor(ms / 1000), [fieldById(type, 2)]: (ms % 1000) * 1e6 };
+      const [seconds, nanos] = [fieldById(type, 1), fieldById(type, 2)];
+      return (json, at, issues) => {
+        const ms = typeof json === 'string' ? Date.parse(json) : NaN;
+        if (Number.isNaN(ms)) {
+          issues.push({ path: at.toString(), message: `expected an RFC 3339 timestamp, got ${JSON.stringify(json)}` });
+          return {};
+        }
+        return { [seconds]: Math.floor(ms / 1000), [nanos]: (ms % 1000) * 1e6 };
+      };
     }
     case 'google.protobuf.Empty':
-      if (json === null || typeof json !== 'object' || Array.isArray(json) || Object.keys(json).length) {
-        issues.push({ path, message: 'expected {} for google.protobuf.Empty' });
-      }
-      return {};
-    case 'google.protobuf.FieldMask':
-      if (typeof json !== 'string') {
-        issues.push({ path, message: 'expected a comma-separated field mask string' });
+      return (json, at, issues) => {
+        if (!isObject(json) || Object.keys(json).length)
+          issues.push({ path: at.toString(), message: 'expected {} for google.protobuf.Empty' });
         return {};
-      }
-      return { [fieldById(type, 1)]: json === '' ? [] : json.split(',') };
+      };
+    case 'google.protobuf.FieldMask': {
+      const paths = fieldById(type, 1);
+      return (json, at, issues) => {
+        if (typeof json === 'string') return { [paths]: json === '' ? [] : json.split(',') };
+        issues.push({ path: at.toString(), message: 'expected a comma-separated field mask string' });
+        return {};
+      };
+    }
     case 'google.protobuf.Struct':
-      return structFromJson(type, json, path, issues);
+      return (json, at, issues) => structFromJson(type, json, at, issues);
     case 'google.protobuf.Value':
-      return valueFromJson(type, json, path, issues);
-    case 'google.protobuf.ListValue': {
-      if (!Array.isArray(json)) {
-        issues.push({ path, message: `expected an array, got ${describe(json)}` });
-        return {};
-      }
-      const valueType = fieldOf(type, 1).resolvedType as protobuf.Type;
-      return { [fieldById(type, 1)]: json.map((v, i) => valueFromJson(valueType, v, `${path}[${i}]`, issues)) };
-    }
+      return (json, at, issues) => valueFromJson(type, json, at, issues);
+    case 'google.protobuf.ListValue':
+      return (json, at, issues) => listFromJson(type, json, at, issues);
     case 'google.protobuf.Any':
-      return anyFromJson(type, json, path, issues);
-    default: {
-      if (!WRAPPERS.has(name)) throw new Error(`${name} has no JSON form of its own`);
-      const f = fieldOf(type, 1);
-      return { [f.name]: convertScalar(f.type, json, path, issues) };
-    }
+      return (json, at, issues) => anyFromJson(type, json, at, issues);
   }
+  if (!WRAPPERS.has(name)) return undefined;
+  const f = fieldOf(type, 1);
+  const convert = scalarConverter(f.type);
+  return (json, at, issues) => ({ [f.name]: convert(json, at, undefined, issues) });
 }
 
-function structFromJson(type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): Obj {
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-    issues.push({ path, message: `expected an object (Struct), got ${describe(json)}` });
+function structFromJson(type: protobuf.Type, json: unknown, at: JsonPath, issues: ProtoIssue[]): Obj {
+  if (!isObject(json)) {
+    issues.push({ path: at.toString(), message: `expected an object (Struct), got ${describe(json)}` });
     return {};
   }
   const fieldsField = fieldOf(type, 1);
   const valueType = fieldsField.resolvedType as protobuf.Type;
   const fields: Obj = {};
-  for (const [k, v] of Object.entries(json as Obj)) fields[k] = valueFromJson(valueType, v, `${path}.${k}`, issues);
+  for (const [k, v] of Object.entries(json)) fields[k] = valueFromJson(valueType, v, at.at(k), issues);
   return { [fieldsField.name]: fields };
 }
 
-function valueFromJson(type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): Obj {
+function listFromJson(type: protobuf.Type, json: unknown, at: JsonPath, issues: ProtoIssue[]): Obj {
+  if (!Array.isArray(json)) {
+    issues.push({ path: at.toString(), message: `expected an array, got ${describe(json)}` });
+    return {};
+  }
+  const valueType = fieldOf(type, 1).resolvedType as protobuf.Type;
+  return { [fieldById(type, 1)]: json.map((v, i) => valueFromJson(valueType, v, at.at(i), issues)) };
+}
+
+function valueFromJson(type: protobuf.Type, json: unknown, at: JsonPath, issues: ProtoIssue[]): Obj {
   // Field names come from reflection: protobufjs defines Struct/Value with camelCase names.
   if (json === null) return { [fieldById(type, 1)]: 0 };
   if (typeof json === 'number') return { [fieldById(type, 2)]: json };
   if (typeof json === 'string') return { [fieldById(type, 3)]: json };
   if (typeof json === 'boolean') return { [fieldById(type, 4)]: json };
-  if (Array.isArray(json)) {
-    const listType = fieldOf(type, 6).resolvedType as protobuf.Type;
-    return { [fieldById(type, 6)]: wktFromJson('google.protobuf.ListValue', listType, json, path, issues) };
-  }
-  if (typeof json === 'object') {
-    const structType = fieldOf(type, 5).resolvedType as protobuf.Type;
-    return { [fieldById(type, 5)]: structFromJson(structType, json, path, issues) };
-  }
-  issues.push({ path, message: `unsupported JSON value ${describe(json)}` });
+  if (Array.isArray(json))
+    return { [fieldById(type, 6)]: listFromJson(fieldOf(type, 6).resolvedType as protobuf.Type, json, at, issues) };
+  if (typeof json === 'object')
+    return { [fieldById(type, 5)]: structFromJson(fieldOf(type, 5).resolvedType as protobuf.Type, json, at, issues) };
+  issues.push({ path: at.toString(), message: `unsupported JSON value ${describe(json)}` });
   return {};
 }
 
-function anyFromJson(type: protobuf.Type, json: unknown, path: string, issues: ProtoIssue[]): Obj {
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-    issues.push({ path, message: `expected an object with "@type", got ${describe(json)}` });
+function anyFromJson(type: protobuf.Type, json: unknown, at: JsonPath, issues: ProtoIssue[]): Obj {
+  if (!isObject(json)) {
+    issues.push({ path: at.toString(), message: `expected an object with "@type", got ${describe(json)}` });
     return {};
   }
-  const { '@type': typeUrl, ...rest } = json as Obj;
+  const { '@type': typeUrl, ...rest } = json;
   if (typeof typeUrl !== 'string' || !typeUrl.includes('/')) {
-    issues.push({ path, message: 'Any needs an "@type" like "type.googleapis.com/<message>"' });
+    issues.push({ path: at.toString(), message: 'Any needs an "@type" like "type.googleapis.com/<message>"' });
     return {};
   }
   const inner = typeOfUrl(typeUrl);
   if (!inner) {
-    issues.push({ path: `${path}.@type`, message: `unknown message type ${typeUrl}` });
+    issueAt(issues, at, '@type', `unknown message type ${typeUrl}`);
     return {};
   }
-  const obj = jsonToObject(inner, typeInfo(inner).wkt ? rest.value : rest, path, issues);
-  const bytes = encodeObject(inner, obj);
-  return { [fieldById(type, 1)]: typeUrl, [fieldById(type, 2)]: bytes };
+  const plan = planOf(inner);
+  const obj = messageFromJson(plan, plan.wkt ? rest.value : rest, at, issues) as Obj;
+  return { [fieldById(type, 1)]: typeUrl, [fieldById(type, 2)]: encodeObject(inner, obj) };
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -393,7 +452,7 @@ export interface EncodeResult {
 export function encodeJson(typeName: string, json: unknown): EncodeResult {
   const type = typeNamed(typeName) ?? lookupType(typeName); // the second throws the lookup's error
   const issues: ProtoIssue[] = [];
-  const obj = jsonToObject(type, json, '', issues);
+  const obj = jsonToObject(type, json, issues);
   return { bytes: encodeObject(type, obj), issues };
 }
 
@@ -414,7 +473,7 @@ export function decodeToJson(typeName: string, bytes: Uint8Array): Json {
 }
 
 export function messageToJson(type: protobuf.Type, message: protobuf.Message | Obj): Json {
-  const name = fullName(type);
+  const name = planOf(type).name;
   const m = message as Obj;
   switch (name) {
     case 'google.protobuf.Duration': {
@@ -460,7 +519,7 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
       const value = (m[fieldById(type, 2)] as Uint8Array) ?? new Uint8Array();
       if (!inner) return { '@type': url, value: Buffer.from(value).toString('base64') };
       const decoded = messageToJson(inner, inner.decode(value));
-      const innerName = fullName(inner);
+      const innerName = planOf(inner).name;
       const isWkt =
         innerName.startsWith('google.protobuf.') &&
         (typeof decoded !== 'object' ||

@@ -84,7 +84,7 @@ for (const c of cases) {
           );
           // Encoded without protobufjs's fromObject: the same bytes as with it.
           const type = lookupType(messageName(TypeUrls[kind]));
-          const obj = jsonToObject(type, res.json, '', []);
+          const obj = jsonToObject(type, res.json, []);
           assert.ok(
             Buffer.compare(encodeObject(type, obj), type.encode(type.fromObject(obj)).finish()) === 0,
             `${group}/${kind}/${name}: encodeObject differs from fromObject + encode`,

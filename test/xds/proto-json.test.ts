@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import { decodeToJson, encodeJson } from '../../src/xds/proto-json.ts';
 
 const CLUSTER = 'envoy.config.cluster.v3.Cluster';
+const VHOST = 'envoy.config.route.v3.VirtualHost';
 
 test('well-known types round-trip through the binary encoding', () => {
   const json = {
@@ -88,6 +89,48 @@ test('oneof members are only validated when set', () => {
 test('64-bit integers and out-of-range 32-bit values', () => {
   const r = encodeJson('envoy.config.cluster.v3.Cluster', { name: 'c', per_connection_buffer_limit_bytes: 4294967296 });
   assert.match(r.issues[0]!.message, /out of range/);
+});
+
+test('problems name their place: list items, map keys, inside an Any, and rules on list items', () => {
+  const cases: [string, unknown, string, RegExp][] = [
+    [CLUSTER, { name: 'c', health_checks: [{}, { timeout: 5 }] }, 'health_checks[1].timeout', /expected a duration/],
+    [
+      CLUSTER,
+      { name: 'c', typed_extension_protocol_options: { 'a.b': 'x' } },
+      'typed_extension_protocol_options["a.b"]',
+      /expected an object with "@type"/,
+    ],
+    [
+      CLUSTER,
+      {
+        name: 'c',
+        transport_socket: {
+          name: 't',
+          typed_config: {
+            '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+            sni_x: 'a',
+          },
+        },
+      },
+      'transport_socket.typed_config.sni_x',
+      /unknown field "sni_x"/,
+    ],
+    [VHOST, { name: 'v', domains: ['a', 7] }, 'domains[1]', /expected a string/],
+    [VHOST, { name: 'v', domains: ['a', 'b\nc'] }, 'domains[1]', /not a valid HTTP header value/],
+    [VHOST, { name: 'v', domains: [] }, 'domains', /at least 1 item/],
+    [CLUSTER, { name: 'c', lb_policy: 'constructor' }, 'lb_policy', /is not a value of LbPolicy/],
+  ];
+  for (const [type, json, path, message] of cases) {
+    const { issues } = encodeJson(type, json);
+    const found = issues.find((i) => i.path === path);
+    assert.ok(found && message.test(found.message), `${path}: ${JSON.stringify(issues)}`);
+  }
+});
+
+test('a key whose value is undefined is no key, as in JSON', () => {
+  const { issues, bytes } = encodeJson(CLUSTER, { name: 'c', connect_timeout: undefined, bogus: undefined });
+  assert.equal(issues, []);
+  assert.equal(decodeToJson(CLUSTER, bytes), { name: 'c' });
 });
 
 test.run();
