@@ -1,9 +1,11 @@
 /**
- * Parsing on every core: `yaml` needs about 2.4 s for 10,000 services on one, which is most of a
- * cold start. A large batch of files (a first start, a new machine) is split by size between the
- * main thread and short-lived workers, one per other core; small batches (a push) parse inline,
- * where starting a worker would cost more than it saves. Workers live for one batch: cold parses
- * are rare, and idle workers would hold memory for nothing.
+ * Parsing on every core: `yaml` needs about 2 s for 10,000 services on one, which is most of a
+ * cold start. A large batch of files (a first start, a new machine) is parsed by the main thread
+ * and short-lived workers, one per other core, taking files from one queue: each thread takes more
+ * as it finishes, so a worker that starts late or a core the VM shares does not leave the others
+ * waiting at the end. Small batches (a push) parse inline, where starting a worker would cost more
+ * than it saves. Workers live for one batch: cold parses are rare, and idle workers would hold
+ * memory for nothing.
  */
 import { availableParallelism } from 'node:os';
 import { extname } from 'node:path';
@@ -14,92 +16,168 @@ import type { ParseJob } from './parse-worker.ts';
 import { parseYamlFile } from './parse-yaml.ts';
 
 export interface PoolStats {
+  /** Files parsed by workers. */
   inWorkers: number;
+  /** Workers that parsed at least one file. */
+  workers: number;
+  /** Workers that failed (their files were parsed on the main thread). */
   fellBack: number;
 }
 
-/** Below this much text a batch parses inline (parsed in about 150 ms; a worker takes about 30 ms to start). */
+/** Below this much text a batch parses inline (parsed in about 150 ms; a worker takes about 80 ms to start). */
 export const PARALLEL_MIN_BYTES = 256 * 1024;
+
+/**
+ * Text sent to a worker at a time: small enough that the threads finish together (about 40 ms of
+ * parsing), large enough that messages cost nothing beside it. Each worker has two in hand, so it
+ * never waits for the main thread, which hands out more only between its own files.
+ */
+const CHUNK_BYTES = 64 * 1024;
+const CHUNKS_IN_HAND = 2;
 
 /** The worker beside this module: .ts when run from source (tsx), .js when built. */
 const WORKER_URL = new URL(`./parse-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
+export interface PoolOptions {
+  /** How many threads may parse (the main one included). */
+  threads?: number;
+  stats?: PoolStats;
+  workerUrl?: URL;
+}
+
 /**
- * Parses `jobs`, in order. `threads`: how many threads may parse (the main one included); the
- * main thread yields between its files, so the xDS servers keep answering during a long parse.
+ * Workers for a batch, started before its files are read: a worker takes about 80 ms to start,
+ * which then overlaps reading and hashing the tree. Each is used by one `parseBatch` or closed.
+ */
+export class ParseWorkers {
+  private constructor(readonly workers: StartedWorker[]) {}
+
+  /** Starts one worker per thread beyond the main one. */
+  static start({ threads = availableParallelism(), workerUrl = WORKER_URL }: PoolOptions = {}): ParseWorkers {
+    return new ParseWorkers(Array.from({ length: Math.max(0, threads - 1) }, () => new StartedWorker(workerUrl)));
+  }
+
+  close(): void {
+    for (const w of this.workers.splice(0)) void w.worker.terminate();
+  }
+}
+
+/** A worker and how it ended, if it did: it may fail before anything listens for its messages. */
+class StartedWorker {
+  readonly worker: Worker;
+  /** Settles when the worker fails or exits (it never does before it is told to, when healthy). */
+  readonly ended: Promise<Error>;
+
+  constructor(url: URL) {
+    this.worker = new Worker(url);
+    this.ended = new Promise<Error>((resolve) => {
+      this.worker.once('error', resolve);
+      this.worker.once('exit', (code) => resolve(new Error(`parse worker exited with code ${code}`)));
+    });
+  }
+}
+
+/**
+ * Parses `jobs`, in order. The main thread yields between its files, so the xDS servers keep
+ * answering during a long parse. `workers`: started earlier for this batch (used or closed here).
  */
 export async function parseBatch(
   jobs: readonly ParseJob[],
-  {
-    threads = availableParallelism(),
-    stats = { inWorkers: 0, fellBack: 0 },
-    workerUrl = WORKER_URL,
-  }: {
-    threads?: number;
-    /** Counts shares parsed by workers, and those a failed worker left to the main thread. */
-    stats?: PoolStats;
-    workerUrl?: URL;
-  } = {},
+  { workers: started, ...opts }: PoolOptions & { workers?: ParseWorkers } = {},
 ): Promise<ParsedFile[]> {
+  const stats = opts.stats ?? { inWorkers: 0, workers: 0, fellBack: 0 };
   const bytes = jobs.reduce((a, j) => a + j.text.length, 0);
-  const workers = bytes < PARALLEL_MIN_BYTES ? 0 : Math.max(0, Math.min(threads - 1, jobs.length - 1));
-  const shares = split(jobs, workers + 1);
-  const remote = shares.slice(1).map((share) => inWorker(share, stats, workerUrl));
-  const local = await inline(shares[0]!);
-  const out = new Map<ParseJob, ParsedFile>(local.map((p, i) => [shares[0]![i]!, p]));
-  (await Promise.all(remote)).forEach((parsed, w) => parsed.forEach((p, i) => out.set(shares[w + 1]![i]!, p)));
+  const pool = bytes < PARALLEL_MIN_BYTES || jobs.length < 2 ? undefined : (started ?? ParseWorkers.start(opts));
+  if (!pool) started?.close();
+  // Largest first: the last files taken are small, so the threads finish close together.
+  const queue = new Queue(pool ? [...jobs].sort((a, b) => b.text.length - a.text.length) : jobs);
+  const out = new Map<ParseJob, ParsedFile>();
+  const remote = pool?.workers.splice(0).map((w) => feed(w, queue, out, stats)) ?? [];
+  await inline(queue, out);
+  // A failed worker's files, parsed here.
+  await inline(new Queue((await Promise.all(remote)).flat()), out);
   return jobs.map((j) => out.get(j)!);
 }
 
-/** `n` shares of about equal text size (largest files first, each to the smallest share). */
-function split(jobs: readonly ParseJob[], n: number): ParseJob[][] {
-  const shares = Array.from({ length: n }, () => ({ jobs: [] as ParseJob[], bytes: 0 }));
-  for (const j of [...jobs].sort((a, b) => b.text.length - a.text.length)) {
-    const s = shares.reduce((min, x) => (x.bytes < min.bytes ? x : min));
-    s.jobs.push(j);
-    s.bytes += j.text.length;
+/** The files not yet taken by any thread. */
+class Queue {
+  private next = 0;
+
+  constructor(private readonly jobs: readonly ParseJob[]) {}
+
+  take(): ParseJob | undefined {
+    return this.jobs[this.next++];
   }
-  return shares.map((s) => s.jobs);
+
+  /** Files of about CHUNK_BYTES (at least one while any is left). */
+  chunk(): ParseJob[] {
+    const out: ParseJob[] = [];
+    let size = 0;
+    for (let j: ParseJob | undefined; size < CHUNK_BYTES && (j = this.take()); size += j.text.length) out.push(j);
+    return out;
+  }
 }
 
-async function inline(jobs: readonly ParseJob[]): Promise<ParsedFile[]> {
-  const out: ParsedFile[] = [];
+/** The main thread's share: files from `queue` until it is empty. */
+async function inline(queue: Queue, out: Map<ParseJob, ParsedFile>): Promise<void> {
   let sliceStart = performance.now();
-  for (const j of jobs) {
+  for (let j = queue.take(); j; j = queue.take()) {
     // Parsing a large tree must not starve the xDS servers or the watchdog: yield every ~20 ms.
     if (performance.now() - sliceStart > 20) {
       await new Promise<void>((r) => setImmediate(r));
       sliceStart = performance.now();
     }
-    out.push(parseYamlFile(j.file, j.text, j.hash, j.previous));
+    out.set(j, parseYamlFile(j.file, j.text, j.hash, j.previous));
   }
-  return out;
 }
 
-/** One worker for one share; if it cannot run (or dies), the share is parsed here instead. */
-function inWorker(jobs: readonly ParseJob[], stats: PoolStats, url: URL): Promise<ParsedFile[]> {
-  return new Promise<Pick<ParsedFile, 'documents' | 'diagnostics'>[]>((resolve, reject) => {
-    const worker = new Worker(url);
-    worker.once('message', (r: Pick<ParsedFile, 'documents' | 'diagnostics'>[]) => {
-      resolve(r);
-      void worker.terminate();
-    });
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`parse worker exited with code ${code}`)));
+/**
+ * Keeps one worker busy with chunks from `queue` until it is empty, then ends it. Resolves with
+ * the files it could not parse (all it had in hand, if it failed), for the main thread to parse.
+ */
+function feed(
+  { worker, ended }: StartedWorker,
+  queue: Queue,
+  out: Map<ParseJob, ParsedFile>,
+  stats: PoolStats,
+): Promise<ParseJob[]> {
+  const inHand: ParseJob[][] = [];
+  let parsedHere = 0;
+  let done = false;
+  const send = () => {
+    const chunk = queue.chunk();
+    if (!chunk.length) return;
+    inHand.push(chunk);
     // Without `previous`: its documents would be copied over, and their values are kept by identity.
-    worker.postMessage(jobs.map(({ file, text, hash }) => ({ file, text, hash })));
-  }).then(
-    (parsed) => {
-      stats.inWorkers++;
-      return parsed.map((p, i) => ({ file: jobs[i]!.file, hash: jobs[i]!.hash, text: jobs[i]!.text, ...p }));
-    },
-    (err: Error) => {
+    worker.postMessage(chunk.map(({ file, text, hash }) => ({ file, text, hash })));
+  };
+  return new Promise<ParseJob[]>((resolve) => {
+    const finish = (failed?: Error) => {
+      if (done) return;
+      done = true;
+      worker.removeAllListeners('message');
+      void worker.terminate();
+      if (!failed) return resolve([]);
       stats.fellBack++;
       // Still correct, only slower: said where an operator sees it (stderr, the journal).
-      process.emitWarning(`a parse worker failed (${err.message}); its files are parsed on the main thread`, {
+      process.emitWarning(`a parse worker failed (${failed.message}); its files are parsed on the main thread`, {
         code: 'FLEETXDS_PARSE_WORKER',
       });
-      return inline(jobs);
-    },
-  );
+      resolve(inHand.flat());
+    };
+    worker.on('message', (parsed: Pick<ParsedFile, 'documents' | 'diagnostics'>[]) => {
+      const chunk = inHand.shift()!;
+      parsed.forEach((p, i) =>
+        out.set(chunk[i]!, { file: chunk[i]!.file, hash: chunk[i]!.hash, text: chunk[i]!.text, ...p }),
+      );
+      if (parsedHere === 0) stats.workers++;
+      parsedHere += chunk.length;
+      stats.inWorkers += chunk.length;
+      send();
+      if (!inHand.length) finish();
+    });
+    void ended.then(finish);
+    for (let i = 0; i < CHUNKS_IN_HAND; i++) send();
+    if (!inHand.length) finish();
+  });
 }

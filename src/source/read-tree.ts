@@ -4,7 +4,7 @@ import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
-import { parseBatch } from './parse-pool.ts';
+import { PARALLEL_MIN_BYTES, parseBatch, ParseWorkers, type PoolStats } from './parse-pool.ts';
 import type { ParseJob } from './parse-worker.ts';
 import { SourceCache } from './source-cache.ts';
 import type { ParsedFile, SourceSet } from '../model/sources.ts';
@@ -56,7 +56,28 @@ interface Entry {
 export async function readTree(
   dir: string,
   limits: TreeLimits = DEFAULT_LIMITS,
-  opts: { unlessTreeHash?: string | (string | undefined)[]; cache?: SourceCache } = {},
+  opts: ReadOptions = {},
+): Promise<SourceSet & { unchanged?: true }> {
+  const pool: { workers?: ParseWorkers } = {};
+  try {
+    return await readTreeWith(pool, dir, limits, opts);
+  } finally {
+    pool.workers?.close(); // unused: the tree was unchanged, or too little of it needed a parse
+  }
+}
+
+interface ReadOptions {
+  unlessTreeHash?: string | (string | undefined)[];
+  cache?: SourceCache;
+  /** Counts what the parse threads did. */
+  parseStats?: PoolStats;
+}
+
+async function readTreeWith(
+  pool: { workers?: ParseWorkers },
+  dir: string,
+  limits: TreeLimits,
+  opts: ReadOptions,
 ): Promise<SourceSet & { unchanged?: true }> {
   const cache = opts.cache ?? new SourceCache();
   const diagnostics: Diagnostic[] = [];
@@ -76,6 +97,9 @@ export async function readTree(
   paths.sort();
   const entries: Entry[] = [];
   let total = 0;
+  // Workers for the parse, started once the files read so far hold enough text no parse is kept
+  // of: their start (about 80 ms) then overlaps reading the rest of the tree.
+  let unparsed = 0;
   // Stats in parallel: one at a time, 10,000 files cost 10,000 round trips to the thread pool.
   const absolute = paths.map((rel) => join(root, ...rel.split('/')));
   const stats = await Promise.all(absolute.map((abs) => lstat(abs, { bigint: true }).catch((err: Error) => err)));
@@ -110,6 +134,8 @@ export async function readTree(
         const hash = sha256Hex(bytes);
         cache.stamp(abs, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, hash });
         entries.push({ rel, abs, hash, bytes });
+        if (!pool.workers && !cache.hasParse(rel, hash) && (unparsed += bytes.length) >= PARALLEL_MIN_BYTES)
+          pool.workers = ParseWorkers.start();
       }
     } catch (err) {
       diagnostics.push({
@@ -167,7 +193,10 @@ export async function readTree(
     }
     slots.push(parsed);
   }
-  const parsed = await parseBatch(pending.map((p) => p.job));
+  const parsed = await parseBatch(
+    pending.map((p) => p.job),
+    { workers: pool.workers, ...(opts.parseStats && { stats: opts.parseStats }) },
+  );
   pending.forEach((p, i) => (slots[p.slot] = cache.adopt(parsed[i]!)));
   const files = slots as ParsedFile[];
   cache.retainOnly(files);

@@ -18,6 +18,8 @@ export type StoredParse = Pick<ParsedFile, 'documents' | 'diagnostics'>;
 /** Parses kept outside the process, by path and content hash. */
 export interface ParsedFileStore {
   get(file: string, hash: string): StoredParse | undefined;
+  /** Whether `get` would find it, without reading it. */
+  has(file: string, hash: string): boolean;
   /** Adds `fresh` parses and keeps only those of `live` (the tree just read). */
   save(fresh: readonly ParsedFile[], live: readonly ParsedFile[]): void;
 }
@@ -67,6 +69,17 @@ export class SourceCache {
   /** A parse of `file` with content hash `hash`, if there is one (no need to decode the bytes). */
   parsedFile(file: string, hash: string): ParsedFile | undefined {
     return this.parsed.get(key(file, hash));
+  }
+
+  /** Whether a parse of this content is at hand, here or in the store (without reading it). */
+  hasParse(file: string, hash: string): boolean {
+    if (this.parsed.has(key(file, hash))) return true;
+    try {
+      return this.store?.has(file, hash) ?? false;
+    } catch (err) {
+      this.onStoreError(err, 'read');
+      return false;
+    }
   }
 
   /** `hash`: sha256 of the file's bytes, when the caller has it (the text's, computed otherwise). */

@@ -20,9 +20,16 @@ function parserId(): string {
 export class ParseStore implements ParsedFileStore {
   private readonly parser = parserId();
   private readonly select;
+  private readonly exists;
 
   constructor(private readonly db: Sqlite) {
-    this.select = db.prepare('SELECT data FROM parsed_files WHERE file = ? AND hash = ? AND parser = ?').pluck();
+    const row = 'FROM parsed_files WHERE file = ? AND hash = ? AND parser = ?';
+    this.select = db.prepare(`SELECT data ${row}`).pluck();
+    this.exists = db.prepare(`SELECT 1 ${row}`).pluck();
+  }
+
+  has(file: string, hash: string): boolean {
+    return this.exists.get(file, hash, this.parser) !== undefined;
   }
 
   get(file: string, hash: string): StoredParse | undefined {
