@@ -3,6 +3,8 @@
  * (DiscoveryResponse, DeltaDiscoveryResponse, Resource, Any). Resources are encoded once and their
  * framed bytes are concatenated into each response, never re-encoded per client.
  */
+import protobuf from 'protobufjs';
+
 const LEN = 2;
 
 function varintSize(n: number): number {
@@ -101,4 +103,26 @@ export function encodeResourceWrapper(name: string, version: string, anyBytes: U
     lenField(RES.resource, anyBytes),
     stringField(RES.name, name),
   ]);
+}
+
+/**
+ * `message` without its top-level field number `field` (every occurrence), by a scan of its tags:
+ * the same bytes when it has none. What is kept is not parsed, only skipped over, with protobufjs's
+ * reader, which throws on a truncated or malformed message.
+ */
+export function withoutField(message: Uint8Array, field: number): Uint8Array {
+  const reader = protobuf.Reader.create(message);
+  const kept: Uint8Array[] = [];
+  let from = 0;
+  while (reader.pos < reader.len) {
+    const at = reader.pos;
+    const tag = reader.uint32();
+    reader.skipType(tag & 7);
+    if (tag >>> 3 !== field) continue;
+    if (at > from) kept.push(message.subarray(from, at));
+    from = reader.pos;
+  }
+  if (from === 0) return message;
+  if (from < message.length) kept.push(message.subarray(from));
+  return Buffer.concat(kept);
 }

@@ -1,11 +1,13 @@
 /**
  * The hand-assembled framing (src/xds/wire.ts) against protobufjs: a resource framed in one
- * allocation decodes, through the real protos, to the Any it was made of, at every varint width.
+ * allocation decodes, through the real protos, to the Any it was made of, at every varint width;
+ * a field cut out of a request leaves the others as protobufjs decodes them.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { framedAny, framedStoredAny } from '../../src/xds/wire.ts';
+import { framedAny, framedStoredAny, withoutField } from '../../src/xds/wire.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
+import { encodeJson } from '../../src/xds/proto-json.ts';
 
 const TYPE_URL = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 
@@ -25,6 +27,57 @@ test('a framed resource is a DiscoveryResponse resources field holding the Any o
     const again = framedStoredAny(any);
     assert.ok(again.framed.equals(framed), `${size}: stored Any bytes frame to the same bytes`);
   }
+});
+
+const REQ = 'envoy.service.discovery.v3.DiscoveryRequest';
+const NODE = { id: 'n1', cluster: 'c', metadata: { zone: 'z' }, extensions: [{ name: 'envoy.x', category: 'y' }] };
+const bytesOf = (json: Record<string, unknown>) => Buffer.from(encodeJson(REQ, json).bytes);
+
+test('withoutField cuts every occurrence of one top-level field and keeps the rest byte for byte', () => {
+  const Req = lookupType(REQ);
+  const rest = { version_info: 'v1', resource_names: ['a', 'b'.repeat(300)], type_url: TYPE_URL, response_nonce: '7' };
+  const node = bytesOf({ node: NODE });
+  const withoutNode = bytesOf(rest);
+  const cases: { name: string; message: Buffer; expect: Buffer }[] = [
+    { name: 'node after version_info (as encoded)', message: bytesOf({ ...rest, node: NODE }), expect: withoutNode },
+    { name: 'node last', message: Buffer.concat([withoutNode, node]), expect: withoutNode },
+    {
+      name: 'node in the middle',
+      message: Buffer.concat([
+        bytesOf({ version_info: 'v1' }),
+        node,
+        bytesOf({ resource_names: rest.resource_names, type_url: TYPE_URL, response_nonce: '7' }),
+      ]),
+      expect: withoutNode,
+    },
+    {
+      name: 'node twice (protobuf merges them)',
+      message: Buffer.concat([node, withoutNode, node]),
+      expect: withoutNode,
+    },
+    { name: 'only the node', message: node, expect: Buffer.alloc(0) },
+    { name: 'no node', message: withoutNode, expect: withoutNode },
+    { name: 'empty message', message: Buffer.alloc(0), expect: Buffer.alloc(0) },
+    {
+      name: 'an unknown field and a fixed64 kept',
+      message: Buffer.concat([Buffer.from([0x79, 1, 2, 3, 4, 5, 6, 7, 8]), node]),
+      expect: Buffer.from([0x79, 1, 2, 3, 4, 5, 6, 7, 8]),
+    },
+  ];
+  for (const c of cases) {
+    const cut = Buffer.from(withoutField(c.message, 2));
+    assert.ok(cut.equals(c.expect), c.name);
+    assert.equal(Req.toObject(Req.decode(cut)), Req.toObject(Req.decode(c.expect)), c.name);
+  }
+  assert.is(withoutField(withoutNode, 2), withoutNode, 'nothing to cut: the same bytes, not a copy');
+});
+
+test('withoutField refuses a truncated message as protobufjs does', () => {
+  const whole = bytesOf({ node: NODE, type_url: TYPE_URL });
+  for (const end of [1, 5, whole.length - 1]) {
+    assert.throws(() => withoutField(whole.subarray(0, end), 2), /index out of range/, `cut at ${end}`);
+  }
+  assert.throws(() => withoutField(Buffer.from([0x0b, 0x00]), 2), undefined, 'a group start without its end');
 });
 
 test.run();
