@@ -10,10 +10,10 @@ import http2 from 'node:http2';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeJson } from '../../src/xds/proto-json.ts';
-import { lookupType } from '../../src/xds/proto-root.ts';
-import { DISCOVERY_REQUEST, DISCOVERY_RESPONSE } from '../../src/xds/resource-types.ts';
+import { DISCOVERY_REQUEST } from '../../src/xds/resource-types.ts';
 import { lenField } from '../../src/xds/wire.ts';
 import { connect, T } from '../helpers/ads-client.ts';
+import { adsRequest, grpcFrame, readResponses, type RawResponse } from '../helpers/h2-ads.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
@@ -52,28 +52,13 @@ test('stream lines carry the transport, the peer and the node; a protocol error 
   }
 });
 
-/** A raw ADS stream (no gRPC library): frames written as given, responses decoded, the final status. */
+/** A raw ADS stream: frames written as given, responses decoded, the final status. */
 function rawAds(port: number) {
   const session = http2.connect(`http://127.0.0.1:${port}`);
   session.on('error', () => {});
-  const req = session.request({
-    ':method': 'POST',
-    ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-  });
-  req.on('error', () => {});
-  const Res = lookupType(DISCOVERY_RESPONSE);
-  const responses: { type_url: string; version_info: string; nonce: string }[] = [];
-  let buf = Buffer.alloc(0);
-  req.on('data', (chunk: Buffer) => {
-    buf = Buffer.concat([buf, chunk]);
-    while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
-      const len = buf.readUInt32BE(1);
-      responses.push(Res.toObject(Res.decode(buf.subarray(5, 5 + len))) as (typeof responses)[number]);
-      buf = buf.subarray(5 + len);
-    }
-  });
+  const req = adsRequest(session);
+  const responses: RawResponse[] = [];
+  readResponses(req, (r) => responses.push(r));
   // The status: in trailers, or in the response headers when nothing was sent before it (trailers-only).
   const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => {
     req.on('trailers', resolve);
@@ -82,11 +67,7 @@ function rawAds(port: number) {
   return {
     responses,
     trailers,
-    send(message: Uint8Array) {
-      const prefix = Buffer.alloc(5);
-      prefix.writeUInt32BE(message.length, 1);
-      req.write(Buffer.concat([prefix, message]));
-    },
+    send: (message: Uint8Array) => req.write(grpcFrame(message)),
     close: () => session.close(),
   };
 }

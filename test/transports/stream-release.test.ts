@@ -12,31 +12,12 @@ import { encodeJson } from '../../src/xds/proto-json.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
-import { lookupType } from '../../src/xds/proto-root.ts';
-import { DISCOVERY_RESPONSE, TypeUrls } from '../../src/xds/resource-types.ts';
+import { DISCOVERY_REQUEST, TypeUrls } from '../../src/xds/resource-types.ts';
+import { adsRequest, grpcFrame, readResponses } from '../helpers/h2-ads.ts';
 
-/** A raw ADS stream on `session` (gRPC over plain HTTP/2, no client library). */
-function adsRequest(session: http2.ClientHttp2Session): http2.ClientHttp2Stream {
-  const req = session.request({
-    ':method': 'POST',
-    ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-  });
-  req.on('error', () => {});
-  return req;
-}
-
-function grpcFrame(id: string): Buffer {
-  const { bytes } = encodeJson('envoy.service.discovery.v3.DiscoveryRequest', {
-    node: { id, cluster: 'c' },
-    type_url: TypeUrls.cluster,
-  });
-  const b = Buffer.alloc(5 + bytes.length);
-  b.writeUInt32BE(bytes.length, 1);
-  Buffer.from(bytes).copy(b, 5);
-  return b;
-}
+/** A first request from node `id`, framed. */
+const requestFrame = (id: string) =>
+  grpcFrame(encodeJson(DISCOVERY_REQUEST, { node: { id, cluster: 'c' }, type_url: TypeUrls.cluster }).bytes);
 
 test('streams reset right after their first request are unregistered while the connection lives', async () => {
   const app = await startServer(writeTree(BASE));
@@ -48,7 +29,7 @@ test('streams reset right after their first request are unregistered while the c
       for (let i = 0; i < 50; i++) {
         const req = adsRequest(session);
         req.on('data', () => {});
-        req.write(grpcFrame(`ghost-${when}-${i}`));
+        req.write(requestFrame(`ghost-${when}-${i}`));
         opened++;
         const reset = () => req.close(http2.constants.NGHTTP2_CANCEL);
         if (when === 'now') reset();
@@ -84,26 +65,14 @@ function sleepyStream(port: number) {
   const req = adsRequest(session);
   let status: string | undefined;
   req.on('trailers', (t) => (status = String(t['grpc-status'])));
-  req.write(grpcFrame('sleepy')); // ... and no 'data' listener: the stream stays paused
-  const Res = lookupType(DISCOVERY_RESPONSE);
+  req.write(requestFrame('sleepy')); // ... and no 'data' listener: the stream stays paused
   const versions: string[] = [];
-  let buf = Buffer.alloc(0);
   return {
     session,
     status: () => status,
     versions,
     /** Starts reading: every response's version_info, in order. */
-    read() {
-      req.on('data', (chunk: Buffer) => {
-        buf = Buffer.concat([buf, chunk]);
-        while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
-          const len = buf.readUInt32BE(1);
-          const msg = Res.decode(buf.subarray(5, 5 + len)) as unknown as { version_info: string };
-          versions.push(msg.version_info);
-          buf = buf.subarray(5 + len);
-        }
-      });
-    },
+    read: () => readResponses(req, (r) => versions.push(r.version_info)),
   };
 }
 
