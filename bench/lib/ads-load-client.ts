@@ -24,6 +24,8 @@ const Client = rawAdsClient(delta);
 
 interface StreamState {
   ready: boolean;
+  /** The types this stream received a response of. */
+  got: Set<string>;
   watchedAt?: number;
   bytes: number;
   watchType?: string;
@@ -39,7 +41,7 @@ function open(i: number): void {
     'grpc.max_receive_message_length': -1,
   } as grpc.ChannelOptions);
   const call = client.S();
-  const st: StreamState = { ready: false, bytes: 0 };
+  const st: StreamState = { ready: false, got: new Set(), bytes: 0 };
   states[i] = st;
   const node = { id: `${prefix}-${i}`, cluster: 'bench' };
   let edsRequested = false;
@@ -63,7 +65,10 @@ function open(i: number): void {
       if (delta) call.write({ type_url: T.endpoint, resource_names_subscribe: names });
       else call.write({ type_url: T.endpoint, resource_names: names });
     }
-    if (typeUrl === T.route && !st.ready) {
+    // Ready once the stream holds all four types: a stream that had its routes but not yet its endpoints would
+    // still be subscribing (EDS for every cluster) while a change is measured.
+    st.got.add(typeUrl);
+    if (st.got.size === 4 && !st.ready) {
       st.ready = true;
       if (++readyCount === count) process.send!({ type: 'ready' });
     }

@@ -114,6 +114,7 @@ func (s *stream) session(ctx context.Context, conn *grpc.ClientConn, node string
 		return
 	}
 	names := map[string][]string{rdsURL: {*routeName}}
+	var got uint32 // bit per type received on this stream
 	send := func(r *discovery.DiscoveryRequest) { _ = call.Send(r) }
 	send(&discovery.DiscoveryRequest{Node: nodeOf(node), TypeUrl: cdsURL})
 	send(&discovery.DiscoveryRequest{TypeUrl: ldsURL})
@@ -138,7 +139,9 @@ func (s *stream) session(ctx context.Context, conn *grpc.ClientConn, node string
 			names[edsURL] = eds
 			send(&discovery.DiscoveryRequest{TypeUrl: edsURL, ResourceNames: eds})
 		}
-		if t == rdsURL && !*ready {
+		// Ready once the stream holds all four types: a stream that had its routes but not yet its
+		// endpoints would still be subscribing (EDS for every cluster) while a change is measured.
+		if got |= bit(t); got == 15 && !*ready {
 			*ready = true
 			if readyLeft.Add(-1) == 0 {
 				emit(map[string]any{"event": "ready"})
