@@ -91,8 +91,8 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
       p50: percentile(route.lat, 50),
       p99: percentile(route.lat, 99),
       max: Math.max(...route.lat),
-      serverCpuSeconds: route.cpu,
-      serverRssMB: route.rss,
+      serverCpuSeconds: Number(route.cpu.toFixed(2)),
+      serverRssMB: Math.round(route.rss),
       bytesPerClientRouteChange: avg(route.bytes),
       bytesPerClientEndpointChange: avg(eds.bytes),
     };
