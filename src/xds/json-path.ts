@@ -41,7 +41,7 @@ export interface ProtoIssue {
   message: string;
 }
 
-/** Reports `message` for the value at `key` below `at`. */
-export function issueAt(issues: ProtoIssue[], at: JsonPath, key: PathKey, message: string): void {
-  issues.push({ path: pathText(at.toString(), key), message });
+/** Reports `message` for the value at `key` below `at` (at `at` itself without a key). */
+export function issueAt(issues: ProtoIssue[], at: JsonPath, key: PathKey | undefined, message: string): void {
+  issues.push({ path: key === undefined ? at.toString() : pathText(at.toString(), key), message });
 }

@@ -303,7 +303,8 @@ function durationNanos(d: unknown): number {
   return 0;
 }
 
-const DURATION = /^(-)?([0-9]+)(?:\.([0-9]{1,9}))?s$/;
+/** A Duration's proto3 JSON form ("-1.5s"): sign, seconds, up to 9 fractional digits. The converter reads it too. */
+export const DURATION_JSON = /^(-)?([0-9]+)(?:\.([0-9]{1,9}))?s$/;
 
 function durationCheck(r: Rules): StringCheck | undefined {
   const show = (x: number) => `${x / 1e9}s`;
@@ -319,7 +320,7 @@ function durationCheck(r: Rules): StringCheck | undefined {
   bound(r.lte, (n, b) => n <= b, 'must be at most');
   if (!checks.length) return undefined;
   return (text, at, key, issues) => {
-    const m = DURATION.exec(text);
+    const m = DURATION_JSON.exec(text);
     if (!m) return; // reported by the converter
     const n = (m[1] ? -1 : 1) * (Number(m[2]) * 1e9 + (m[3] ? Number(m[3].padEnd(9, '0')) : 0));
     for (const c of checks) {

@@ -10,7 +10,7 @@
  */
 import protobuf from 'protobufjs';
 import { lookupType } from './proto-root.ts';
-import { compileFieldRules, oneofRequired, type FieldCheck } from './pgv.ts';
+import { compileFieldRules, DURATION_JSON, oneofRequired, type FieldCheck } from './pgv.ts';
 import { issueAt, JsonPath, MapKey, type PathKey, type ProtoIssue } from './json-path.ts';
 
 export type { ProtoIssue } from './json-path.ts';
@@ -149,11 +149,6 @@ function below(at: JsonPath, key: PathKey | undefined): JsonPath {
   return key === undefined ? at : at.at(key);
 }
 
-function report(issues: ProtoIssue[], at: JsonPath, key: PathKey | undefined, message: string): void {
-  if (key === undefined) issues.push({ path: at.toString(), message });
-  else issueAt(issues, at, key, message);
-}
-
 function isObject(v: unknown): v is Obj {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
@@ -210,7 +205,7 @@ function fieldConverter(field: protobuf.Field): Convert {
   if (field.map)
     return (value, at, key, issues) => {
       if (!isObject(value)) {
-        report(issues, at, key, `expected an object (map), got ${describe(value)}`);
+        issueAt(issues, at, key, `expected an object (map), got ${describe(value)}`);
         return {};
       }
       const here = below(at, key);
@@ -221,7 +216,7 @@ function fieldConverter(field: protobuf.Field): Convert {
   if (field.repeated)
     return (value, at, key, issues) => {
       if (!Array.isArray(value)) {
-        report(issues, at, key, `expected an array, got ${describe(value)}`);
+        issueAt(issues, at, key, `expected an array, got ${describe(value)}`);
         return [];
       }
       const here = below(at, key);
@@ -248,11 +243,11 @@ function enumConverter(e: protobuf.Enum): Convert {
   return (value, at, key, issues) => {
     if (typeof value === 'string') {
       if (Object.hasOwn(e.values, value)) return e.values[value];
-      report(issues, at, key, `"${value}" is not a value of ${e.name} (one of ${names.join(', ')})`);
+      issueAt(issues, at, key, `"${value}" is not a value of ${e.name} (one of ${names.join(', ')})`);
       return 0;
     }
     if (typeof value === 'number' && Number.isInteger(value)) return value;
-    report(issues, at, key, `expected an enum name of ${e.name}, got ${describe(value)}`);
+    issueAt(issues, at, key, `expected an enum name of ${e.name}, got ${describe(value)}`);
     return 0;
   };
 }
@@ -270,12 +265,12 @@ function scalarConverter(type: string): Convert {
     case 'string':
       return (value, at, key, issues) => {
         if (typeof value === 'string') return value;
-        report(issues, at, key, `expected a string, got ${describe(value)}`);
+        issueAt(issues, at, key, `expected a string, got ${describe(value)}`);
         return '';
       };
     case 'bool':
       return (value, at, key, issues) => {
-        if (typeof value !== 'boolean') report(issues, at, key, `expected a boolean, got ${describe(value)}`);
+        if (typeof value !== 'boolean') issueAt(issues, at, key, `expected a boolean, got ${describe(value)}`);
         return value === true;
       };
     case 'double':
@@ -284,13 +279,13 @@ function scalarConverter(type: string): Convert {
         if (typeof value === 'number') return value;
         if (value === 'NaN' || value === 'Infinity' || value === '-Infinity') return Number(value);
         if (typeof value === 'string' && value.trim() !== '' && !Number.isNaN(Number(value))) return Number(value);
-        report(issues, at, key, `expected a number, got ${describe(value)}`);
+        issueAt(issues, at, key, `expected a number, got ${describe(value)}`);
         return 0;
       };
     case 'bytes':
       return (value, at, key, issues) => {
         if (typeof value !== 'string' || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(value)) {
-          report(issues, at, key, 'expected base64 bytes');
+          issueAt(issues, at, key, 'expected base64 bytes');
           return new Uint8Array();
         }
         return Buffer.from(value, 'base64');
@@ -303,16 +298,16 @@ function scalarConverter(type: string): Convert {
     const isInt =
       (typeof value === 'number' && Number.isInteger(value)) || (typeof value === 'string' && /^-?[0-9]+$/.test(value));
     if (!isInt) {
-      report(issues, at, key, `expected an integer (${type}), got ${describe(value)}`);
+      issueAt(issues, at, key, `expected an integer (${type}), got ${describe(value)}`);
       return 0;
     }
     if (range) {
       const n = Number(value);
-      if (n < range[0] || n > range[1]) report(issues, at, key, `${value} is out of range for ${type}`);
+      if (n < range[0] || n > range[1]) issueAt(issues, at, key, `${value} is out of range for ${type}`);
       return n;
     }
     if (unsigned && String(value).startsWith('-'))
-      report(issues, at, key, `${value} is negative but ${type} is unsigned`);
+      issueAt(issues, at, key, `${value} is negative but ${type} is unsigned`);
     return value; // protobufjs accepts decimal strings for 64-bit
   };
 }
@@ -334,7 +329,7 @@ function wktConverter(name: string, type: protobuf.Type): TypePlan['wkt'] {
     case 'google.protobuf.Duration': {
       const [seconds, nanos] = [fieldById(type, 1), fieldById(type, 2)];
       return (json, at, issues) => {
-        const m = typeof json === 'string' ? /^(-)?([0-9]+)(?:\.([0-9]{1,9}))?s$/.exec(json) : null;
+        const m = typeof json === 'string' ? DURATION_JSON.exec(json) : null;
         if (!m) {
           issues.push({ path: at.toString(), message: `expected a duration like "1.5s", got ${JSON.stringify(json)}` });
           return {};

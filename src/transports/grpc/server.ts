@@ -314,11 +314,6 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           },
         };
         const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
-        const handle = (bytes: Buffer) => {
-          const msg = decodeRequest(reqType, bytes, stream.streamStatus === undefined);
-          if (spec.delta) (stream as DeltaStream).handle(toDeltaRequest(reqType, msg));
-          else (stream as SotwStream).handle(toSotwRequest(reqType, msg));
-        };
         const finish = () => {
           release(call);
           finishers.delete(call);
@@ -331,7 +326,9 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
         call.on('data', (bytes: Buffer) => {
           try {
             const opened = stream.streamStatus !== undefined;
-            handle(bytes);
+            const msg = decodeRequest(reqType, bytes, !opened);
+            if (spec.delta) (stream as DeltaStream).handle(toDeltaRequest(reqType, msg));
+            else (stream as SotwStream).handle(toSotwRequest(reqType, msg));
             const s = stream.streamStatus as StreamStatus | undefined;
             if (debug && !opened && s) log().debug({ node: s.nodeId, group: s.group }, 'stream opened');
           } catch (err) {
