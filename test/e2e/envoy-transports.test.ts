@@ -2,7 +2,9 @@
  * Real Envoy, every way a proxy can connect to a running fleetxds: SotW ADS, delta ADS, per-type
  * gRPC (SotW and delta, no ADS), REST with fleetxds's bootstrap (long polling) and with a
  * hand-written bootstrap (Envoy's default 1 s request timeout, a cluster name of the operator's
- * choosing). ADS and REST run on Envoy 1.40 and 1.36. Each Envoy starts from a bootstrap the CLI
+ * choosing). ADS and REST run on Envoy 1.40 and 1.36, ADS also from a bootstrap without
+ * set_node_on_first_message_only (Envoy resends its whole node on every request, which fleetxds
+ * reads on a stream's first request only). Each Envoy starts from a bootstrap the CLI
  * printed, routes real HTTP and HTTPS (SNI, certificates over SDS) to real backends, follows YAML
  * edits, rejects nothing, and shows fleetxds's versions; fleetxds shows every type ACKed.
  * The gRPC side is served by two serving threads (grpc.threads), the Envoys' connections spread
@@ -30,6 +32,8 @@ test.before(async () => {
     ['rest', '1.40'],
     ['rest-legacy', '1.40'],
     ['ads', '1.36'],
+    ['ads-node-always', '1.40'],
+    ['ads-node-always', '1.36'],
     ['rest', '1.36'],
     ['rest-legacy', '1.36'],
   ]);

@@ -41,7 +41,13 @@ export async function startHttpBackend(name: string): Promise<Backend> {
 }
 
 /** How a lab Envoy connects; `rest-legacy` is a hand-written bootstrap with Envoy's default timeouts. */
-export type LabMode = 'ads' | 'delta' | 'per-type' | 'per-type-delta' | 'rest' | 'rest-legacy' | 'files';
+/**
+ * How an Envoy gets its config: a `fleetxds bootstrap --mode`, or one of two bootstraps as an operator
+ * may have them: `rest-legacy` (REST, hand-written) and `ads-node-always` (fleetxds's ADS bootstrap
+ * without set_node_on_first_message_only: Envoy then sends its whole node on every request).
+ */
+export type LabMode =
+  'ads' | 'ads-node-always' | 'delta' | 'per-type' | 'per-type-delta' | 'rest' | 'rest-legacy' | 'files';
 
 export interface LabEnvoySpec {
   /** Node group name and node id prefix. */
@@ -263,7 +269,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
         '--group',
         spec.id,
         '--mode',
-        spec.mode,
+        spec.mode === 'ads-node-always' ? 'ads' : spec.mode,
         '--node-id',
         nodeId,
         '--server',
@@ -271,7 +277,9 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
       ],
       { cwd: projectPath(), env: { ...process.env, FLEETXDS_REST_LISTEN: `127.0.0.1:${server.restPort}` } },
     );
-    return JSON.parse(stdout);
+    const bootstrap = JSON.parse(stdout);
+    if (spec.mode === 'ads-node-always') bootstrap.dynamic_resources.ads_config.set_node_on_first_message_only = false;
+    return bootstrap;
   };
 
   const lab: Lab = {
