@@ -39,3 +39,15 @@ const yaml = (found ? await import(pathToFileURL(found.file).href) : await impor
 export const { parse, parseAllDocuments, stringify, isMap, isPair, isScalar, isSeq } = yaml;
 export const LineCounter = yaml.LineCounter;
 export type LineCounter = Yaml.LineCounter;
+
+/** A scalar tag of yaml's that resolves plain scalars by a test. */
+export type PlainScalarTag = Yaml.ScalarTag & { test: RegExp };
+
+/**
+ * The tags by which yaml's core schema (the one every parse here uses) resolves a plain scalar, in
+ * the order it tries them; a scalar none of them matches is a string. Read from yaml itself, so the
+ * fast path (src/source/fast-yaml.ts) resolves scalars exactly as yaml does.
+ */
+export const YAML_CORE_PLAIN_TAGS: readonly PlainScalarTag[] = new yaml.Schema({ schema: 'core' }).tags.filter(
+  (t): t is PlainScalarTag => t.default === true && 'test' in t && t.test instanceof RegExp,
+);

@@ -1,11 +1,12 @@
 /**
- * Parsing on every core: `yaml` needs about 2 s for 10,000 services on one, which is most of a
- * cold start. A large batch of files (a first start, a new machine) is parsed by the main thread
- * and short-lived workers, one per other core, taking files from one queue: each thread takes more
- * as it finishes, so a worker that starts late or a core the VM shares does not leave the others
- * waiting at the end. Small batches (a push) parse inline, where starting a worker would cost more
- * than it saves. Workers live for one batch: cold parses are rare, and idle workers would hold
- * memory for nothing.
+ * Parsing on every core, for batches large enough to gain from it. Most files take the fast path
+ * (src/source/fast-yaml.ts: about 0.3 s for the 4.5 MB of 10,000 services on one thread); files
+ * that only yaml parses take about eight times as long. A large batch of files (a first start, a
+ * new machine) is parsed by the main thread and short-lived workers, one per other core, taking
+ * files from one queue: each thread takes more as it finishes, so a worker that starts late or a
+ * core the VM shares does not leave the others waiting at the end. Smaller batches parse inline,
+ * where starting a worker (about 80 ms) and copying its values back would cost more than it saves.
+ * Workers live for one batch: cold parses are rare, and idle workers would hold memory for nothing.
  */
 import { availableParallelism } from 'node:os';
 import { extname } from 'node:path';
@@ -24,8 +25,26 @@ export interface PoolStats {
   fellBack: number;
 }
 
-/** Below this much text a batch parses inline (parsed in about 150 ms; a worker takes about 80 ms to start). */
-export const PARALLEL_MIN_BYTES = 256 * 1024;
+/**
+ * Below this much parse work (see `parseWork`) a batch parses inline. Measured on the 2-core VM, a
+ * worker beside the main thread: 10,000 services (4.5 MB) read and parsed in 0.43–0.52 s inline and
+ * 0.47 s with it, 20,000 (9 MB) in 0.74–0.86 s and 0.70–0.71 s, 1,000 (450 KB) 105 ms and 270 ms.
+ */
+export const PARALLEL_MIN_WORK = 8 * 1024 * 1024;
+/** How much longer yaml takes than the fast path on the same text (1.7 s against 0.15–0.25 s). */
+const YAML_SLOWDOWN = 8;
+const AMPERSAND = 0x26;
+const BANG = 0x21;
+
+/**
+ * A file's parse work, in bytes of the fast path: its size, or YAML_SLOWDOWN times that when it
+ * holds an `&` or a `!`, the marks of anchors and tags, which send a file to yaml. (Other reasons
+ * to need yaml are rare in config and not guessed.)
+ */
+export function parseWork(text: string | Uint8Array): number {
+  const slow = typeof text === 'string' ? /[&!]/.test(text) : text.includes(AMPERSAND) || text.includes(BANG);
+  return text.length * (slow ? YAML_SLOWDOWN : 1);
+}
 
 /**
  * Text sent to a worker at a time: small enough that the threads finish together (about 40 ms of
@@ -41,6 +60,8 @@ const WORKER_URL = new URL(`./parse-worker${extname(fileURLToPath(import.meta.ur
 export interface PoolOptions {
   /** How many threads may parse (the main one included). */
   threads?: number;
+  /** Parse work below which a batch parses inline (PARALLEL_MIN_WORK). */
+  minWork?: number;
   stats?: PoolStats;
   workerUrl?: URL;
 }
@@ -86,8 +107,9 @@ export async function parseBatch(
   { workers: started, ...opts }: PoolOptions & { workers?: ParseWorkers } = {},
 ): Promise<ParsedFile[]> {
   const stats = opts.stats ?? { inWorkers: 0, workers: 0, fellBack: 0 };
-  const bytes = jobs.reduce((a, j) => a + j.text.length, 0);
-  const pool = bytes < PARALLEL_MIN_BYTES || jobs.length < 2 ? undefined : (started ?? ParseWorkers.start(opts));
+  const work = jobs.reduce((a, j) => a + parseWork(j.text), 0);
+  const pool =
+    work < (opts.minWork ?? PARALLEL_MIN_WORK) || jobs.length < 2 ? undefined : (started ?? ParseWorkers.start(opts));
   if (!pool) started?.close();
   // Largest first: the last files taken are small, so the threads finish close together.
   const queue = new Queue(pool ? [...jobs].sort((a, b) => b.text.length - a.text.length) : jobs);

@@ -4,6 +4,7 @@ import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import type { ParsedFile, SourceDocument } from '../model/sources.ts';
 import { YAML_PARSE_OPTIONS } from '../model/yaml-locate.ts';
+import { loadPlainYaml } from './fast-yaml.ts';
 
 /**
  * Anchors are allowed but bounded: aliases stay cheap until walked, so a "billion laughs" file
@@ -131,7 +132,16 @@ function reparse(file: string, text: string, hash: string, previous: ParsedFile)
   return { file, hash, text, documents, diagnostics: [] };
 }
 
+/** A file parsed: by the fast path where it can vouch for yaml's answer (src/source/fast-yaml.ts), else by yaml. */
 function parseUncached(file: string, text: string, hash: string): ParsedFile {
+  const plain = loadPlainYaml(text);
+  if (!plain) return parseWithYaml(file, text, hash);
+  const documents = plain.map((d): SourceDocument => ({ file, index: d.index, line: d.line, value: d.value }));
+  return { file, hash, text, documents, diagnostics: [] };
+}
+
+/** A file parsed by yaml, the parser of record: every problem and its place is reported from here. */
+export function parseWithYaml(file: string, text: string, hash: string): ParsedFile {
   const lineCounter = new LineCounter();
   const diagnostics: Diagnostic[] = [];
   const documents: SourceDocument[] = [];

@@ -4,7 +4,7 @@ import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
-import { PARALLEL_MIN_BYTES, parseBatch, ParseWorkers, type PoolStats } from './parse-pool.ts';
+import { PARALLEL_MIN_WORK, parseBatch, parseWork, ParseWorkers, type PoolStats } from './parse-pool.ts';
 import type { ParseJob } from './parse-worker.ts';
 import { SourceCache } from './source-cache.ts';
 import type { ParsedFile, SourceSet } from '../model/sources.ts';
@@ -71,6 +71,8 @@ interface ReadOptions {
   cache?: SourceCache;
   /** Counts what the parse threads did. */
   parseStats?: PoolStats;
+  /** Parse work from which files are parsed on every core (PARALLEL_MIN_WORK). */
+  parallelMinWork?: number;
 }
 
 async function readTreeWith(
@@ -134,7 +136,11 @@ async function readTreeWith(
         const hash = sha256Hex(bytes);
         cache.stamp(abs, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, hash });
         entries.push({ rel, abs, hash, bytes });
-        if (!pool.workers && !cache.hasParse(rel, hash) && (unparsed += bytes.length) >= PARALLEL_MIN_BYTES)
+        if (
+          !pool.workers &&
+          !cache.hasParse(rel, hash) &&
+          (unparsed += parseWork(bytes)) >= (opts.parallelMinWork ?? PARALLEL_MIN_WORK)
+        )
           pool.workers = ParseWorkers.start();
       }
     } catch (err) {
@@ -195,7 +201,11 @@ async function readTreeWith(
   }
   const parsed = await parseBatch(
     pending.map((p) => p.job),
-    { workers: pool.workers, ...(opts.parseStats && { stats: opts.parseStats }) },
+    {
+      workers: pool.workers,
+      ...(opts.parseStats && { stats: opts.parseStats }),
+      ...(opts.parallelMinWork !== undefined && { minWork: opts.parallelMinWork }),
+    },
   );
   pending.forEach((p, i) => (slots[p.slot] = cache.adopt(parsed[i]!)));
   const files = slots as ParsedFile[];

@@ -11,10 +11,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ParsedFile } from '../../src/model/sources.ts';
 import { sha256Hex } from '../../src/shared/hash.ts';
-import { PARALLEL_MIN_BYTES, parseBatch, ParseWorkers } from '../../src/source/parse-pool.ts';
+import { PARALLEL_MIN_WORK, parseBatch, parseWork, ParseWorkers } from '../../src/source/parse-pool.ts';
 import { parseYamlFile } from '../../src/source/parse-yaml.ts';
 import { DEFAULT_LIMITS, readTree } from '../../src/source/read-tree.ts';
 import { SourceCache } from '../../src/source/source-cache.ts';
+
+/** The batches here are far below PARALLEL_MIN_WORK (megabytes): the tests lower it. */
+const MIN_WORK = 256 * 1024;
 
 function jobs(files: number, servicesPerFile: number) {
   return Array.from({ length: files }, (_, f) => {
@@ -30,9 +33,8 @@ function jobs(files: number, servicesPerFile: number) {
 
 test('a large batch is parsed by workers and the main thread alike, as parsing here would', async () => {
   const batch = jobs(12, 500);
-  assert.ok(batch.reduce((a, j) => a + j.text.length, 0) > PARALLEL_MIN_BYTES);
   const stats = { inWorkers: 0, workers: 0, fellBack: 0 };
-  const parsed = await parseBatch(batch, { threads: 3, stats });
+  const parsed = await parseBatch(batch, { threads: 3, stats, minWork: MIN_WORK });
   assert.is(stats.workers, 2, 'both workers took files');
   assert.ok(stats.inWorkers >= 2 && stats.inWorkers < batch.length, `${stats.inWorkers} of ${batch.length} in workers`);
   assert.is(stats.fellBack, 0);
@@ -46,12 +48,13 @@ test('a large batch is parsed by workers and the main thread alike, as parsing h
 test('a small batch stays on the main thread; a worker that cannot start leaves its share here', async () => {
   const small = jobs(4, 5);
   const stats = { inWorkers: 0, workers: 0, fellBack: 0 };
-  await parseBatch(small, { threads: 4, stats });
+  await parseBatch(small, { threads: 4, stats, minWork: MIN_WORK });
   assert.equal(stats, { inWorkers: 0, workers: 0, fellBack: 0 });
   const batch = jobs(6, 700);
   const parsed = await parseBatch(batch, {
     threads: 2,
     stats,
+    minWork: MIN_WORK,
     workerUrl: new URL('./no-such-worker.js', import.meta.url),
   });
   assert.equal(stats, { inWorkers: 0, workers: 0, fellBack: 1 });
@@ -65,7 +68,7 @@ test('workers started before the batch: used when it is large, closed when small
   const batch = jobs(12, 500);
   const stats = { inWorkers: 0, workers: 0, fellBack: 0 };
   const early = ParseWorkers.start({ threads: 2 });
-  const parsed = await parseBatch(batch, { workers: early, stats });
+  const parsed = await parseBatch(batch, { workers: early, stats, minWork: MIN_WORK });
   assert.is(stats.workers, 1);
   assert.equal(
     parsed,
@@ -73,12 +76,12 @@ test('workers started before the batch: used when it is large, closed when small
   );
   const unused = ParseWorkers.start({ threads: 2 });
   const ended = unused.workers.map((w) => new Promise((r) => w.worker.once('exit', r)));
-  await parseBatch(jobs(2, 5), { workers: unused, stats });
+  await parseBatch(jobs(2, 5), { workers: unused, stats, minWork: MIN_WORK });
   await Promise.all(ended);
   // A worker that failed long before the batch (nothing listened then): its files are parsed here.
   const broken = ParseWorkers.start({ threads: 2, workerUrl: new URL('./no-such-worker.js', import.meta.url) });
   await Promise.all(broken.workers.map((w) => w.ended));
-  const again = await parseBatch(batch, { workers: broken, stats });
+  const again = await parseBatch(batch, { workers: broken, stats, minWork: MIN_WORK });
   assert.is(stats.fellBack, 1);
   assert.equal(again, parsed);
 });
@@ -90,7 +93,7 @@ test('a large tree read from disk is parsed on every core, as parsing here would
     for (const j of batch) writeFileSync(join(dir, j.file), j.text);
     const stats = { inWorkers: 0, workers: 0, fellBack: 0 };
     const cache = new SourceCache();
-    const read = await readTree(dir, DEFAULT_LIMITS, { cache, parseStats: stats });
+    const read = await readTree(dir, DEFAULT_LIMITS, { cache, parseStats: stats, parallelMinWork: MIN_WORK });
     assert.is(stats.workers, Math.min(1, availableParallelism() - 1));
     const byFile = (files: readonly ParsedFile[]) => [...files].sort((a, b) => (a.file < b.file ? -1 : 1));
     const expected = byFile(batch.map((j) => parseYamlFile(j.file, j.text, j.hash)));
@@ -98,11 +101,25 @@ test('a large tree read from disk is parsed on every core, as parsing here would
     assert.ok(JSON.stringify(byFile(read.files)) === JSON.stringify(expected), 'the parses differ from parsing here');
     // Read again with nothing changed: nothing to parse, no worker.
     const again = { inWorkers: 0, workers: 0, fellBack: 0 };
-    await readTree(dir, DEFAULT_LIMITS, { cache, parseStats: again });
+    await readTree(dir, DEFAULT_LIMITS, { cache, parseStats: again, parallelMinWork: MIN_WORK });
     assert.equal(again, { inWorkers: 0, workers: 0, fellBack: 0 });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('parse work: a file that may need yaml counts more, and the default needs a tree of megabytes', () => {
+  const plain = 'kind: Service\nname: a\n';
+  const anchored = 'kind: Service\nname: &n a\nalias: *n\n';
+  assert.is(parseWork(plain), plain.length);
+  assert.is(parseWork(Buffer.from(plain)), plain.length);
+  assert.ok(parseWork(anchored) >= 8 * anchored.length);
+  assert.is(parseWork(Buffer.from(anchored)), parseWork(anchored));
+  assert.ok(PARALLEL_MIN_WORK >= 4 * 1024 * 1024);
+  const stats = { inWorkers: 0, workers: 0, fellBack: 0 };
+  const batch = jobs(12, 500);
+  assert.ok(batch.reduce((a, j) => a + parseWork(j.text), 0) < PARALLEL_MIN_WORK);
+  return parseBatch(batch, { threads: 2, stats }).then(() => assert.is(stats.workers, 0));
 });
 
 test.run();

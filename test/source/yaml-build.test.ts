@@ -5,7 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseYamlFile } from '../../src/source/parse-yaml.ts';
+import { parseWithYaml } from '../../src/source/parse-yaml.ts';
 import { YAML_BUILD } from '../../src/shared/yaml.ts';
 
 /** Runs `fn` with process.env counting the reads made of it. */
@@ -31,13 +31,13 @@ test('an ES-module build of yaml is the one loaded (bundled by the build, or the
   assert.ok(YAML_BUILD === 'bundled' || YAML_BUILD === 'esm', YAML_BUILD);
 });
 
-test('a parse of 50 documents reads no environment variable', () => {
+test('a parse by yaml of 50 documents reads no environment variable', () => {
   const text = Array.from(
     { length: 50 },
     (_, i) => `kind: Service\nname: s-${i}\nendpoints: [{ address: 10.0.0.${i}:80 }]\n`,
   ).join('---\n');
-  let parsed: ReturnType<typeof parseYamlFile> | undefined;
-  const reads = countingEnvReads(() => (parsed = parseYamlFile('s.yaml', text)));
+  let parsed: ReturnType<typeof parseWithYaml> | undefined;
+  const reads = countingEnvReads(() => (parsed = parseWithYaml('s.yaml', text, 'h')));
   assert.is(parsed!.documents.length, 50, 'the file was parsed');
   assert.is(reads, 0);
 });
