@@ -1,7 +1,7 @@
 /**
  * Parsed YAML files kept across restarts, by path and content hash (migrations/0007): a restart, or
  * the first push after one, parses only the files that changed. The documents are stored with v8's
- * serializer, which keeps every value `yaml` produces (NaN, Infinity, -0), where JSON would not.
+ * serializer, which keeps every value a parse produces (NaN, Infinity, -0), where JSON would not.
  * Rows written by another version of the parser are never read, and are dropped at the next save.
  */
 import { deserialize, serialize } from 'node:v8';
@@ -10,11 +10,15 @@ import type { ParsedFileStore, StoredParse } from '../source/source-cache.ts';
 import { packageVersion } from '../shared/paths.ts';
 import type { Sqlite } from './sqlite.ts';
 
-/** Bump when src/source/parse-yaml.ts changes what a parse yields (limits, diagnostics, values). */
+/**
+ * Bump when src/source/parse-yaml.ts or src/source/fast-yaml.ts changes what a parse yields
+ * (limits, diagnostics, values, which files take the fast path).
+ */
 const PARSE_FORMAT = 1;
 
+/** Both parsers a parse may come from: a new version of either could give another answer for a file. */
 function parserId(): string {
-  return `yaml@${packageVersion('yaml')}/${PARSE_FORMAT}`;
+  return `yaml@${packageVersion('yaml')}+js-yaml@${packageVersion('js-yaml')}/${PARSE_FORMAT}`;
 }
 
 export class ParseStore implements ParsedFileStore {

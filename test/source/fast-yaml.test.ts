@@ -136,7 +136,7 @@ function random(seed: number): () => number {
 const ALPHABET = [...' \n\t\r:-#,[]{}?|>\'"!&*%@`\\~.0123456789eExo_+', 'a', 'true', 'null', '\\u0041', '---', '...'];
 
 /** One to three edits of `text`: a character inserted, deleted or replaced, a line doubled or re-indented. */
-export function mutate(text: string, next: () => number): string {
+function mutate(text: string, next: () => number): string {
   let out = text;
   const edits = 1 + Math.floor(next() * 3);
   for (let e = 0; e < edits; e++) {
@@ -157,7 +157,7 @@ export function mutate(text: string, next: () => number): string {
   return out;
 }
 
-export const MUTANTS_PER_FILE = 800;
+const MUTANTS_PER_FILE = 800;
 
 test(`on ${MUTANTS_PER_FILE} mutants of each corpus file, every fast answer is yaml's`, () => {
   const next = random(16);

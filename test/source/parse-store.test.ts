@@ -66,7 +66,15 @@ test('rows of another parser version are not read, and are dropped at the next s
   assert.equal(again.stats, { parsed: 1, fromStore: 0 });
   done(again, [a2]);
   assert.equal(db.prepare('SELECT parser FROM parsed_files').pluck().all().length, 1);
-  assert.not.equal(db.prepare('SELECT parser FROM parsed_files').pluck().get(), 'yaml@0.0.0/0');
+  const current = db.prepare('SELECT parser FROM parsed_files').pluck().get() as string;
+  assert.not.equal(current, 'yaml@0.0.0/0');
+  // The fast path's parser is part of the id: a row of another js-yaml is not read either.
+  const otherJsYaml = current.replace(/js-yaml@[^/]+/, 'js-yaml@0.0.0');
+  assert.not.equal(otherJsYaml, current);
+  db.prepare('UPDATE parsed_files SET parser = ?').run(otherJsYaml);
+  const third = new SourceCache(parses);
+  third.parse('a.yaml', 'kind: Service\nname: a\n');
+  assert.equal(third.stats, { parsed: 1, fromStore: 0 });
 });
 
 test('an unreadable row or a failing store: the file is parsed again and the failure reported', () => {
