@@ -1,9 +1,8 @@
 /**
- * gRPC transport: ADS and the per-type SotW services over @grpc/grpc-js. Requests are decoded
- * with the real Envoy protos; responses are pre-assembled bytes (see sotw-stream.ts), so the
- * response serializer is the identity.
+ * gRPC transport: ADS and the per-type xDS services (SotW and delta) on call-server.ts. Requests
+ * are decoded with the real Envoy protos; responses are pre-assembled bytes (see sotw-stream.ts),
+ * written as they are.
  */
-import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
 import type { Logger } from 'pino';
@@ -21,13 +20,14 @@ import { SotwStream, type SotwRequest } from '../sotw-stream.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import { DeltaStream, type DeltaRequest } from '../delta-stream.ts';
 import type { GroupAckTracker } from '../group-ack-tracker.ts';
-import { checkNodeIdentity, type PeerCertificateLike } from '../../security/node-identity.ts';
+import { checkNodeIdentity } from '../../security/node-identity.ts';
 import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { NodeInput, StreamBase } from '../stream-base.ts';
 import { grpcVariant, xdsClusterName } from '../../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER } from '../../bootstrap/config-source.ts';
-import { leanWriter } from './lean-writer.ts';
 import { withoutField } from '../../xds/wire.ts';
+import { createCallServer, type MethodHandler } from './call-server.ts';
+import { Status, type StatusCode } from './status.ts';
 
 export interface GrpcServerOptions {
   cache: SnapshotCache;
@@ -57,6 +57,8 @@ export interface GrpcServerOptions {
   /** Connections older than this (±10%) are asked to go away (GOAWAY), streams ended after the grace. */
   maxConnectionAgeMs?: number;
   maxConnectionAgeGraceMs?: number;
+  /** TLS (see grpcTls); with a CA, client certificates are required. */
+  tls?: { cert: Buffer; key: Buffer; ca?: Buffer };
 }
 
 /** Enough for several full-state pushes of a large config; a client far behind reconnects. */
@@ -152,16 +154,16 @@ function decodeRequest(type: protobuf.Type, bytes: Buffer, withNode: boolean): p
   }
 }
 
-const REAP_EVERY_MS = 10_000;
 /** How long the UNAVAILABLE statuses get to go out before a shutdown destroys the connections. */
 const STATUS_FLUSH_MS = 50;
 
 export interface GrpcTransport {
-  server: grpc.Server;
+  /** Listens on host:port (0: a free port); resolves the port. Serving threads share one with reusePort. */
+  listen(host: string, port: number, opts?: { reusePort?: boolean }): Promise<number>;
   /**
    * Ends every open stream with UNAVAILABLE at once (before the promise is returned): Envoy keeps its config and
-   * reconnects. Then, once the status frames have gone out, stops the server and its connections, injected ones
-   * included. xDS streams never end on their own, so a graceful tryShutdown would only wait.
+   * reconnects. Then, once the status frames have gone out, stops listening and closes the connections. xDS
+   * streams never end on their own, so a graceful shutdown would only wait.
    */
   close(reason: string): Promise<void>;
 }
@@ -173,157 +175,108 @@ export function sharedStreamSlots(threads: number): Int32Array {
 
 export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
   const maxUnread = opts.maxUnreadBytes ?? DEFAULT_MAX_UNREAD_BYTES;
-  const calls = new Set<grpc.ServerDuplexStream<Buffer, Buffer>>();
   const { slots, slot } = opts.streamCount ?? { slots: sharedStreamSlots(1), slot: 0 };
-  const admit = (call: grpc.ServerDuplexStream<Buffer, Buffer>): boolean => {
-    if (opts.maxStreams !== undefined) {
-      let open = 0;
-      for (let i = 0; i < slots.length; i++) open += Atomics.load(slots, i);
-      if (open >= opts.maxStreams) return false;
-      Atomics.add(slots, slot, 1);
-    }
-    calls.add(call);
+  /** Counts a stream against maxStreams; false when the limit is reached. */
+  const admit = (): boolean => {
+    if (opts.maxStreams === undefined) return true;
+    let open = 0;
+    for (let i = 0; i < slots.length; i++) open += Atomics.load(slots, i);
+    if (open >= opts.maxStreams) return false;
+    Atomics.add(slots, slot, 1);
     return true;
   };
-  const release = (call: grpc.ServerDuplexStream<Buffer, Buffer>): void => {
-    if (calls.delete(call) && opts.maxStreams !== undefined) Atomics.sub(slots, slot, 1);
+  const release = (): void => {
+    if (opts.maxStreams !== undefined) Atomics.sub(slots, slot, 1);
   };
-  const finishers = new Map<grpc.ServerDuplexStream<Buffer, Buffer>, () => void>();
-  // Backstop: a stream must be released however it ends, even if no event reaches us for it
-  // (reported for streams reset right after their first request): reap cancelled or destroyed calls.
-  const reaper = setInterval(() => {
-    for (const [call, finish] of finishers) if (call.cancelled || call.destroyed) finish();
-  }, REAP_EVERY_MS);
-  reaper.unref();
-  const server = new grpc.Server({
-    'grpc.max_receive_message_length': opts.maxReceiveBytes ?? 16 * 1024 * 1024,
-    'grpc.max_send_message_length': -1,
-    // Per-type xDS opens a stream per subscription on one connection.
-    'grpc.max_concurrent_streams': 100_000,
-    // Detect dead peers; Envoy is advised to ping every 30 s, which we must tolerate.
-    'grpc.keepalive_time_ms': 60_000,
-    'grpc.keepalive_timeout_ms': 20_000,
-    'grpc.keepalive_permit_without_calls': 1,
-    'grpc.http2.min_ping_interval_without_data_ms': 5_000,
-    // Rebalancing across replicas: after this age (±10% jitter, applied by grpc-js) a connection
-    // gets a GOAWAY, and its streams are ended after the grace period; proxies reconnect, spread
-    // over time, through whatever balances them (DNS, their xDS cluster's endpoints).
-    ...(opts.maxConnectionAgeMs
-      ? {
-          'grpc.max_connection_age_ms': opts.maxConnectionAgeMs,
-          'grpc.max_connection_age_grace_ms': opts.maxConnectionAgeGraceMs ?? 10_000,
-        }
-      : {}),
-  });
-  let warnedCopying = false;
   const debug = opts.log.isLevelEnabled('debug');
   const sotwType = requestType(DISCOVERY_REQUEST);
   const deltaType = requestType(DELTA_DISCOVERY_REQUEST);
 
-  for (const spec of SERVICES) {
-    const reqType = spec.delta ? deltaType : sotwType;
-    const definition: grpc.ServiceDefinition = {
-      [spec.method]: {
-        path: `/${spec.service}/${spec.method}`,
-        requestStream: true,
-        responseStream: true,
-        requestSerialize: (v: unknown) => Buffer.from(reqType.encode(v as protobuf.Message).finish()),
-        // Decoded by the stream (decodeRequest), which knows whether it still needs the node.
-        requestDeserialize: (b: Buffer) => b,
-        responseSerialize: (b: Buffer) => b,
-        responseDeserialize: (b: Buffer) => b,
-      },
-    };
-    server.addService(definition, {
-      [spec.method]: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-        if (!admit(call)) {
-          // Above its share, a replica sheds new streams: the proxy retries and lands on another.
-          call.emit('error', {
-            code: grpc.status.RESOURCE_EXHAUSTED,
-            details: `this fleetxds serves its maximum of ${opts.maxStreams} streams; connect to another replica`,
-          });
-          return;
-        }
-        const peer = call.getPeer();
-        // A child logger per stream costs its bindings' serialization at every (re)connect; made when one is logged.
-        let child: Logger | undefined;
-        const log = () => (child ??= opts.log.child({ transport: spec.transport, peer }));
-        const write = leanWriter(call);
-        if (!write && !warnedCopying) {
-          warnedCopying = true;
-          opts.log.warn('this grpc-js does not expose its HTTP/2 stream: responses are copied per stream (slower)');
-        }
-        let unread = 0;
-        const prefix = opts.identityPrefix;
-        const peerCert = prefix
-          ? (
-              call as unknown as { getAuthContext?: () => { sslPeerCertificate?: PeerCertificateLike } }
-            ).getAuthContext?.()?.sslPeerCertificate
-          : undefined;
-        const streamOpts = {
-          authorize: prefix ? (node: NodeIdentity) => checkNodeIdentity(node, peerCert, prefix) : undefined,
-          cache: opts.cache,
-          registry: opts.registry,
-          acks: opts.acks,
-          transport: spec.transport,
-          peer,
-          fixedKind: spec.kind,
-          secretsAllowed: opts.secretsAllowed ?? false,
-          onRefusal: (reason: string) => log().warn({ node: stream.streamStatus?.nodeId }, reason),
-          // A per-type client has no ADS: point references at the same services over its own xDS
-          // cluster, whose name Envoy sends as the :authority.
-          variant: spec.kind ? grpcVariant(xdsClusterName(call.getHost(), GRPC_XDS_CLUSTER), spec.delta) : undefined,
-          maxBehindMs: opts.maxBehindMs ?? DEFAULT_MAX_BEHIND_MS,
-          warmingHoldMs: opts.warmingHoldMs,
-          onStuck: (behindMs: number) => {
+  const serve =
+    (spec: ServiceSpec): MethodHandler =>
+    (call) => {
+      if (!admit()) {
+        // Above its share, a replica sheds new streams: the proxy retries and lands on another.
+        call.end(
+          Status.RESOURCE_EXHAUSTED,
+          `this fleetxds serves its maximum of ${opts.maxStreams} streams; connect to another replica`,
+        );
+        return undefined;
+      }
+      const reqType = spec.delta ? deltaType : sotwType;
+      const peer = call.peer;
+      // A child logger per stream costs its bindings' serialization at every (re)connect; made when one is logged.
+      let child: Logger | undefined;
+      const log = () => (child ??= opts.log.child({ transport: spec.transport, peer }));
+      let unread = 0;
+      let finished = false;
+      const prefix = opts.identityPrefix;
+      const peerCert = prefix ? call.peerCertificate() : undefined;
+      /** Ends the call with a status and lets the stream go (its close event may come later). */
+      const fail = (code: StatusCode, details: string) => {
+        call.end(code, details);
+        finish();
+      };
+      const streamOpts = {
+        authorize: prefix ? (node: NodeIdentity) => checkNodeIdentity(node, peerCert, prefix) : undefined,
+        cache: opts.cache,
+        registry: opts.registry,
+        acks: opts.acks,
+        transport: spec.transport,
+        peer,
+        fixedKind: spec.kind,
+        secretsAllowed: opts.secretsAllowed ?? false,
+        onRefusal: (reason: string) => log().warn({ node: stream.streamStatus?.nodeId }, reason),
+        // A per-type client has no ADS: point references at the same services over its own xDS
+        // cluster, whose name Envoy sends as the :authority.
+        variant: spec.kind ? grpcVariant(xdsClusterName(call.authority, GRPC_XDS_CLUSTER), spec.delta) : undefined,
+        maxBehindMs: opts.maxBehindMs ?? DEFAULT_MAX_BEHIND_MS,
+        warmingHoldMs: opts.warmingHoldMs,
+        onStuck: (behindMs: number) => {
+          log().warn(
+            { node: stream.streamStatus?.nodeId, behindMs },
+            'client has not read its responses for too long; ending the stream',
+          );
+          fail(
+            Status.RESOURCE_EXHAUSTED,
+            `responses unread for ${Math.round(behindMs / 1000)} s; reconnect to get the current state`,
+          );
+        },
+        send: (parts: readonly Buffer[], flushed: () => void) => {
+          if (!call.writable) return;
+          let length = 0;
+          for (const p of parts) length += p.length;
+          // A client that does not read must not make us buffer push after push without bound.
+          if (unread + length > maxUnread) {
             log().warn(
-              { node: stream.streamStatus?.nodeId, behindMs },
-              'client has not read its responses for too long; ending the stream',
+              { node: stream.streamStatus?.nodeId, unreadBytes: unread },
+              'client is not reading its responses; ending the stream',
             );
-            call.emit('error', {
-              code: grpc.status.RESOURCE_EXHAUSTED,
-              details: `responses unread for ${Math.round(behindMs / 1000)} s; reconnect to get the current state`,
-            });
-            finish();
-          },
-          send: (parts: readonly Buffer[], flushed: () => void) => {
-            if (!call.writable || call.destroyed) return;
-            let length = 0;
-            for (const p of parts) length += p.length;
-            // A client that does not read must not make us buffer push after push without bound.
-            // (The call is an object-mode stream: its writableLength counts messages, so count bytes here.)
-            if (unread + length > maxUnread) {
-              log().warn(
-                { node: stream.streamStatus?.nodeId, unreadBytes: unread },
-                'client is not reading its responses; ending the stream',
-              );
-              call.emit('error', {
-                code: grpc.status.RESOURCE_EXHAUSTED,
-                details: `more than ${maxUnread} bytes of responses unread; reconnect to get the current state`,
-              });
-              finish();
-              return;
-            }
-            unread += length;
-            const done = () => {
-              unread -= length;
-              flushed();
-            };
-            if (write) write(parts, length, done);
-            else call.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts), done);
-          },
-        };
-        const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
-        const finish = () => {
-          release(call);
-          finishers.delete(call);
-          const s = stream.streamStatus;
-          // Per-stream lines are debug: thousands of proxies reconnecting must not flood (or block on) the log.
-          if (s && debug) log().debug({ node: s.nodeId, group: s.group }, 'stream closed');
-          stream.close();
-        };
-        finishers.set(call, finish);
-        call.on('data', (bytes: Buffer) => {
+            fail(
+              Status.RESOURCE_EXHAUSTED,
+              `more than ${maxUnread} bytes of responses unread; reconnect to get the current state`,
+            );
+            return;
+          }
+          unread += length;
+          call.write(parts, length, () => {
+            unread -= length;
+            flushed();
+          });
+        },
+      };
+      const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
+      const finish = () => {
+        if (finished) return;
+        finished = true;
+        release();
+        const s = stream.streamStatus;
+        // Per-stream lines are debug: thousands of proxies reconnecting must not flood (or block on) the log.
+        if (s && debug) log().debug({ node: s.nodeId, group: s.group }, 'stream closed');
+        stream.close();
+      };
+      return {
+        message: (bytes) => {
           try {
             const opened = stream.streamStatus !== undefined;
             const msg = decodeRequest(reqType, bytes, !opened);
@@ -332,60 +285,46 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
             const s = stream.streamStatus as StreamStatus | undefined;
             if (debug && !opened && s) log().debug({ node: s.nodeId, group: s.group }, 'stream opened');
           } catch (err) {
-            const code = err instanceof FleetError ? grpc.status[err.grpcStatus] : grpc.status.INTERNAL;
             if (!(err instanceof FleetError)) log().error({ err }, 'stream failed');
             else log().warn({ reason: err.message }, 'protocol error; closing stream');
-            call.emit('error', { code, details: (err as Error).message });
-            finish();
+            fail(err instanceof FleetError ? Status[err.grpcStatus] : Status.INTERNAL, (err as Error).message);
           }
-        });
-        call.on('end', () => {
-          finish();
-          call.end();
-        });
-        call.on('error', finish);
-        call.on('cancelled', finish);
-        call.on('close', finish);
-      },
-    });
-  }
+        },
+        // The client is done: end with OK, as a gRPC server does when its handler ends the call.
+        halfClose: () => fail(Status.OK, ''),
+        closed: finish,
+      };
+    };
+
+  const server = createCallServer({
+    methods: new Map(SERVICES.map((spec) => [`/${spec.service}/${spec.method}`, serve(spec)])),
+    maxReceiveBytes: opts.maxReceiveBytes ?? 16 * 1024 * 1024,
+    // Per-type xDS opens a stream per subscription on one connection.
+    maxConcurrentStreams: 100_000,
+    // Detect dead peers. (Envoy is advised to ping every 30 s; Node answers pings without limit.)
+    keepaliveTimeMs: 60_000,
+    keepaliveTimeoutMs: 20_000,
+    // Rebalancing across replicas: after this age (±10% jitter) a connection gets a GOAWAY, and its
+    // streams are ended after the grace period; proxies reconnect, spread over time, through whatever
+    // balances them (DNS, their xDS cluster's endpoints).
+    maxConnectionAgeMs: opts.maxConnectionAgeMs,
+    maxConnectionAgeGraceMs: opts.maxConnectionAgeGraceMs ?? 10_000,
+    tls: opts.tls,
+  });
   return {
-    server,
-    async close(reason: string) {
-      clearInterval(reaper);
-      for (const call of [...calls]) {
-        release(call);
-        call.emit('error', { code: grpc.status.UNAVAILABLE, details: reason });
-      }
-      await new Promise((r) => setTimeout(r, STATUS_FLUSH_MS));
-      // Closes every listener (the injector's too) and destroys every session: grpc-js tracks sessions for this
-      // through channelz, which is on by default (an injector's own destroy() would close them again). Turning
-      // channelz off saved about 1% of a reconnect storm's CPU, within the spread of six runs: not worth it.
-      server.forceShutdown();
-    },
+    listen: (host, port, o) => server.listen(host, port, o),
+    close: (reason) => server.close(Status.UNAVAILABLE, reason, STATUS_FLUSH_MS),
   };
 }
 
-/** Server credentials: TLS when configured, with client certificates required when a CA is given. */
-export function grpcCredentials(
+/** The TLS settings read into what the server needs: client certificates are required when a CA is given. */
+export function grpcTls(
   tls: { certFile: string; keyFile: string; clientCaFile?: string } | undefined,
-): grpc.ServerCredentials {
-  if (!tls) return grpc.ServerCredentials.createInsecure();
-  const ca = tls.clientCaFile ? readFileSync(tls.clientCaFile) : null;
-  return grpc.ServerCredentials.createSsl(
-    ca,
-    [{ cert_chain: readFileSync(tls.certFile), private_key: readFileSync(tls.keyFile) }],
-    Boolean(ca),
-  );
-}
-
-/** Binds and resolves the actual port (0 picks a free one). */
-export function bindGrpc(
-  server: grpc.Server,
-  address: string,
-  credentials = grpc.ServerCredentials.createInsecure(),
-): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(address, credentials, (err, port) => (err ? reject(err) : resolve(port)));
-  });
+): GrpcServerOptions['tls'] {
+  if (!tls) return undefined;
+  return {
+    cert: readFileSync(tls.certFile),
+    key: readFileSync(tls.keyFile),
+    ca: tls.clientCaFile ? readFileSync(tls.clientCaFile) : undefined,
+  };
 }

@@ -2,12 +2,11 @@
  * A serving thread (see serving.ts): a gRPC server for the xDS services on the shared port, fed
  * the published configs by the main thread, its streams' reports relayed back.
  */
-import { createServer, type AddressInfo } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import pino from 'pino';
 import { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import { RelayedAcks, RelayRegistry } from './registry-relay.ts';
-import { createGrpcServer, grpcCredentials } from './server.ts';
+import { createGrpcServer, grpcTls } from './server.ts';
 import type { FromThread, ThreadSettings, ToThread } from './serving.ts';
 import { FeedReader } from './thread-feed.ts';
 
@@ -20,9 +19,7 @@ const cache = new SnapshotCache();
 const feed = new FeedReader();
 const relay = new RelayRegistry((events) => tell({ type: 'events', events }));
 const acks = new RelayedAcks(settings.serveLastAckedOnNack, relay, (kind, version) => feed.typeOf(kind, version));
-const grpc = createGrpcServer({ ...settings.server, cache, registry: relay, acks, log });
-const injector = grpc.server.createConnectionInjector(grpcCredentials(settings.tls));
-const listener = createServer((socket) => injector.injectConnection(socket));
+const grpc = createGrpcServer({ ...settings.server, cache, registry: relay, acks, log, tls: grpcTls(settings.tls) });
 
 port.on('message', (m: ToThread) => {
   switch (m.type) {
@@ -33,13 +30,12 @@ port.on('message', (m: ToThread) => {
       for (const e of m.events) acks.learn(e);
       break;
     case 'listen':
-      listener.once('error', (err) => tell({ type: 'failed', message: err.message }));
-      listener.listen({ host: settings.host, port: m.port, reusePort: true }, () =>
-        tell({ type: 'listening', port: (listener.address() as AddressInfo).port }),
+      grpc.listen(settings.host, m.port, { reusePort: true }).then(
+        (p) => tell({ type: 'listening', port: p }),
+        (err: Error) => tell({ type: 'failed', message: err.message }),
       );
       break;
     case 'end': {
-      listener.close();
       const closing = grpc.close(m.reason);
       relay.flush(); // the streams have ended: report them now
       void closing.then(() => tell({ type: 'ended' }));

@@ -21,7 +21,7 @@ import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from '../../status/node-registry.ts';
 import { GroupAckTracker } from '../group-ack-tracker.ts';
 import { RelayedStreams, type RelayedEvent } from './registry-relay.ts';
-import { bindGrpc, createGrpcServer, grpcCredentials, sharedStreamSlots, type GrpcServerOptions } from './server.ts';
+import { createGrpcServer, grpcTls, sharedStreamSlots, type GrpcServerOptions } from './server.ts';
 import { FeedWriter, type FeedMessage } from './thread-feed.ts';
 
 /** What a serving thread is started with (plain data: it is cloned into the thread). */
@@ -31,7 +31,7 @@ export interface ThreadSettings {
   tls?: TlsSettings;
   logLevel: string;
   serveLastAckedOnNack: boolean;
-  server: Omit<GrpcServerOptions, 'cache' | 'registry' | 'log' | 'acks'>;
+  server: Omit<GrpcServerOptions, 'cache' | 'registry' | 'log' | 'acks' | 'tls'>;
 }
 
 /** Main thread -> serving thread. */
@@ -85,8 +85,10 @@ async function serveInProcess(o: ServeGrpcOptions): Promise<GrpcServing> {
     registry: o.registry,
     acks: new GroupAckTracker(o.serveLastAckedOnNack),
     log: o.log,
+    tls: grpcTls(o.tls),
   });
-  const port = await bindGrpc(grpc.server, o.listen, grpcCredentials(o.tls));
+  const { host, port: wanted } = splitListen(o.listen);
+  const port = await grpc.listen(host, wanted);
   return {
     port,
     threads: 1,

@@ -1,0 +1,369 @@
+/**
+ * gRPC's server side over node:http2, for the streaming xDS methods: connections (keepalive
+ * pings, a maximum age ended by GOAWAY), calls (length-prefixed messages in, responses and a
+ * status out) and the protocol's errors, as the gRPC HTTP/2 spec (grpc/doc/PROTOCOL-HTTP2.md)
+ * and grpc-js's server give them.
+ *
+ * Why not @grpc/grpc-js's server, which fleetxds used until it was measured (README, "Side by
+ * side"): per message it passes object-mode Node streams, an interceptor chain and a queue that
+ * pauses the HTTP/2 stream for every request, and per call it builds Metadata, channelz records
+ * and closures; at 5,000 streams that was a third of a reconnect storm's CPU beside the floor of
+ * bare node:http2. Responses here are the caller's shared bytes written in one corked batch, and
+ * a request is a view of the frame it came in.
+ *
+ * What grpc-js did and this keeps (each with a test in test/transports/call-server.test.ts):
+ * content-type check (415), UNIMPLEMENTED for unknown methods, trailers-only responses for a
+ * status before any message, grpc-message percent-encoded, the receive limit (RESOURCE_EXHAUSTED),
+ * gzip and deflate requests, grpc-timeout (DEADLINE_EXCEEDED), keepalive pings and their timeout,
+ * the maximum connection age with ±10% jitter and a grace period, TLS with client certificates,
+ * HTTP/2 flow control (Node's), and a cancelled call noticed however its stream ends.
+ */
+import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import { TLSSocket, type PeerCertificate } from 'node:tls';
+import { gunzipSync, inflateSync } from 'node:zlib';
+import { MessageReader, MessageTooLarge } from './message-reader.ts';
+import { Status, type StatusCode } from './status.ts';
+
+/** What a method's handler hears of its call. */
+export interface CallListener {
+  /** One request message, decompressed: a view of the frame when it came in one. */
+  message(payload: Buffer): void;
+  /** The client half-closed its side: it sends no more. */
+  halfClose(): void;
+  /** The call is over, however it ended (status sent, cancelled, connection lost). Called once. */
+  closed(): void;
+}
+
+/** A method: given a new call, returns what listens to it (or ends the call and returns nothing). */
+export type MethodHandler = (call: ServerCall) => CallListener | undefined;
+
+export interface CallServerOptions {
+  /** Path (`/package.Service/Method`) -> handler. */
+  methods: ReadonlyMap<string, MethodHandler>;
+  /** Largest request message accepted (after decompression). */
+  maxReceiveBytes: number;
+  /** Ping every connection this often, and drop it when a ping is not answered within the timeout. */
+  keepaliveTimeMs: number;
+  keepaliveTimeoutMs: number;
+  /** Connections older than this (±10%) get a GOAWAY; what is still open is ended after the grace. */
+  maxConnectionAgeMs?: number;
+  maxConnectionAgeGraceMs?: number;
+  /** Streams a client may open on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxConcurrentStreams: number;
+  /** TLS; with `ca`, client certificates are required and checked against it. */
+  tls?: { cert: Buffer; key: Buffer; ca?: Buffer };
+}
+
+const RESPONSE_CONTENT_TYPE = 'application/grpc+proto';
+const ACCEPT_ENCODING = 'identity,deflate,gzip';
+const DEADLINE = /^(\d{1,8})\s*([HMSmun])$/;
+const DEADLINE_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000_001 };
+/** Sent with the GOAWAY of a connection past its maximum age, as grpc-js does. */
+const MAX_AGE_DEBUG = Buffer.from('max_age');
+const noop = () => {};
+
+/** One gRPC call on its HTTP/2 stream. */
+export class ServerCall {
+  private headersSent = false;
+  private statusSent = false;
+  private listener: CallListener | undefined;
+  private deadline: NodeJS.Timeout | undefined;
+  private readonly reader: MessageReader;
+  private readonly encoding: string;
+  /** The `:authority` the client sent (Envoy: the name of its xDS cluster). */
+  readonly authority: string;
+
+  constructor(
+    private readonly stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    maxReceiveBytes: number,
+  ) {
+    this.reader = new MessageReader(maxReceiveBytes);
+    const encoding = headers['grpc-encoding'];
+    this.encoding = typeof encoding === 'string' ? encoding : 'identity';
+    this.authority = headers[':authority'] ?? headers.host ?? '';
+  }
+
+  /** `address:port` of the client, as grpc-js's getPeer() gave it. */
+  get peer(): string {
+    const s = this.stream.session?.socket;
+    if (!s?.remoteAddress) return 'unknown';
+    return s.remotePort ? `${s.remoteAddress}:${s.remotePort}` : s.remoteAddress;
+  }
+
+  /** The client certificate of a TLS connection that was verified against the CA, else undefined. */
+  peerCertificate(): PeerCertificate | undefined {
+    const s = this.stream.session?.socket;
+    if (!(s instanceof TLSSocket) || !s.authorized) return undefined;
+    const cert = s.getPeerCertificate();
+    return cert.raw ? cert : undefined;
+  }
+
+  /** Whether a message written now can still reach the client. */
+  get writable(): boolean {
+    return !this.statusSent && !this.stream.destroyed && this.stream.writable;
+  }
+
+  /**
+   * Writes one response message made of `parts` (`length` bytes in all) without copying them: the
+   * prefix and the parts go to the HTTP/2 stream in one corked batch (one writev; nghttp2 reads the
+   * shared buffers in place). `done` once the message was handed to the connection.
+   */
+  write(parts: readonly Buffer[], length: number, done: () => void): void {
+    const s = this.stream;
+    if (!this.writable) return;
+    if (!this.headersSent) {
+      this.headersSent = true;
+      s.respond(
+        { ':status': 200, 'content-type': RESPONSE_CONTENT_TYPE, 'grpc-accept-encoding': ACCEPT_ENCODING },
+        { waitForTrailers: true },
+      );
+    }
+    const prefix = Buffer.allocUnsafe(5);
+    prefix[0] = 0; // not compressed
+    prefix.writeUInt32BE(length, 1);
+    s.cork();
+    s.write(prefix);
+    for (let i = 0; i < parts.length - 1; i++) s.write(parts[i]);
+    s.write(parts[parts.length - 1] ?? Buffer.alloc(0), (err) => {
+      if (!err) done(); // a failed write ends the stream; its close ends the call
+    });
+    s.uncork();
+  }
+
+  /**
+   * Ends the call with a status: in trailers after the responses written, or alone (a
+   * trailers-only response) when none was. Later calls do nothing.
+   */
+  end(code: StatusCode, details = ''): void {
+    if (this.statusSent) return;
+    this.statusSent = true;
+    clearTimeout(this.deadline);
+    const s = this.stream;
+    if (s.destroyed || s.closed) return;
+    const status = { 'grpc-status': String(code), 'grpc-message': encodeURI(details) };
+    if (this.headersSent) {
+      s.once('wantTrailers', () => s.sendTrailers(status));
+      s.end();
+    } else {
+      s.respond(
+        { ':status': 200, 'content-type': RESPONSE_CONTENT_TYPE, 'grpc-accept-encoding': ACCEPT_ENCODING, ...status },
+        { endStream: true },
+      );
+    }
+  }
+
+  /** Starts delivering the stream's events to the method's listener; `ended` runs before its closed(). */
+  start(listener: CallListener, timeout: string | undefined, ended: () => void): void {
+    this.listener = listener;
+    const s = this.stream;
+    if (timeout !== undefined) this.startDeadline(timeout);
+    s.on('data', (chunk: Buffer) => this.data(chunk));
+    s.on('end', () => {
+      if (!this.statusSent) this.listener?.halfClose();
+    });
+    s.once('close', () => {
+      this.statusSent = true;
+      clearTimeout(this.deadline);
+      const l = this.listener;
+      this.listener = undefined;
+      ended();
+      l?.closed();
+    });
+  }
+
+  private data(chunk: Buffer): void {
+    if (this.statusSent) return;
+    let messages;
+    try {
+      messages = this.reader.push(chunk);
+    } catch (err) {
+      if (!(err instanceof MessageTooLarge)) throw err;
+      return this.end(Status.RESOURCE_EXHAUSTED, err.message);
+    }
+    for (const m of messages) {
+      if (this.statusSent) return;
+      const payload = m.compressed ? this.decompress(m.payload) : m.payload;
+      if (payload) this.listener?.message(payload);
+    }
+  }
+
+  /** A compressed request, inflated up to the receive limit; undefined once the call was ended for it. */
+  private decompress(bytes: Buffer): Buffer | undefined {
+    const inflate = this.encoding === 'gzip' ? gunzipSync : this.encoding === 'deflate' ? inflateSync : undefined;
+    if (!inflate) {
+      const why =
+        this.encoding === 'identity'
+          ? 'Received a compressed message without a grpc-encoding'
+          : `Received message compressed with unsupported encoding "${this.encoding}"`;
+      this.end(this.encoding === 'identity' ? Status.INTERNAL : Status.UNIMPLEMENTED, why);
+      return undefined;
+    }
+    const max = this.reader.maxBytes;
+    try {
+      return inflate(bytes, { maxOutputLength: max + 1 }).subarray(0, max + 1);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+        this.end(Status.RESOURCE_EXHAUSTED, `Received message that decompresses to a size larger than ${max}`);
+      else this.end(Status.INTERNAL, 'Failed to decompress message');
+      return undefined;
+    }
+  }
+
+  private startDeadline(header: string): void {
+    const m = DEADLINE.exec(header);
+    if (!m) {
+      process.nextTick(() => this.end(Status.INTERNAL, `Invalid grpc-timeout value "${header}"`));
+      return;
+    }
+    const ms = Math.ceil(Number(m[1]) * DEADLINE_UNIT_MS[m[2]!]!);
+    this.deadline = setTimeout(() => this.end(Status.DEADLINE_EXCEEDED, 'Deadline exceeded'), ms);
+    this.deadline.unref();
+  }
+}
+
+export interface CallServer {
+  /** Listens on host:port (port 0: a free one; `localhost`: its IPv4 and IPv6 addresses); resolves the port. */
+  listen(host: string, port: number, opts?: { reusePort?: boolean }): Promise<number>;
+  /** Open calls. */
+  readonly calls: ReadonlySet<ServerCall>;
+  /**
+   * Ends every open call with `code`, gives the statuses `flushMs` to go out, then stops listening
+   * and destroys every connection.
+   */
+  close(code: StatusCode, details: string, flushMs: number): Promise<void>;
+}
+
+export function createCallServer(o: CallServerOptions): CallServer {
+  const settings = { maxConcurrentStreams: o.maxConcurrentStreams };
+  // Node ends a session that buffers more than maxSessionMemory (10 MB by default) with
+  // ENHANCE_YOUR_CALM, which a push of a large config to the streams of one connection can pass;
+  // the unread bytes of each call are bounded by the caller instead (as grpc-js disables it too).
+  const common = { settings, maxSessionMemory: Number.MAX_SAFE_INTEGER, maxSendHeaderBlockLength: 1 << 20 };
+  const h2 = o.tls
+    ? http2.createSecureServer({
+        ...common,
+        cert: o.tls.cert,
+        key: o.tls.key,
+        ...(o.tls.ca ? { ca: o.tls.ca, requestCert: true, rejectUnauthorized: true } : {}),
+      })
+    : http2.createServer(common);
+  h2.setTimeout(0);
+  const sessions = new Set<Http2Session>();
+  const calls = new Set<ServerCall>();
+  const listeners: NetServer[] = [];
+
+  h2.on('session', (session) => {
+    sessions.add(session);
+    const stopTimers = watchConnection(session, o);
+    session.once('close', () => {
+      sessions.delete(session);
+      stopTimers();
+    });
+  });
+  // Errors of a session, a TLS handshake or a stream end that session or stream; its close event
+  // does the rest. Without listeners they would be thrown.
+  h2.on('sessionError', noop);
+  if (o.tls) {
+    h2.on('tlsClientError', noop);
+    h2.on('secureConnection', (socket: Socket) => socket.on('error', noop));
+  }
+
+  h2.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+    stream.on('error', noop);
+    const contentType = headers['content-type'];
+    if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+      stream.respond({ ':status': 415 }, { endStream: true });
+      return;
+    }
+    const path = headers[':path'] ?? '';
+    const call = new ServerCall(stream, headers, o.maxReceiveBytes);
+    const handler = o.methods.get(path);
+    if (!handler) return call.end(Status.UNIMPLEMENTED, `The server does not implement the method ${path}`);
+    const listener = handler(call);
+    if (!listener) return;
+    calls.add(call);
+    const timeout = headers['grpc-timeout'];
+    call.start(listener, typeof timeout === 'string' ? timeout : undefined, () => calls.delete(call));
+  });
+
+  return {
+    calls,
+    async listen(host, port, opts = {}) {
+      const hosts = host === 'localhost' ? ['127.0.0.1', '::1'] : [host];
+      for (const [i, h] of hosts.entries()) {
+        const net = createNetServer((socket) => h2.emit('connection', socket));
+        try {
+          port = await new Promise<number>((resolve, reject) => {
+            net.once('error', reject);
+            net.listen({ host: h, port, reusePort: opts.reusePort }, () =>
+              resolve((net.address() as AddressInfo).port),
+            );
+          });
+        } catch (err) {
+          // localhost without IPv6: its IPv4 address is enough.
+          if (i > 0 && (err as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') continue;
+          for (const l of listeners) l.close();
+          throw err;
+        }
+        listeners.push(net);
+      }
+      return port;
+    },
+    async close(code, details, flushMs) {
+      for (const l of listeners) l.close();
+      for (const call of [...calls]) call.end(code, details);
+      await new Promise((r) => setTimeout(r, flushMs));
+      for (const s of sessions) s.destroy();
+    },
+  };
+}
+
+/** Keepalive pings and the maximum age of one connection; returns what stops their timers. */
+function watchConnection(session: Http2Session, o: CallServerOptions): () => void {
+  let keepalive: NodeJS.Timeout | undefined;
+  let age: NodeJS.Timeout | undefined;
+  let grace: NodeJS.Timeout | undefined;
+  const schedulePing = () => {
+    if (o.keepaliveTimeMs <= 0 || session.destroyed) return;
+    keepalive = setTimeout(ping, o.keepaliveTimeMs).unref();
+  };
+  const ping = () => {
+    if (session.destroyed) return;
+    const timeout = setTimeout(() => session.destroy(), o.keepaliveTimeoutMs).unref();
+    let sent = false;
+    try {
+      sent = session.ping((err) => {
+        clearTimeout(timeout);
+        if (err) session.destroy();
+        else schedulePing();
+      });
+    } catch {
+      // a closing session refuses pings
+    }
+    if (!sent) {
+      clearTimeout(timeout);
+      session.destroy();
+    } else keepalive = timeout;
+  };
+  schedulePing();
+  if (o.maxConnectionAgeMs) {
+    const jitter = (Math.random() * 2 - 1) * (o.maxConnectionAgeMs / 10);
+    age = setTimeout(() => {
+      try {
+        session.goaway(http2.constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1, MAX_AGE_DEBUG);
+        session.close();
+      } catch {
+        session.destroy();
+        return;
+      }
+      grace = setTimeout(() => session.destroy(), o.maxConnectionAgeGraceMs ?? 10_000).unref();
+    }, o.maxConnectionAgeMs + jitter).unref();
+  }
+  return () => {
+    clearTimeout(keepalive);
+    clearTimeout(age);
+    clearTimeout(grace);
+  };
+}

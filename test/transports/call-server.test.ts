@@ -1,0 +1,339 @@
+/**
+ * The gRPC server of the xDS methods (src/transports/grpc/call-server.ts) on real sockets, against
+ * grpc-js's client (an implementation nobody here wrote) and, for what a library would not send,
+ * raw HTTP/2: what grpc-js's server did, it does. Messages of shared parts arrive whole and in
+ * order through flow control; statuses come in trailers or alone, percent-encoded; the protocol's
+ * errors (content type, unknown method, receive limit, compression, deadline) get their statuses;
+ * keepalive drops a peer that does not answer pings; a shutdown ends open calls with its status.
+ */
+import * as grpc from '@grpc/grpc-js';
+import http2 from 'node:http2';
+import { connect, type Socket } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import {
+  createCallServer,
+  type CallListener,
+  type CallServerOptions,
+  type MethodHandler,
+  type ServerCall,
+} from '../../src/transports/grpc/call-server.ts';
+import { Status, type StatusCode } from '../../src/transports/grpc/status.ts';
+import { waitFor } from '../helpers/process.ts';
+
+const identity = (b: Buffer) => b;
+const method = (path: string) => ({
+  path,
+  requestStream: true,
+  responseStream: true,
+  requestSerialize: identity,
+  requestDeserialize: identity,
+  responseSerialize: identity,
+  responseDeserialize: identity,
+});
+const ECHO = '/test.Echo/Stream';
+
+/** Echoes each request; "status:N:details" ends the call with that status; half-close ends it OK. */
+const echo: MethodHandler = (call) => ({
+  message(payload) {
+    const text = payload.toString();
+    const m = /^status:(\d+):(.*)$/s.exec(text);
+    if (m) return call.end(Number(m[1]) as StatusCode, m[2]);
+    call.write([Buffer.from('echo:'), payload], payload.length + 5, () => {});
+  },
+  halfClose: () => call.end(Status.OK),
+  closed: () => {},
+});
+
+async function serve(methods: [string, MethodHandler][], o: Partial<CallServerOptions> = {}) {
+  const server = createCallServer({
+    methods: new Map(methods),
+    maxReceiveBytes: 1024,
+    keepaliveTimeMs: 60_000,
+    keepaliveTimeoutMs: 20_000,
+    maxConcurrentStreams: 100,
+    ...o,
+  });
+  const port = await server.listen('127.0.0.1', 0);
+  return { server, port, close: () => server.close(Status.UNAVAILABLE, 'test over', 10) };
+}
+
+type DuplexClient = grpc.Client & {
+  Stream: (md?: grpc.Metadata, o?: grpc.CallOptions) => grpc.ClientDuplexStream<Buffer, Buffer>;
+};
+function grpcClient(port: number, path = ECHO): DuplexClient {
+  const Client = grpc.makeGenericClientConstructor({ Stream: method(path) } as never, 'Test');
+  return new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as DuplexClient;
+}
+
+/** Runs one call: writes `requests`, half-closes unless told not to; resolves its messages and status. */
+async function exchange(client: DuplexClient, requests: Buffer[], o: { halfClose?: boolean; deadline?: number } = {}) {
+  const call = client.Stream(new grpc.Metadata(), o.deadline ? { deadline: Date.now() + o.deadline } : {});
+  const got: Buffer[] = [];
+  const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+  call.on('data', (b: Buffer) => got.push(b));
+  call.on('error', () => {});
+  for (const r of requests) call.write(r);
+  if (o.halfClose !== false) call.end();
+  return { got, status: await status };
+}
+
+/** A raw HTTP/2 call: returns the response headers, body and trailers once the stream closes. */
+function rawCall(port: number, headers: http2.OutgoingHttpHeaders, body: Buffer) {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => {});
+  const req = session.request({ ':method': 'POST', te: 'trailers', ...headers });
+  req.on('error', () => {});
+  const out = {
+    headers: {} as http2.IncomingHttpHeaders,
+    trailers: {} as http2.IncomingHttpHeaders,
+    body: [] as Buffer[],
+  };
+  req.on('response', (h) => (out.headers = h));
+  req.on('trailers', (t) => (out.trailers = t));
+  req.on('data', (b: Buffer) => out.body.push(b));
+  req.end(body);
+  return new Promise<typeof out>((resolve) =>
+    req.on('close', () => {
+      session.close();
+      resolve(out);
+    }),
+  );
+}
+
+const framed = (payload: Buffer, compressed = false) => {
+  const head = Buffer.alloc(5);
+  head[0] = compressed ? 1 : 0;
+  head.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([head, payload]);
+};
+
+test('messages of shared parts arrive whole and in order, through flow control; each write reports', async () => {
+  const shared = Buffer.alloc(1 << 20, 7); // 1 MiB: many flow-control windows
+  const done: number[] = [];
+  const s = await serve([
+    [
+      ECHO,
+      (call) => ({
+        message() {
+          call.write([Buffer.from('first')], 5, () => done.push(1));
+          call.write([shared, Buffer.from('|tail')], shared.length + 5, () => done.push(2));
+          call.write([Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], 3, () => {
+            done.push(3);
+            call.end(Status.OK);
+          });
+        },
+        halfClose: () => {},
+        closed: () => {},
+      }),
+    ],
+  ]);
+  const client = grpcClient(s.port);
+  try {
+    const { got, status } = await exchange(client, [Buffer.from('go')], { halfClose: false });
+    assert.is(status.code, grpc.status.OK, status.details);
+    assert.is(got.length, 3);
+    assert.is(got[0]!.toString(), 'first');
+    assert.ok(got[1]!.subarray(0, shared.length).equals(shared), 'the shared part, byte for byte');
+    assert.is(got[1]!.subarray(shared.length).toString(), '|tail');
+    assert.is(got[2]!.toString(), 'abc');
+    assert.equal(done, [1, 2, 3]);
+  } finally {
+    client.close();
+    await s.close();
+  }
+});
+
+test('requests reach the method in order; the client half-closing ends the call OK', async () => {
+  const s = await serve([[ECHO, echo]]);
+  const client = grpcClient(s.port);
+  try {
+    const { got, status } = await exchange(
+      client,
+      ['one', 'two', 'three'].map((x) => Buffer.from(x)),
+    );
+    assert.is(status.code, grpc.status.OK);
+    assert.equal(
+      got.map((b) => b.toString()),
+      ['echo:one', 'echo:two', 'echo:three'],
+    );
+  } finally {
+    client.close();
+    await s.close();
+  }
+});
+
+test('a status after messages comes in trailers, one before any alone; details survive percent-encoding', async () => {
+  const s = await serve([[ECHO, echo]]);
+  const client = grpcClient(s.port);
+  const details = 'bad node "édge-1": 100% wrong\tand more';
+  try {
+    const after = await exchange(client, [Buffer.from('hi'), Buffer.from(`status:9:${details}`)], { halfClose: false });
+    assert.equal(
+      after.got.map((b) => b.toString()),
+      ['echo:hi'],
+    );
+    assert.is(after.status.code, grpc.status.FAILED_PRECONDITION);
+    assert.is(after.status.details, details);
+
+    const alone = await rawCall(
+      s.port,
+      { ':path': ECHO, 'content-type': 'application/grpc' },
+      framed(Buffer.from('status:7:no')),
+    );
+    assert.is(alone.headers['grpc-status'], '7', 'trailers-only: the status is in the response headers');
+    assert.is(alone.headers['content-type'], 'application/grpc+proto');
+    assert.is(alone.body.length, 0);
+  } finally {
+    client.close();
+    await s.close();
+  }
+});
+
+test('protocol errors: content type (415), unknown method (UNIMPLEMENTED), message over the limit', async () => {
+  const s = await serve([[ECHO, echo]]);
+  const client = grpcClient(s.port, '/test.Echo/Nope');
+  const echoClient = grpcClient(s.port);
+  try {
+    const json = await rawCall(s.port, { ':path': ECHO, 'content-type': 'application/json' }, Buffer.from('{}'));
+    assert.is(json.headers[':status'], 415);
+
+    const unknown = await exchange(client, [Buffer.from('x')]);
+    assert.is(unknown.status.code, grpc.status.UNIMPLEMENTED);
+    assert.match(unknown.status.details, '/test.Echo/Nope');
+
+    const big = await exchange(echoClient, [Buffer.from('ok'), Buffer.alloc(1025, 1)], { halfClose: false });
+    assert.is(big.status.code, grpc.status.RESOURCE_EXHAUSTED);
+    assert.match(big.status.details, 'larger than max (1025 vs. 1024)');
+    const limit = await exchange(echoClient, [Buffer.alloc(1024, 1)]);
+    assert.is(limit.status.code, grpc.status.OK, 'a message of exactly the limit passes');
+    assert.is(limit.got[0]!.length, 1029);
+  } finally {
+    client.close();
+    echoClient.close();
+    await s.close();
+  }
+});
+
+test('compressed requests: gzip and deflate are inflated; past the limit, unknown or undeclared, refused', async () => {
+  const s = await serve([[ECHO, echo]]);
+  const call = (encoding: string | undefined, body: Buffer) =>
+    rawCall(
+      s.port,
+      { ':path': ECHO, 'content-type': 'application/grpc', ...(encoding ? { 'grpc-encoding': encoding } : {}) },
+      body,
+    );
+  const text = (r: Awaited<ReturnType<typeof call>>) => Buffer.concat(r.body).subarray(5).toString();
+  const status = (r: Awaited<ReturnType<typeof call>>) => r.trailers['grpc-status'] ?? r.headers['grpc-status'];
+  try {
+    const gz = await call('gzip', framed(gzipSync('zipped'), true));
+    assert.is(text(gz), 'echo:zipped');
+    assert.is(status(gz), '0');
+    const { deflateSync } = await import('node:zlib');
+    assert.is(text(await call('deflate', framed(deflateSync('deflated'), true))), 'echo:deflated');
+    assert.is(text(await call('gzip', framed(Buffer.from('plain')))), 'echo:plain', 'flag 0 is not inflated');
+
+    const bomb = await call('gzip', framed(gzipSync(Buffer.alloc(4096)), true));
+    assert.is(status(bomb), String(Status.RESOURCE_EXHAUSTED));
+    assert.match(decodeURI(String(bomb.headers['grpc-message'])), 'decompresses to a size larger than 1024');
+    assert.is(status(await call('br', framed(Buffer.from('x'), true))), String(Status.UNIMPLEMENTED));
+    assert.is(status(await call(undefined, framed(Buffer.from('x'), true))), String(Status.INTERNAL));
+    assert.is(status(await call('gzip', framed(Buffer.from('not gzip'), true))), String(Status.INTERNAL));
+  } finally {
+    await s.close();
+  }
+});
+
+test('grpc-timeout: a call past its deadline ends DEADLINE_EXCEEDED; a malformed one INTERNAL', async () => {
+  const s = await serve([[ECHO, echo]]);
+  const client = grpcClient(s.port);
+  try {
+    const started = Date.now();
+    const late = await exchange(client, [Buffer.from('hi')], { halfClose: false, deadline: 200 });
+    assert.is(late.status.code, grpc.status.DEADLINE_EXCEEDED);
+    assert.ok(Date.now() - started >= 150, 'not before its deadline');
+    const bad = await rawCall(
+      s.port,
+      { ':path': ECHO, 'content-type': 'application/grpc', 'grpc-timeout': '5 fortnights' },
+      Buffer.alloc(0),
+    );
+    assert.is(bad.headers['grpc-status'] ?? bad.trailers['grpc-status'], String(Status.INTERNAL));
+  } finally {
+    client.close();
+    await s.close();
+  }
+});
+
+/** HTTP/2 frames read off a raw socket: [type, flags] of each. */
+function rawHttp2(port: number): { socket: Socket; frames: [number, number][]; closed: Promise<void> } {
+  const socket = connect(port, '127.0.0.1');
+  const frames: [number, number][] = [];
+  let buf = Buffer.alloc(0);
+  socket.on('data', (d: Buffer) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 9 && buf.length >= 9 + buf.readUIntBE(0, 3)) {
+      frames.push([buf[3]!, buf[4]!]);
+      buf = buf.subarray(9 + buf.readUIntBE(0, 3));
+    }
+  });
+  socket.on('error', () => {});
+  // The client preface and an empty SETTINGS frame; then nothing, not even a ping's answer.
+  socket.write(
+    Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]),
+  );
+  return { socket, frames, closed: new Promise((r) => socket.on('close', () => r())) };
+}
+
+test('keepalive: pings every connection; drops one that does not answer, keeps one that does', async () => {
+  const s = await serve([[ECHO, echo]], { keepaliveTimeMs: 100, keepaliveTimeoutMs: 200 });
+  const PING = 6;
+  const silent = rawHttp2(s.port);
+  const answering = http2.connect(`http://127.0.0.1:${s.port}`);
+  answering.on('error', () => {});
+  let pings = 0;
+  answering.on('ping', () => pings++);
+  try {
+    await Promise.race([silent.closed, new Promise((_, no) => setTimeout(() => no(new Error('not dropped')), 3000))]);
+    assert.ok(
+      silent.frames.some(([type, flags]) => type === PING && flags === 0),
+      'the server pinged the silent peer before dropping it',
+    );
+    await waitFor('the answering client pinged twice', () => pings >= 2, 3000);
+    assert.not.ok(answering.closed || answering.destroyed, 'a peer that answers stays connected');
+  } finally {
+    answering.destroy();
+    silent.socket.destroy();
+    await s.close();
+  }
+});
+
+test('shutdown: open calls end with its status and details; each call is closed once', async () => {
+  let closedCalls = 0;
+  const calls: ServerCall[] = [];
+  const counting: MethodHandler = (call) => {
+    calls.push(call);
+    const l = echo(call) as CallListener;
+    return { ...l, closed: () => closedCalls++ };
+  };
+  const s = await serve([[ECHO, counting]]);
+  const client = grpcClient(s.port);
+  try {
+    const pending = [1, 2, 3].map(() => exchange(client, [Buffer.from('hold')], { halfClose: false }));
+    await waitFor('three calls open', () => s.server.calls.size === 3, 3000);
+    await s.server.close(Status.UNAVAILABLE, 'fleetxds is stopping', 50);
+    for (const { status } of await Promise.all(pending)) {
+      assert.is(status.code, grpc.status.UNAVAILABLE);
+      assert.is(status.details, 'fleetxds is stopping');
+    }
+    await waitFor('every call closed', () => closedCalls === 3, 3000);
+    assert.is(s.server.calls.size, 0);
+    calls[0]!.end(Status.INTERNAL, 'again'); // ending an ended call does nothing
+    await new Promise((r) => setTimeout(r, 50));
+    assert.is(closedCalls, 3);
+  } finally {
+    client.close();
+  }
+});
+
+test.run();
