@@ -8,7 +8,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import http2 from 'node:http2';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -237,6 +237,12 @@ test('compressed requests: gzip and deflate are inflated; past the limit, unknow
     const bomb = await call('gzip', framed(gzipSync(Buffer.alloc(4096)), true));
     assert.is(status(bomb), String(Status.RESOURCE_EXHAUSTED));
     assert.match(decodeURI(String(bomb.headers['grpc-message'])), 'decompresses to a size larger than 1024');
+    const atLimit = await call('gzip', framed(gzipSync(Buffer.alloc(1024, 1)), true));
+    assert.is(Buffer.concat(atLimit.body).length, 5 + 5 + 1024, 'inflating to exactly the limit passes');
+    assert.is(
+      status(await call('gzip', framed(gzipSync(Buffer.alloc(1025, 1)), true))),
+      String(Status.RESOURCE_EXHAUSTED),
+    );
     assert.is(status(await call('br', framed(Buffer.from('x'), true))), String(Status.UNIMPLEMENTED));
     assert.is(status(await call(undefined, framed(Buffer.from('x'), true))), String(Status.INTERNAL));
     assert.is(status(await call('gzip', framed(Buffer.from('not gzip'), true))), String(Status.INTERNAL));
@@ -305,6 +311,72 @@ test('keepalive: pings every connection; drops one that does not answer, keeps o
     answering.destroy();
     silent.socket.destroy();
     await s.close();
+  }
+});
+
+test('hostile input: HTTP/1.1, garbage after the preface, a call reset with an error lose only themselves', async () => {
+  const s = await serve([[ECHO, echo]]);
+  const client = grpcClient(s.port);
+  const dropped = (bytes: Buffer) =>
+    new Promise<void>((resolve, reject) => {
+      const socket = connect(s.port, '127.0.0.1', () => socket.write(bytes));
+      socket.on('data', () => {});
+      socket.on('error', () => {});
+      socket.on('close', () => resolve());
+      setTimeout(() => reject(new Error('connection kept open')), 3000);
+    });
+  try {
+    await dropped(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+    const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+    await dropped(Buffer.concat([preface, Buffer.alloc(64, 0xff)]));
+    // A call the client resets with an error code (not CANCEL): Node reports it as the stream's error.
+    const session = http2.connect(`http://127.0.0.1:${s.port}`);
+    session.on('error', () => {});
+    const req = session.request({ ':method': 'POST', ':path': ECHO, 'content-type': 'application/grpc' });
+    req.on('error', () => {});
+    req.write(framed(Buffer.from('then reset')));
+    await new Promise((r) => req.once('data', r));
+    req.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    await new Promise((r) => setTimeout(r, 100));
+    session.close();
+    const { got, status } = await exchange(client, [Buffer.from('still here')]);
+    assert.is(status.code, grpc.status.OK);
+    assert.is(got[0]!.toString(), 'echo:still here');
+  } finally {
+    client.close();
+    await s.close();
+  }
+});
+
+test('listening on localhost takes its IPv4 address, and its IPv6 one where the machine has it', async () => {
+  const server = createCallServer({
+    methods: new Map([[ECHO, echo]]),
+    maxReceiveBytes: 1024,
+    keepaliveTimeMs: 60_000,
+    keepaliveTimeoutMs: 20_000,
+    maxConcurrentStreams: 100,
+  });
+  const port = await server.listen('localhost', 0);
+  const call = async (host: string) => {
+    const Client = grpc.makeGenericClientConstructor({ Stream: method(ECHO) } as never, 'Test');
+    const c = new Client(`${host}:${port}`, grpc.credentials.createInsecure()) as unknown as DuplexClient;
+    try {
+      return (await exchange(c, [Buffer.from('x')])).status.code;
+    } finally {
+      c.close();
+    }
+  };
+  try {
+    assert.is(await call('127.0.0.1'), grpc.status.OK);
+    // Whether this machine has IPv6 loopback at all, asked of the system, not of the server under test.
+    const ipv6 = await new Promise<boolean>((resolve) => {
+      const probe = createNetServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(0, '::1', () => probe.close(() => resolve(true)));
+    });
+    if (ipv6) assert.is(await call('[::1]'), grpc.status.OK);
+  } finally {
+    await server.close(Status.UNAVAILABLE, 'test over', 10);
   }
 });
 

@@ -200,9 +200,11 @@ export class ServerCall {
       this.end(this.encoding === 'identity' ? Status.INTERNAL : Status.UNIMPLEMENTED, why);
       return undefined;
     }
+    // Inflated at once, on this thread: Envoy and grpc-js do not compress requests unless told to,
+    // and the output is bounded by the receive limit.
     const max = this.reader.maxBytes;
     try {
-      return inflate(bytes, { maxOutputLength: max + 1 }).subarray(0, max + 1);
+      return inflate(bytes, { maxOutputLength: max });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
         this.end(Status.RESOURCE_EXHAUSTED, `Received message that decompresses to a size larger than ${max}`);
@@ -262,16 +264,13 @@ export function createCallServer(o: CallServerOptions): CallServer {
       stopTimers();
     });
   });
-  // Errors of a session, a TLS handshake or a stream end that session or stream; its close event
-  // does the rest. Without listeners they would be thrown.
-  h2.on('sessionError', noop);
-  if (o.tls) {
-    h2.on('tlsClientError', noop);
-    h2.on('secureConnection', (socket: Socket) => socket.on('error', noop));
-  }
+  // A session's errors destroy it (Node listens to them itself); a TLS socket's errors after the
+  // handshake are left to the server's user (nodejs/node#35824) and would be thrown: its close ends
+  // the session and every call on it.
+  if (o.tls) h2.on('secureConnection', (socket: Socket) => socket.on('error', noop));
 
   h2.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
-    stream.on('error', noop);
+    stream.on('error', noop); // a reset stream emits one; its close ends the call
     const contentType = headers['content-type'];
     if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
       stream.respond({ ':status': 415 }, { endStream: true });
