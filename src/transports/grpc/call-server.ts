@@ -306,6 +306,9 @@ export function createCallServer(o: CallServerOptions): CallServer {
           for (const l of listeners) l.close();
           throw err;
         }
+        // An accept that fails (EMFILE in a flood of connections) is reported as the listener's error;
+        // it goes on accepting, so that must not be thrown.
+        net.on('error', noop);
         listeners.push(net);
       }
       return port;
