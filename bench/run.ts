@@ -222,11 +222,12 @@ if (selected.includes('peers')) {
         [100, 5000],
         [1000, 1000],
       ];
-  for (const [services, n] of points) {
+  for (const [point, [services, n]] of points.entries()) {
     const results = new Map<PeerName, PeerResult[]>(PEERS.map((p) => [p, []]));
     for (let r = 0; r < peerRuns; r++) {
-      // Alternate the order so no server always runs first (or on a warmer machine).
-      const order = PEERS.map((_, i) => PEERS[(i + r) % PEERS.length]!);
+      // Rotate the order by run and by point, so no server always runs first (right after the
+      // build, or on a warmer machine), even with --runs 1.
+      const order = PEERS.map((_, i) => PEERS[(i + r + point) % PEERS.length]!);
       for (const name of order) results.get(name)!.push(await peerRun(name, n, services, bin));
     }
     const rows = PEERS.map((p) => medianOf(results.get(p)! as unknown as Record<string, unknown>[]));
