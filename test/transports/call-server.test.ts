@@ -67,6 +67,18 @@ function grpcClient(port: number, path = ECHO): DuplexClient {
   return new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as DuplexClient;
 }
 
+/** Runs `body` against a server of the echo method and a grpc-js client of it; closes both after. */
+async function withEcho(body: (c: { client: DuplexClient; port: number }) => Promise<void>): Promise<void> {
+  const s = await serve([[ECHO, echo]]);
+  const client = grpcClient(s.port);
+  try {
+    await body({ client, port: s.port });
+  } finally {
+    client.close();
+    await s.close();
+  }
+}
+
 /** Runs one call: writes `requests`, half-closes unless told not to; resolves its messages and status. */
 async function exchange(client: DuplexClient, requests: Buffer[], o: { halfClose?: boolean; deadline?: number } = {}) {
   const call = client.Stream(new grpc.Metadata(), o.deadline ? { deadline: Date.now() + o.deadline } : {});
@@ -145,10 +157,8 @@ test('messages of shared parts arrive whole and in order, through flow control; 
   }
 });
 
-test('requests reach the method in order; the client half-closing ends the call OK', async () => {
-  const s = await serve([[ECHO, echo]]);
-  const client = grpcClient(s.port);
-  try {
+test('requests reach the method in order; the client half-closing ends the call OK', () =>
+  withEcho(async ({ client }) => {
     const { got, status } = await exchange(
       client,
       ['one', 'two', 'three'].map((x) => Buffer.from(x)),
@@ -158,17 +168,11 @@ test('requests reach the method in order; the client half-closing ends the call 
       got.map((b) => b.toString()),
       ['echo:one', 'echo:two', 'echo:three'],
     );
-  } finally {
-    client.close();
-    await s.close();
-  }
-});
+  }));
 
-test('a status after messages comes in trailers, one before any alone; details survive percent-encoding', async () => {
-  const s = await serve([[ECHO, echo]]);
-  const client = grpcClient(s.port);
-  const details = 'bad node "édge-1": 100% wrong\tand more';
-  try {
+test('a status after messages comes in trailers, one before any alone; details survive percent-encoding', () =>
+  withEcho(async ({ client, port }) => {
+    const details = 'bad node "édge-1": 100% wrong\tand more';
     const after = await exchange(client, [Buffer.from('hi'), Buffer.from(`status:9:${details}`)], { halfClose: false });
     assert.equal(
       after.got.map((b) => b.toString()),
@@ -178,18 +182,14 @@ test('a status after messages comes in trailers, one before any alone; details s
     assert.is(after.status.details, details);
 
     const alone = await rawCall(
-      s.port,
+      port,
       { ':path': ECHO, 'content-type': 'application/grpc' },
       framed(Buffer.from('status:7:no')),
     );
     assert.is(alone.headers['grpc-status'], '7', 'trailers-only: the status is in the response headers');
     assert.is(alone.headers['content-type'], 'application/grpc+proto');
     assert.is(alone.body.length, 0);
-  } finally {
-    client.close();
-    await s.close();
-  }
-});
+  }));
 
 test('protocol errors: content type (415), unknown method (UNIMPLEMENTED), message over the limit', async () => {
   const s = await serve([[ECHO, echo]]);
@@ -251,25 +251,19 @@ test('compressed requests: gzip and deflate are inflated; past the limit, unknow
   }
 });
 
-test('grpc-timeout: a call past its deadline ends DEADLINE_EXCEEDED; a malformed one INTERNAL', async () => {
-  const s = await serve([[ECHO, echo]]);
-  const client = grpcClient(s.port);
-  try {
+test('grpc-timeout: a call past its deadline ends DEADLINE_EXCEEDED; a malformed one INTERNAL', () =>
+  withEcho(async ({ client, port }) => {
     const started = Date.now();
     const late = await exchange(client, [Buffer.from('hi')], { halfClose: false, deadline: 200 });
     assert.is(late.status.code, grpc.status.DEADLINE_EXCEEDED);
     assert.ok(Date.now() - started >= 150, 'not before its deadline');
     const bad = await rawCall(
-      s.port,
+      port,
       { ':path': ECHO, 'content-type': 'application/grpc', 'grpc-timeout': '5 fortnights' },
       Buffer.alloc(0),
     );
     assert.is(bad.headers['grpc-status'] ?? bad.trailers['grpc-status'], String(Status.INTERNAL));
-  } finally {
-    client.close();
-    await s.close();
-  }
-});
+  }));
 
 /** HTTP/2 frames read off a raw socket: [type, flags] of each. */
 function rawHttp2(port: number): { socket: Socket; frames: [number, number][]; closed: Promise<void> } {
@@ -314,23 +308,21 @@ test('keepalive: pings every connection; drops one that does not answer, keeps o
   }
 });
 
-test('hostile input: HTTP/1.1, garbage after the preface, a call reset with an error lose only themselves', async () => {
-  const s = await serve([[ECHO, echo]]);
-  const client = grpcClient(s.port);
-  const dropped = (bytes: Buffer) =>
-    new Promise<void>((resolve, reject) => {
-      const socket = connect(s.port, '127.0.0.1', () => socket.write(bytes));
-      socket.on('data', () => {});
-      socket.on('error', () => {});
-      socket.on('close', () => resolve());
-      setTimeout(() => reject(new Error('connection kept open')), 3000);
-    });
-  try {
+test('hostile input: HTTP/1.1, garbage after the preface, a call reset with an error lose only themselves', () =>
+  withEcho(async ({ client, port }) => {
+    const dropped = (bytes: Buffer) =>
+      new Promise<void>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+        socket.on('data', () => {});
+        socket.on('error', () => {});
+        socket.on('close', () => resolve());
+        setTimeout(() => reject(new Error('connection kept open')), 3000);
+      });
     await dropped(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
     const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
     await dropped(Buffer.concat([preface, Buffer.alloc(64, 0xff)]));
     // A call the client resets with an error code (not CANCEL): Node reports it as the stream's error.
-    const session = http2.connect(`http://127.0.0.1:${s.port}`);
+    const session = http2.connect(`http://127.0.0.1:${port}`);
     session.on('error', () => {});
     const req = session.request({ ':method': 'POST', ':path': ECHO, 'content-type': 'application/grpc' });
     req.on('error', () => {});
@@ -342,11 +334,7 @@ test('hostile input: HTTP/1.1, garbage after the preface, a call reset with an e
     const { got, status } = await exchange(client, [Buffer.from('still here')]);
     assert.is(status.code, grpc.status.OK);
     assert.is(got[0]!.toString(), 'echo:still here');
-  } finally {
-    client.close();
-    await s.close();
-  }
-});
+  }));
 
 test('listening on localhost takes its IPv4 address, and its IPv6 one where the machine has it', async () => {
   const server = createCallServer({
