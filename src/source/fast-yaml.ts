@@ -100,6 +100,17 @@ const LEFT_TO_YAML = /^(?:[ \t]*[\]}]|\.\.\.|[ \t]*\t)/m;
 /** A carriage return that does not end a line (yaml and js-yaml disagree on where its line ends). */
 const LONE_CR = /\r(?!\n)/;
 const NONE = -1;
+const AMPERSAND = 0x26;
+const BANG = 0x21;
+
+/**
+ * A cheap guess, before parsing, that a file will be left to yaml: it holds an `&` or a `!`, the
+ * marks of anchors and tags (the parse pool weighs such files more). The other reasons above are
+ * rare in config and not guessed.
+ */
+export function likelyLeftToYaml(text: string | Uint8Array): boolean {
+  return typeof text === 'string' ? /[&!]/.test(text) : text.includes(AMPERSAND) || text.includes(BANG);
+}
 
 /**
  * The documents of `text`, or undefined when the file needs yaml (see the module comment). Never

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { ParsedFile } from '../model/sources.ts';
 import type { ParseJob } from './parse-worker.ts';
+import { likelyLeftToYaml } from './fast-yaml.ts';
 import { parseYamlFile } from './parse-yaml.ts';
 
 export interface PoolStats {
@@ -33,17 +34,13 @@ export interface PoolStats {
 export const PARALLEL_MIN_WORK = 8 * 1024 * 1024;
 /** How much longer yaml takes than the fast path on the same text (1.7 s against 0.15–0.25 s). */
 const YAML_SLOWDOWN = 8;
-const AMPERSAND = 0x26;
-const BANG = 0x21;
 
 /**
  * A file's parse work, in bytes of the fast path: its size, or YAML_SLOWDOWN times that when it
- * holds an `&` or a `!`, the marks of anchors and tags, which send a file to yaml. (Other reasons
- * to need yaml are rare in config and not guessed.)
+ * is likely to be left to yaml (likelyLeftToYaml in fast-yaml.ts).
  */
 export function parseWork(text: string | Uint8Array): number {
-  const slow = typeof text === 'string' ? /[&!]/.test(text) : text.includes(AMPERSAND) || text.includes(BANG);
-  return text.length * (slow ? YAML_SLOWDOWN : 1);
+  return text.length * (likelyLeftToYaml(text) ? YAML_SLOWDOWN : 1);
 }
 
 /**

@@ -11,12 +11,14 @@
  * bare node:http2. Responses here are the caller's shared bytes written in one corked batch, and
  * a request is a view of the frame it came in.
  *
- * What grpc-js did and this keeps (each with a test in test/transports/call-server.test.ts):
- * content-type check (415), UNIMPLEMENTED for unknown methods, trailers-only responses for a
- * status before any message, grpc-message percent-encoded, the receive limit (RESOURCE_EXHAUSTED),
- * gzip and deflate requests, grpc-timeout (DEADLINE_EXCEEDED), keepalive pings and their timeout,
- * the maximum connection age with ±10% jitter and a grace period, TLS with client certificates,
- * HTTP/2 flow control (Node's), and a cancelled call noticed however its stream ends.
+ * What grpc-js did and this keeps, tested in test/transports/call-server.test.ts: content-type
+ * check (415), UNIMPLEMENTED for unknown methods, trailers-only responses for a status before any
+ * message, grpc-message percent-encoded, the receive limit (RESOURCE_EXHAUSTED), gzip and deflate
+ * requests, grpc-timeout (DEADLINE_EXCEEDED), keepalive pings and their timeout, HTTP/2 flow
+ * control (Node's). Tested through the xDS server: the maximum connection age with ±10% jitter and
+ * a grace period (test/transports/replica-limits.test.ts), TLS with client certificates
+ * (test/security/security.test.ts), and a call released however its stream ends
+ * (test/transports/stream-release.test.ts).
  */
 import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
@@ -55,8 +57,12 @@ export interface CallServerOptions {
   tls?: { cert: Buffer; key: Buffer; ca?: Buffer };
 }
 
-const RESPONSE_CONTENT_TYPE = 'application/grpc+proto';
-const ACCEPT_ENCODING = 'identity,deflate,gzip';
+/** The headers of every response (a fresh object each time: Node takes the object it is given). */
+const responseHeaders = () => ({
+  ':status': 200,
+  'content-type': 'application/grpc+proto',
+  'grpc-accept-encoding': 'identity,deflate,gzip',
+});
 const DEADLINE = /^(\d{1,8})\s*([HMSmun])$/;
 const DEADLINE_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000_001 };
 /** Sent with the GOAWAY of a connection past its maximum age, as grpc-js does. */
@@ -115,10 +121,7 @@ export class ServerCall {
     if (!this.writable) return;
     if (!this.headersSent) {
       this.headersSent = true;
-      s.respond(
-        { ':status': 200, 'content-type': RESPONSE_CONTENT_TYPE, 'grpc-accept-encoding': ACCEPT_ENCODING },
-        { waitForTrailers: true },
-      );
+      s.respond(responseHeaders(), { waitForTrailers: true });
     }
     const prefix = Buffer.allocUnsafe(5);
     prefix[0] = 0; // not compressed
@@ -147,10 +150,7 @@ export class ServerCall {
       s.once('wantTrailers', () => s.sendTrailers(status));
       s.end();
     } else {
-      s.respond(
-        { ':status': 200, 'content-type': RESPONSE_CONTENT_TYPE, 'grpc-accept-encoding': ACCEPT_ENCODING, ...status },
-        { endStream: true },
-      );
+      s.respond({ ...responseHeaders(), ...status }, { endStream: true });
     }
   }
 

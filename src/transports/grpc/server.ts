@@ -26,7 +26,7 @@ import type { NodeInput, StreamBase } from '../stream-base.ts';
 import { grpcVariant, xdsClusterName } from '../../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER } from '../../bootstrap/config-source.ts';
 import { withoutField } from '../../xds/wire.ts';
-import { createCallServer, type MethodHandler } from './call-server.ts';
+import { createCallServer, type CallServerOptions, type MethodHandler } from './call-server.ts';
 import { Status, type StatusCode } from './status.ts';
 
 export interface GrpcServerOptions {
@@ -58,7 +58,7 @@ export interface GrpcServerOptions {
   maxConnectionAgeMs?: number;
   maxConnectionAgeGraceMs?: number;
   /** TLS (see grpcTls); with a CA, client certificates are required. */
-  tls?: { cert: Buffer; key: Buffer; ca?: Buffer };
+  tls?: CallServerOptions['tls'];
 }
 
 /** Enough for several full-state pushes of a large config; a client far behind reconnects. */
