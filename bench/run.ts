@@ -56,6 +56,20 @@ function medianOf<T extends Record<string, unknown>>(results: T[]): T {
   return out as T;
 }
 
+const SCENARIOS = ['route', 'endpoint', 'storm'] as const;
+
+/** Per scenario, the median split by thread of several runs: `main / serving... / helpers`, and `longest`. */
+function splitColumns(splits: readonly NonNullable<PeerResult['threads']>[]): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const k of SCENARIOS) {
+    const s = splits.map((x) => x[k]);
+    const serving = s[0]!.serving.map((_, i) => median(s.map((x) => x.serving[i] ?? 0)));
+    out[k] = [median(s.map((x) => x.main)), ...serving, median(s.map((x) => x.helpers))].join(' / ');
+    out[`${k}Longest`] = median(s.map((x) => x.longest));
+  }
+  return out;
+}
+
 console.log(
   `# fleetxds benchmarks\n\nmachine: ${machineInfo()}; runs per point: ${runs} (fan-out: ${values.runs ?? 1})`,
 );
@@ -186,10 +200,12 @@ if (selected.includes('threads')) {
     }));
   const [services, n] = quick ? [100, 1000] : [100, 3000];
   const rows: Record<string, unknown>[] = [];
+  const byThread: Record<string, unknown>[] = [];
   for (const l of layouts) {
     const runs: PeerResult[] = [];
     for (let r = 0; r < threadRuns; r++) runs.push(await peerRun('fleetxds', n, services, bin, l));
-    rows.push({ layout: l.label, ...medianOf(runs as unknown as Record<string, unknown>[]) });
+    rows.push({ layout: l.label, ...medianOf(runs.map(({ threads: _, ...figures }) => figures)) });
+    byThread.push({ layout: l.label, ...splitColumns(runs.map((r) => r.threads!)) });
   }
   // Each layout against one thread on one core: above 1 is a gain.
   const gains = rows.slice(1).map((row) => {
@@ -209,6 +225,25 @@ if (selected.includes('threads')) {
     `Serving threads, ${services} services, ${n} SotW ADS streams, Go client on cores ${clientCores} (median of ` +
       `${threadRuns}): p99 ms, server CPU s (all threads)`,
     [...rows, ...gains],
+  );
+  // Where the CPU went, by thread. The longest JavaScript thread bounds a push where every thread
+  // has a core of its own: its ratio to one thread's is the gain that a VM with free cores can show,
+  // measured here even where the client shares a core.
+  table(
+    `Serving threads by thread (median of ${threadRuns}): CPU s of the main thread / each serving thread / V8's ` +
+      `helpers; longest: the busiest JavaScript thread`,
+    [
+      ...byThread,
+      ...byThread.slice(1).map((row) => ({
+        layout: `one / ${row.layout}: longest`,
+        ...Object.fromEntries(
+          SCENARIOS.flatMap((k) => [
+            [k, ''],
+            [`${k}Longest`, (Number(byThread[0]![`${k}Longest`]) / Number(row[`${k}Longest`])).toFixed(2)],
+          ]),
+        ),
+      })),
+    ],
   );
 }
 
@@ -230,7 +265,7 @@ if (selected.includes('peers')) {
       const order = PEERS.map((_, i) => PEERS[(i + r + point) % PEERS.length]!);
       for (const name of order) results.get(name)!.push(await peerRun(name, n, services, bin));
     }
-    const rows = PEERS.map((p) => medianOf(results.get(p)! as unknown as Record<string, unknown>[]));
+    const rows = PEERS.map((p) => medianOf(results.get(p)!.map(({ threads: _, ...figures }) => figures)));
     const spread = PEERS.map((p) => ({
       server: p,
       ...Object.fromEntries(

@@ -1,17 +1,39 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 
 const TICKS = 100; // USER_HZ on Linux
 
 /** CPU seconds (user+system) and RSS of a process, from /proc. */
 export function procStats(pid: number): { cpuSeconds: number; rssMB: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cpu = (Number(fields[11]) + Number(fields[12])) / TICKS;
+  const cpu = statCpu(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
   return { cpuSeconds: cpu, rssMB: rss };
+}
+
+/** utime + stime of a /proc stat line, in seconds (the name in parentheses may hold spaces). */
+function statCpu(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+}
+
+/**
+ * CPU seconds of each thread of a process, by thread id, with the thread's name (Node names its
+ * JavaScript threads MainThread and WorkerThread; V8Worker are V8's helpers, GC marking among them).
+ * Threads that ended in between are missing from the second reading (their time is lost to it).
+ */
+export function threadCpu(pid: number): Map<string, { name: string; cpuSeconds: number }> {
+  const out = new Map<string, { name: string; cpuSeconds: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      out.set(tid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpuSeconds: statCpu(stat) });
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
 }
 
 export function percentile(values: number[], p: number): number {

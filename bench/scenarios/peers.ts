@@ -20,7 +20,7 @@ import { projectPath } from '../../src/shared/paths.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
 import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
-import { CLIENT_CORE, percentile, pin, procStats, SERVER_CORE, sleep } from '../lib/proc.ts';
+import { CLIENT_CORE, percentile, pin, procStats, SERVER_CORE, sleep, threadCpu } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
 import { EventProcess, libHarness } from '../lib/event-process.ts';
 
@@ -40,6 +40,44 @@ export interface PeerResult {
   stormP99: number;
   stormCpu: number;
   kbPerStream: number;
+  /** fleetxds: where each scenario's CPU went, by thread (the threads bench prints it). */
+  threads?: Record<'route' | 'endpoint' | 'storm', ThreadSplit>;
+}
+
+/**
+ * A scenario's CPU seconds by thread: the main JavaScript thread (with `grpc.threads: 1` it serves
+ * every stream; with more it runs the pipeline and the node registry the serving threads report
+ * to), each serving thread, V8's helper threads (concurrent GC marking and compiling) and the rest
+ * (libuv's pool, Node's platform threads). `longest` is the busiest JavaScript thread: with a core
+ * for each thread, no push could end sooner than that thread's work.
+ */
+export interface ThreadSplit {
+  main: number;
+  serving: number[];
+  helpers: number;
+  other: number;
+  longest: number;
+}
+
+function splitByThread(
+  before: ReturnType<typeof threadCpu>,
+  after: ReturnType<typeof threadCpu>,
+  /** CPU of the pipeline before the publish, which ran on the main thread: not the push's. */
+  mainBefore: number,
+): ThreadSplit {
+  const split: ThreadSplit = { main: 0, serving: [], helpers: 0, other: 0, longest: 0 };
+  for (const [tid, t] of after) {
+    const cpu = t.cpuSeconds - (before.get(tid)?.cpuSeconds ?? 0);
+    if (t.name === 'MainThread') split.main += cpu - mainBefore;
+    else if (t.name === 'WorkerThread') split.serving.push(cpu);
+    else if (t.name === 'V8Worker') split.helpers += cpu;
+    else split.other += cpu;
+  }
+  const round = (x: number) => Number(Math.max(0, x).toFixed(2));
+  split.serving = split.serving.map(round);
+  [split.main, split.helpers, split.other] = [round(split.main), round(split.helpers), round(split.other)];
+  split.longest = Math.max(split.main, ...split.serving);
+  return split;
 }
 
 /** Changes of the generated tree, the same for every server. */
@@ -184,12 +222,14 @@ export async function peerRun(
     const held = procStats(server.pid).rssMB;
     const measure = async (start: () => Promise<number>, isChange = true) => {
       const before = procStats(server.pid).cpuSeconds;
+      const threadsBefore = threadCpu(server.pid);
       const got = client.next('got');
       const t0 = await start();
       const { at, bytes } = await got;
       await sleep(300); // the last ACKs are part of the push's cost
       const published = isChange ? server.published(t0) : { at: t0, cpuBefore: 0 };
       const cpu = procStats(server.pid).cpuSeconds - before - published.cpuBefore;
+      const threads = splitByThread(threadsBefore, threadCpu(server.pid), published.cpuBefore);
       const p99 = (from: number) =>
         percentile(
           (at as number[]).map((t) => t - from),
@@ -197,7 +237,13 @@ export async function peerRun(
         );
       const avg = (bytes as number[]).reduce((a, b) => a + b, 0) / bytes.length;
       await sleep(200);
-      return { p99: p99(published.at), fromWrite: p99(t0), cpu: Number(cpu.toFixed(2)), bytes: Math.round(avg) };
+      return {
+        p99: p99(published.at),
+        fromWrite: p99(t0),
+        cpu: Number(cpu.toFixed(2)),
+        bytes: Math.round(avg),
+        threads,
+      };
     };
     const watch = async (typeUrl: string) => {
       const watching = client.next('watching');
@@ -226,6 +272,9 @@ export async function peerRun(
       stormP99: storm.p99,
       stormCpu: storm.cpu,
       kbPerStream: Math.round(((held - idle) * 1024) / n),
+      ...(name === 'fleetxds'
+        ? { threads: { route: route.threads, endpoint: endpoint.threads, storm: storm.threads } }
+        : {}),
     };
   } finally {
     client.child.kill('SIGKILL');
