@@ -104,7 +104,7 @@ export async function parseBatch(
   { workers: started, ...opts }: PoolOptions & { workers?: ParseWorkers } = {},
 ): Promise<ParsedFile[]> {
   const stats = opts.stats ?? { inWorkers: 0, workers: 0, fellBack: 0 };
-  const work = jobs.reduce((a, j) => a + parseWork(j.text), 0);
+  const work = jobs.reduce((a, j) => a + (j.work ?? parseWork(j.text)), 0);
   const pool =
     work < (opts.minWork ?? PARALLEL_MIN_WORK) || jobs.length < 2 ? undefined : (started ?? ParseWorkers.start(opts));
   if (!pool) started?.close();

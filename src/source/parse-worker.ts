@@ -10,6 +10,8 @@ export interface ParseJob {
   file: string;
   text: string;
   hash: string;
+  /** Its parse work (parseWork), when the reader weighed it already. */
+  work?: number;
   /** The file's parse before it changed (main thread only: never sent to a worker). */
   previous?: ParsedFile;
 }

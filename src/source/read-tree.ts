@@ -45,6 +45,8 @@ interface Entry {
   hash: string;
   /** The bytes, when they had to be read for hashing anyway. */
   bytes?: Buffer;
+  /** Their parse work (parseWork), when no parse of them is kept: weighed once, while reading. */
+  work?: number;
 }
 
 /**
@@ -135,12 +137,9 @@ async function readTreeWith(
         const bytes = await readFile(abs);
         const hash = sha256Hex(bytes);
         cache.stamp(abs, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, hash });
-        entries.push({ rel, abs, hash, bytes });
-        if (
-          !pool.workers &&
-          !cache.hasParse(rel, hash) &&
-          (unparsed += parseWork(bytes)) >= (opts.parallelMinWork ?? PARALLEL_MIN_WORK)
-        )
+        const work = cache.hasParse(rel, hash) ? undefined : parseWork(bytes);
+        entries.push({ rel, abs, hash, bytes, work });
+        if (!pool.workers && work && (unparsed += work) >= (opts.parallelMinWork ?? PARALLEL_MIN_WORK))
           pool.workers = ParseWorkers.start();
       }
     } catch (err) {
@@ -184,7 +183,7 @@ async function readTreeWith(
         const text = bytes.toString('utf8');
         parsed = cache.lookup(e.rel, text, e.hash);
         if (!parsed) {
-          const job = { file: e.rel, text, hash: e.hash, previous: cache.previousParse(e.rel) };
+          const job = { file: e.rel, text, hash: e.hash, work: e.work, previous: cache.previousParse(e.rel) };
           pending.push({ slot: slots.length, job });
         }
       } catch (err) {

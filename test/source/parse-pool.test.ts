@@ -121,6 +121,13 @@ test('parse work: a file that may need yaml counts more, and the default needs a
   assert.ok(batch.reduce((a, j) => a + parseWork(j.text), 0) < PARALLEL_MIN_WORK);
   await parseBatch(batch, { threads: 2, stats });
   assert.is(stats.workers, 0);
+  // The reader weighed each file while reading it: its weight is taken as given, not scanned again.
+  const weighed = { inWorkers: 0, workers: 0, fellBack: 0 };
+  await parseBatch(
+    batch.map((j) => ({ ...j, work: PARALLEL_MIN_WORK })),
+    { threads: 2, stats: weighed },
+  );
+  assert.is(weighed.workers, 1);
 });
 
 test.run();
