@@ -47,7 +47,8 @@ export interface PeerResult {
 /**
  * A scenario's CPU seconds by thread: the main JavaScript thread (with `grpc.threads: 1` it serves
  * every stream; with more it runs the pipeline and the node registry the serving threads report
- * to), each serving thread, V8's helper threads (concurrent GC marking and compiling) and the rest
+ * to), each serving thread (any other worker thread too: a parse worker, were a parse to use them;
+ * the bench's trees are too small for that), V8's helper threads (concurrent GC marking and compiling) and the rest
  * (libuv's pool, Node's platform threads). `longest` is the busiest JavaScript thread: with a core
  * for each thread, no push could end sooner than that thread's work.
  */
