@@ -234,15 +234,15 @@ if (selected.includes('threads')) {
       `helpers; longest: the busiest JavaScript thread`,
     [
       ...byThread,
-      ...byThread.slice(1).map((row) => ({
-        layout: `one / ${row.layout}: longest`,
-        ...Object.fromEntries(
-          SCENARIOS.flatMap((k) => [
-            [k, ''],
-            [`${k}Longest`, (Number(byThread[0]![`${k}Longest`]) / Number(row[`${k}Longest`])).toFixed(2)],
-          ]),
+      ...byThread
+        .slice(1)
+        .map((row) =>
+          ratioRow(
+            { layout: `one / ${row.layout}: longest`, ...Object.fromEntries(SCENARIOS.map((k) => [k, ''])) },
+            byThread[0]!,
+            row,
+          ),
         ),
-      })),
     ],
   );
 }
