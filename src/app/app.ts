@@ -10,6 +10,7 @@ import { secretsAllowed, splitListen } from '../config/server-config.ts';
 import { openStores, type Stores } from '../store/database.ts';
 import { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
+import { ReadRetry } from './read-retry.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
 import { ConfigPipeline } from './pipeline.ts';
@@ -104,6 +105,7 @@ export async function startApp(
   );
   pipeline.events.on('applied', (ms: number) => metrics.applyDuration.observe(ms / 1000));
   pipeline.events.on('rejected', () => metrics.validationFailures.inc());
+  pipeline.events.on('unreadable', () => metrics.readFailures.inc());
 
   // Serve the last good version before touching the directory (fast restart, survives a broken tree).
   await pipeline.loadLatestFromStore();
@@ -231,7 +233,12 @@ export async function startApp(
     if (cache.current) render();
   }
 
-  const reload = () => pipeline.applyDirectory(config.configDir).catch((err) => log.error({ err }, 'apply failed'));
+  const retry = new ReadRetry(() => void reload(), log);
+  const reload = () =>
+    pipeline.applyDirectory(config.configDir).then(
+      (outcome) => (retry.settled(outcome), outcome),
+      (err) => (retry.settled(undefined), log.error({ err }, 'apply failed')),
+    );
   await reload();
 
   let watcher: TreeWatcher | undefined;
@@ -287,6 +294,7 @@ export async function startApp(
     filesIdle: () => rendering,
     async close() {
       rollouts.stop();
+      retry.stop();
       await watcher?.close();
       await secretWatcher?.close();
       restServer?.releaseAll();

@@ -19,6 +19,8 @@ export interface TreeCheck {
   config?: BuiltConfig;
   treeHash: string;
   diagnostics: Diagnostic[];
+  /** The tree could not be read completely for a reason that passes (SourceSet.incomplete): not judged. */
+  incomplete?: string;
 }
 
 /**
@@ -67,6 +69,8 @@ async function checkTreeUncapped(
 ): Promise<TreeCheck & { unchanged?: true }> {
   const source = await readTree(dir, undefined, { unlessTreeHash: opts.unlessTreeHash, cache: caches.source });
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
+  if (source.incomplete)
+    return { treeHash: source.treeHash, diagnostics: source.diagnostics, incomplete: source.incomplete };
   const validated = validateSourceSet(source, caches.assembler, caches.checks);
   if (!validated.model) return { treeHash: source.treeHash, diagnostics: validated.diagnostics };
   const model = validated.model;

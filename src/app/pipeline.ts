@@ -41,7 +41,9 @@ import type { EnvoyChecker } from './envoy-check.ts';
 export type ApplyOutcome =
   | { status: 'applied'; versionId: number; diagnostics: Diagnostic[] }
   | { status: 'unchanged'; versionId: number; diagnostics: Diagnostic[] }
-  | { status: 'rejected'; diagnostics: Diagnostic[] };
+  | { status: 'rejected'; diagnostics: Diagnostic[] }
+  /** The tree could not be read completely for a reason that passes (read-tree.ts): read it again soon. */
+  | { status: 'unreadable'; reason: string; diagnostics: Diagnostic[] };
 
 /** An operator's decision as the admin API takes it: versions named by this replica's ids. */
 export type OperatorCommand =
@@ -62,7 +64,7 @@ export interface ServedSecret {
 
 export class ConfigPipeline {
   readonly caches: PipelineCaches;
-  /** 'applied' (ms), 'rejected' (diagnostics): for metrics. */
+  /** 'applied' (ms), 'rejected' (diagnostics), 'unreadable' (reason): for metrics. */
   readonly events = new EventEmitter();
   private queue: Promise<unknown> = Promise.resolve();
   /** The inputs of what is served; undefined until a version exists. */
@@ -288,7 +290,7 @@ export class ConfigPipeline {
           if (d.replaces && served && served.modelHash !== d.replaces && this.stores.revisions.idOfModel(d.replaces))
             return { status: 'skipped', reason: 'superseded: a newer version was applied since' };
           const outcome = this.rollbackNow(id, actor, 'rollback', { model: d.replaces });
-          return { status: 'applied', versionId: outcome.status === 'rejected' ? undefined : outcome.versionId };
+          return { status: 'applied', versionId: 'versionId' in outcome ? outcome.versionId : undefined };
         }
         case 'pin': {
           const id = this.stores.revisions.idOfModel(d.to);
@@ -420,6 +422,11 @@ export class ConfigPipeline {
       envoy: this.envoy,
     });
     if (check.unchanged && served) return { status: 'unchanged', versionId: served.id, diagnostics: [] };
+    if (check.incomplete) {
+      // Neither a verdict on the tree nor a rejection to record: what is served stays, the tree is read again.
+      this.events.emit('unreadable', check.incomplete);
+      return { status: 'unreadable', reason: check.incomplete, diagnostics: check.diagnostics };
+    }
     const secrets = check.model && check.config && buildSecrets(check.model, check.secrets ?? new Map(), this.caches);
     if (!check.model || !check.config || !secrets?.secrets) {
       const diagnostics = [...check.diagnostics, ...(secrets?.diagnostics ?? [])];

@@ -29,4 +29,9 @@ export interface SourceSet {
   files: ParsedFile[];
   /** Tree-level problems (unreadable directory, limits exceeded, ...). */
   diagnostics: Diagnostic[];
+  /**
+   * Set when a read failed for a reason that says nothing about the tree (read-tree.ts,
+   * `passingReadError`): `files` is then empty and the tree must be read again, not judged.
+   */
+  incomplete?: string;
 }

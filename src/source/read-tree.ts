@@ -39,6 +39,54 @@ export function isConfigFile(name: string): boolean {
   return /\.ya?ml$/i.test(name) && !isIgnoredName(name);
 }
 
+/**
+ * Read errors that say nothing about the tree: the process or the file system was short of
+ * something for a moment (descriptors, memory, an NFS server), or a file or folder listed a moment
+ * ago was gone when read (a checkout under way). A read that meets one is incomplete, not invalid:
+ * the pipeline reads the tree again soon instead of rejecting it (src/app/read-retry.ts). The
+ * config directory itself missing is not one: that is the tree's state, reported as unreadable.
+ */
+const PASSING_READ_ERRORS = new Set([
+  'EMFILE',
+  'ENFILE',
+  'EAGAIN',
+  'EBUSY',
+  'EINTR',
+  'ENOMEM',
+  'ETIMEDOUT',
+  'EIO',
+  'ESTALE',
+  'ENOENT',
+]);
+
+export function passingReadError(err: unknown): boolean {
+  return PASSING_READ_ERRORS.has(String((err as NodeJS.ErrnoException | undefined)?.code));
+}
+
+/** What reading a tree found wrong so far. */
+class ReadProblems {
+  readonly diagnostics: Diagnostic[] = [];
+  /** The first passing error (see PASSING_READ_ERRORS). */
+  incomplete?: string;
+
+  /** A file or folder that could not be read: a diagnostic, and an incomplete read if the error passes. */
+  unreadable(err: unknown, message: string, file?: string, passing = passingReadError(err)): void {
+    if (passing) this.incomplete ??= file ? `${file}: ${message}` : message;
+    this.diagnostics.push({
+      code: Codes.FILE_UNREADABLE,
+      severity: 'error',
+      message,
+      ...(file && { location: { file, line: 1, column: 1 } }),
+    });
+  }
+
+  /** A read that hands on no files: only why (and, when the reason passes, that it is incomplete). */
+  nothingRead(root: string): SourceSet {
+    const { diagnostics, incomplete } = this;
+    return { root, treeHash: sha256Hex(''), files: [], diagnostics, ...(incomplete && { incomplete }) };
+  }
+}
+
 interface Entry {
   rel: string;
   abs: string;
@@ -84,20 +132,20 @@ async function readTreeWith(
   opts: ReadOptions,
 ): Promise<SourceSet & { unchanged?: true }> {
   const cache = opts.cache ?? new SourceCache();
-  const diagnostics: Diagnostic[] = [];
+  const problems = new ReadProblems();
+  const { diagnostics } = problems;
   let root: string;
   try {
     root = await realpath(dir);
   } catch (err) {
-    diagnostics.push({
-      code: Codes.FILE_UNREADABLE,
-      severity: 'error',
-      message: `config directory ${dir} is not readable: ${(err as Error).message}`,
-    });
-    return { root: dir, treeHash: sha256Hex(''), files: [], diagnostics };
+    // A missing config directory is the tree's state, not a passing error.
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    const message = `config directory ${dir} is not readable: ${(err as Error).message}`;
+    problems.unreadable(err, message, undefined, !missing && passingReadError(err));
+    return problems.nothingRead(dir);
   }
   const paths: string[] = [];
-  await walk(root, root, paths, diagnostics, limits);
+  await walk(root, root, paths, problems, limits);
   paths.sort();
   const entries: Entry[] = [];
   let total = 0;
@@ -143,14 +191,11 @@ async function readTreeWith(
           pool.workers = ParseWorkers.start();
       }
     } catch (err) {
-      diagnostics.push({
-        code: Codes.FILE_UNREADABLE,
-        severity: 'error',
-        message: (err as Error).message,
-        location: { file: rel, line: 1, column: 1 },
-      });
+      problems.unreadable(err, (err as Error).message, rel);
     }
   }
+  // Nothing is judged (or forgotten: the stamps and parses of the files not read) before a full read.
+  if (problems.incomplete) return problems.nothingRead(root);
   cache.pruneStamps(entries.map((e) => e.abs));
   const treeHash = combineHashes(entries.map((e) => ({ file: e.rel, hash: e.hash })));
   if (
@@ -187,12 +232,7 @@ async function readTreeWith(
           pending.push({ slot: slots.length, job });
         }
       } catch (err) {
-        diagnostics.push({
-          code: Codes.FILE_UNREADABLE,
-          severity: 'error',
-          message: (err as Error).message,
-          location: { file: e.rel, line: 1, column: 1 },
-        });
+        problems.unreadable(err, (err as Error).message, e.rel);
         continue;
       }
     }
@@ -206,6 +246,7 @@ async function readTreeWith(
       ...(opts.parallelMinWork !== undefined && { minWork: opts.parallelMinWork }),
     },
   );
+  if (problems.incomplete) return problems.nothingRead(root);
   pending.forEach((p, i) => (slots[p.slot] = cache.adopt(parsed[i]!)));
   const files = slots as ParsedFile[];
   cache.retainOnly(files);
@@ -220,18 +261,15 @@ async function walk(
   root: string,
   dir: string,
   out: string[],
-  diagnostics: Diagnostic[],
+  problems: ReadProblems,
   limits: TreeLimits,
 ): Promise<void> {
+  const { diagnostics } = problems;
   let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (err) {
-    diagnostics.push({
-      code: Codes.FILE_UNREADABLE,
-      severity: 'error',
-      message: `cannot list ${relative(root, dir) || '.'}: ${(err as Error).message}`,
-    });
+    problems.unreadable(err, `cannot list ${relative(root, dir) || '.'}: ${(err as Error).message}`);
     return;
   }
   for (const e of entries) {
@@ -239,7 +277,7 @@ async function walk(
     const abs = join(dir, e.name);
     const rel = relative(root, abs).split(sep).join('/');
     if (e.isDirectory()) {
-      await walk(root, abs, out, diagnostics, limits);
+      await walk(root, abs, out, problems, limits);
     } else if (e.isSymbolicLink()) {
       if (isConfigFile(e.name)) {
         diagnostics.push({

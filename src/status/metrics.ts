@@ -56,6 +56,13 @@ export class Metrics {
     help: 'Config trees (or secret renewals) rejected',
     registers: [this.registry],
   });
+  readonly readFailures = new client.Counter({
+    name: 'fleetxds_config_read_failures_total',
+    help:
+      'Reads of the config tree that could not complete for a reason that passes (too many open files, I/O ' +
+      'errors, files removed while read): not rejections; the tree is read again within seconds',
+    registers: [this.registry],
+  });
   readonly applyDuration = new client.Histogram({
     name: 'fleetxds_apply_duration_seconds',
     help: 'Read, validate, build, store and publish of a config tree',

@@ -1,0 +1,49 @@
+import type { Logger } from 'pino';
+import type { ApplyOutcome } from './pipeline.ts';
+
+export const READ_RETRY_FIRST_MS = 1000;
+export const READ_RETRY_MAX_MS = 30_000;
+
+/**
+ * Reads the config tree again soon after a read that could not complete for a reason that passes
+ * (too many open files, an NFS hiccup, a file removed while the tree was read; read-tree.ts): after
+ * 1 s, then doubling up to 30 s, until a read completes. Without it the tree would wait for the
+ * next change or the watcher's full re-read (every minute by default), with a correct push unserved.
+ * Any read of the tree, whatever started it, settles the schedule.
+ */
+export class ReadRetry {
+  private timer?: NodeJS.Timeout;
+  private nextMs: number;
+
+  constructor(
+    private readonly read: () => void,
+    private readonly log: Logger,
+    private readonly firstMs = READ_RETRY_FIRST_MS,
+    private readonly maxMs = READ_RETRY_MAX_MS,
+  ) {
+    this.nextMs = firstMs;
+  }
+
+  /** Called with the outcome of every read of the tree (undefined: the apply failed). */
+  settled(outcome: ApplyOutcome | undefined): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (outcome?.status !== 'unreadable') {
+      this.nextMs = this.firstMs;
+      return;
+    }
+    const retryInMs = this.nextMs;
+    this.nextMs = Math.min(this.nextMs * 2, this.maxMs);
+    this.log.warn(
+      { reason: outcome.reason, retryInMs },
+      'config tree could not be read completely; still serving the last good version; reading it again',
+    );
+    this.timer = setTimeout(this.read, retryInMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
