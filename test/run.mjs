@@ -41,10 +41,15 @@ if (files.some((f) => f.includes('envoy'))) {
 const ESC = String.fromCharCode(27);
 const strip = (s) => s.replaceAll(new RegExp(`${ESC}\\[[0-9;]*m`, 'g'), '');
 
-// The gRPC protocol suites and the mTLS node-identity tests run twice: served by the main thread,
-// and by two serving threads (grpc.threads), whose streams get their configs through the thread
-// feed and whose TLS connections are accepted by the threads themselves.
-const ON_THREADS = ['sotw-protocol.test.ts', 'delta-protocol.test.ts', 'security/security.test.ts'];
+// The gRPC protocol suites and the mTLS node-identity and certificate renewal tests run twice:
+// served by the main thread, and by two serving threads (grpc.threads), whose streams get their
+// configs through the thread feed and whose TLS connections are accepted by the threads themselves.
+const ON_THREADS = [
+  'sotw-protocol.test.ts',
+  'delta-protocol.test.ts',
+  'security/security.test.ts',
+  'security/listener-certificates.test.ts',
+];
 const runs = files.flatMap((file) => [
   { file, env: {}, label: '' },
   ...(ON_THREADS.some((f) => file.endsWith(f))

@@ -5,12 +5,13 @@
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import type { AdminControl } from '../admin/control.ts';
-import type { ServerConfig } from '../config/server-config.ts';
-import { secretsAllowed, splitListen } from '../config/server-config.ts';
+import { ConfigError, secretsAllowed, splitListen } from '../config/server-config.ts';
+import type { ServerConfig, TlsSettings } from '../config/server-config.ts';
 import { openStores, type Stores } from '../store/database.ts';
 import { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
 import { ReadRetry } from './read-retry.ts';
+import { ListenerCertificate } from './listener-certificates.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
 import { ConfigPipeline } from './pipeline.ts';
@@ -42,6 +43,8 @@ export interface RunningApp {
   /** The shared decision store as this replica sees it (undefined when decisions are not shared). */
   sharedDecisions(): SharedDecisionStatus | undefined;
   reload(): Promise<unknown>;
+  /** Reads the gRPC and REST listeners' certificate files again (the watcher does on a change; SIGHUP too). */
+  reloadCertificates(): void;
   close(): Promise<void>;
 }
 
@@ -49,6 +52,17 @@ export async function startApp(
   config: ServerConfig,
   log: Logger = pino({ level: config.log.level }),
 ): Promise<RunningApp> {
+  // fleetxds's own certificates (gRPC, REST): checked before anything starts, served anew when their files change.
+  const certificate = (listener: 'grpc' | 'rest', files: TlsSettings | undefined) => {
+    if (!files) return undefined;
+    try {
+      return new ListenerCertificate(listener, files, log);
+    } catch (err) {
+      throw new ConfigError(`${listener}.tls: ${(err as Error).message}`);
+    }
+  };
+  const grpcCertificate = certificate('grpc', config.grpc.tls);
+  const restCertificate = certificate('rest', config.rest?.tls);
   const stores = openStores(config.database);
   const cache = new SnapshotCache();
   const registry = new NodeRegistry((n) => {
@@ -135,7 +149,7 @@ export async function startApp(
   const grpc = await serveGrpc({
     listen: config.grpc.listen,
     threads: config.grpc.threads ?? 1,
-    tls: config.grpc.tls,
+    tls: grpcCertificate?.initial,
     logLevel: config.log.level,
     serveLastAckedOnNack: config.grpc.serveLastAckedOnNack ?? false,
     server: {
@@ -155,6 +169,7 @@ export async function startApp(
   });
   const grpcPort = grpc.port;
   metrics.servingThreads(() => grpc.streamsByThread());
+  metrics.listenerCertificates(() => [grpcCertificate, restCertificate].flatMap((c) => (c ? [c] : [])));
   let restServer: RestServer | undefined;
   const control: AdminControl = {
     versions: (limit) => stores.revisions.list(limit),
@@ -202,7 +217,7 @@ export async function startApp(
       refreshDelayMs: config.rest.refreshDelayMs,
       requestTimeoutMs: config.rest.requestTimeoutMs,
       tokens: new TokenAuth(config.rest.tokens ?? []),
-      tls: config.rest.tls,
+      tls: restCertificate && { listener: restCertificate.initial, identityPrefix: config.rest.tls?.identityPrefix },
       secretsAllowed: sds.rest,
     });
     const r = splitListen(config.rest.listen);
@@ -265,6 +280,20 @@ export async function startApp(
     await secretWatcher.sync();
     cache.onPublish(() => void secretWatcher!.sync());
   }
+  const reloadCertificates = () => {
+    grpcCertificate?.reload((tls) => grpc.setTls(tls));
+    restCertificate?.reload((tls) => restServer!.setTls(tls));
+  };
+  let certificateWatcher: SecretWatcher | undefined;
+  if (config.watch.enabled && (grpcCertificate || restCertificate)) {
+    certificateWatcher = new SecretWatcher(
+      () => [...(grpcCertificate?.paths ?? []), ...(restCertificate?.paths ?? [])],
+      reloadCertificates,
+      config.watch.debounceMs,
+      (err) => log.error({ err }, 'listener certificate watcher error'),
+    );
+    await certificateWatcher.sync();
+  }
   log.info(
     {
       grpc: `${splitListen(config.grpc.listen).host}:${grpcPort}`,
@@ -291,12 +320,14 @@ export async function startApp(
     log,
     sharedDecisions: () => desk.status(),
     reload,
+    reloadCertificates,
     filesIdle: () => rendering,
     async close() {
       rollouts.stop();
       retry.stop();
       await watcher?.close();
       await secretWatcher?.close();
+      await certificateWatcher?.close();
       restServer?.releaseAll();
       await restServer?.app.close();
       await rendering;

@@ -3,7 +3,7 @@ import { startApp } from '../app/app.ts';
 import { sdNotify, startWatchdog } from '../app/sd-notify.ts';
 import { ConfigError, loadServerConfig } from '../config/server-config.ts';
 
-/** Runs until SIGINT/SIGTERM; SIGHUP re-reads the config directory. */
+/** Runs until SIGINT/SIGTERM; SIGHUP re-reads the config directory and the listeners' certificate files. */
 export async function serveCommand(configFile: string): Promise<number | undefined> {
   let config: ReturnType<typeof loadServerConfig>;
   try {
@@ -20,7 +20,8 @@ export async function serveCommand(configFile: string): Promise<number | undefin
   let app: Awaited<ReturnType<typeof startApp>> | undefined;
   process.on('SIGHUP', () => {
     if (!app) return;
-    void sdNotify('RELOADING=1', 'STATUS=re-reading the config directory')
+    void sdNotify('RELOADING=1', 'STATUS=re-reading the config directory and listener certificates')
+      .then(() => app!.reloadCertificates())
       .then(() => app!.reload())
       .then(() => sdNotify('READY=1', `STATUS=serving version ${app!.cache.current?.versionId ?? 'none'}`));
   });

@@ -110,8 +110,9 @@ export class TreeWatcher {
 }
 
 /**
- * Watches the folders holding the served secrets' files (certbot and CA agents replace files or
- * swap symlinks there), and asks for a secret reload on any change in them.
+ * Watches the folders holding a set of certificate files (the served secrets', or fleetxds's own
+ * listeners'; certbot and CA agents replace files or swap symlinks there), and asks for a reload
+ * on any change in them.
  */
 export class SecretWatcher {
   private watcher?: FSWatcher;

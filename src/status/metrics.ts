@@ -181,6 +181,19 @@ export class Metrics {
     });
   }
 
+  listenerCertificates(served: () => { listener: string; served: { notAfter: Date } }[]): void {
+    new client.Gauge({
+      name: 'fleetxds_listener_certificate_expiry_timestamp_seconds',
+      help: "When the certificate fleetxds's own gRPC or REST listener serves expires (Unix time), by listener",
+      labelNames: ['listener'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const c of served()) this.set({ listener: c.listener }, c.served.notAfter.getTime() / 1000);
+      },
+    });
+  }
+
   text(): Promise<string> {
     return this.registry.metrics();
   }

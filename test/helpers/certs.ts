@@ -49,7 +49,7 @@ export interface Pki {
   caKey: string;
   caPem: string;
   /** A certificate signed by this CA with the given SANs (e.g. "URI:spiffe://x/node/a,DNS:localhost"). */
-  issue(name: string, san: string): CertFiles;
+  issue(name: string, san: string, days?: number): CertFiles;
 }
 
 export function makePki(dir: string, name = 'ca'): Pki {
@@ -59,7 +59,7 @@ export function makePki(dir: string, name = 'ca'): Pki {
     caCert: ca.cert,
     caKey: ca.key,
     caPem: ca.certPem,
-    issue(leaf: string, san: string): CertFiles {
+    issue(leaf: string, san: string, days = 30): CertFiles {
       const key = join(dir, `${leaf}.key`);
       const csr = join(dir, `${leaf}.csr`);
       const cert = join(dir, `${leaf}.crt`);
@@ -99,7 +99,7 @@ export function makePki(dir: string, name = 'ca'): Pki {
           '-out',
           cert,
           '-days',
-          '30',
+          String(days),
           '-extfile',
           ext,
         ],

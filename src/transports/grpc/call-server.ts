@@ -20,9 +20,15 @@
  * (test/security/security.test.ts), and a call released however its stream ends
  * (test/transports/stream-release.test.ts).
  */
-import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import http2, {
+  type Http2SecureServer,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { TLSSocket, type PeerCertificate } from 'node:tls';
+import type { ListenerTls } from '../../security/listener-tls.ts';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { MessageReader, MessageTooLarge } from './message-reader.ts';
 import { Status, type StatusCode } from './status.ts';
@@ -54,7 +60,7 @@ export interface CallServerOptions {
   /** Streams a client may open on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams: number;
   /** TLS; with `ca`, client certificates are required and checked against it. */
-  tls?: { cert: Buffer; key: Buffer; ca?: Buffer };
+  tls?: ListenerTls;
 }
 
 /** The headers of every response (a fresh object each time: Node takes the object it is given). */
@@ -235,6 +241,8 @@ export interface CallServer {
    * and destroys every connection.
    */
   close(code: StatusCode, details: string, flushMs: number): Promise<void>;
+  /** New TLS connections get this certificate, key and CA; open ones keep theirs. */
+  setTls(tls: ListenerTls): void;
 }
 
 export function createCallServer(o: CallServerOptions): CallServer {
@@ -246,9 +254,8 @@ export function createCallServer(o: CallServerOptions): CallServer {
   const h2 = o.tls
     ? http2.createSecureServer({
         ...common,
-        cert: o.tls.cert,
-        key: o.tls.key,
-        ...(o.tls.ca ? { ca: o.tls.ca, requestCert: true, rejectUnauthorized: true } : {}),
+        ...o.tls,
+        ...(o.tls.ca ? { requestCert: true, rejectUnauthorized: true } : {}),
       })
     : http2.createServer(common);
   h2.setTimeout(0);
@@ -318,6 +325,10 @@ export function createCallServer(o: CallServerOptions): CallServer {
       for (const call of [...calls]) call.end(code, details);
       await new Promise((r) => setTimeout(r, flushMs));
       for (const s of sessions) s.destroy();
+    },
+    setTls(tls) {
+      if (!o.tls) throw new Error('this gRPC server does not serve TLS');
+      (h2 as Http2SecureServer).setSecureContext(tls);
     },
   };
 }

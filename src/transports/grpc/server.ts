@@ -3,9 +3,9 @@
  * are decoded with the real Envoy protos; responses are pre-assembled bytes (see sotw-stream.ts),
  * written as they are.
  */
-import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
 import type { Logger } from 'pino';
+import type { ListenerTls } from '../../security/listener-tls.ts';
 import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { StreamRegistry, StreamStatus } from '../../status/node-registry.ts';
 import { messageToJson } from '../../xds/proto-json.ts';
@@ -166,6 +166,8 @@ export interface GrpcTransport {
    * streams never end on their own, so a graceful shutdown would only wait.
    */
   close(reason: string): Promise<void>;
+  /** New connections get this certificate, key and CA; open ones keep theirs (a TLS server only). */
+  setTls(tls: ListenerTls): void;
 }
 
 /** Stream counts for `threads` serving threads (see GrpcServerOptions.streamCount). */
@@ -314,17 +316,6 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
   return {
     listen: (host, port, o) => server.listen(host, port, o),
     close: (reason) => server.close(Status.UNAVAILABLE, reason, STATUS_FLUSH_MS),
-  };
-}
-
-/** The TLS settings read into what the server needs: client certificates are required when a CA is given. */
-export function grpcTls(
-  tls: { certFile: string; keyFile: string; clientCaFile?: string } | undefined,
-): GrpcServerOptions['tls'] {
-  if (!tls) return undefined;
-  return {
-    cert: readFileSync(tls.certFile),
-    key: readFileSync(tls.keyFile),
-    ca: tls.clientCaFile ? readFileSync(tls.clientCaFile) : undefined,
+    setTls: (tls) => server.setTls(tls),
   };
 }

@@ -6,7 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import pino from 'pino';
 import { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import { RelayedAcks, RelayRegistry } from './registry-relay.ts';
-import { createGrpcServer, grpcTls } from './server.ts';
+import { createGrpcServer } from './server.ts';
 import type { FromThread, ThreadSettings, ToThread } from './serving.ts';
 import { FeedReader } from './thread-feed.ts';
 
@@ -19,7 +19,7 @@ const cache = new SnapshotCache();
 const feed = new FeedReader();
 const relay = new RelayRegistry((events) => tell({ type: 'events', events }));
 const acks = new RelayedAcks(settings.serveLastAckedOnNack, relay, (kind, version) => feed.typeOf(kind, version));
-const grpc = createGrpcServer({ ...settings.server, cache, registry: relay, acks, log, tls: grpcTls(settings.tls) });
+const grpc = createGrpcServer({ ...settings.server, cache, registry: relay, acks, log, tls: settings.tls });
 
 port.on('message', (m: ToThread) => {
   switch (m.type) {
@@ -28,6 +28,9 @@ port.on('message', (m: ToThread) => {
       break;
     case 'learn':
       for (const e of m.events) acks.learn(e);
+      break;
+    case 'tls':
+      grpc.setTls(m.tls);
       break;
     case 'listen':
       grpc.listen(settings.host, m.port, { reusePort: true }).then(

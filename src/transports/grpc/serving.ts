@@ -15,20 +15,21 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { TlsSettings } from '../../config/server-config.ts';
 import { splitListen } from '../../config/server-config.ts';
+import type { ListenerTls } from '../../security/listener-tls.ts';
 import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from '../../status/node-registry.ts';
 import { GroupAckTracker } from '../group-ack-tracker.ts';
 import { RelayedStreams, type RelayedEvent } from './registry-relay.ts';
-import { createGrpcServer, grpcTls, sharedStreamSlots, type GrpcServerOptions } from './server.ts';
+import { createGrpcServer, sharedStreamSlots, type GrpcServerOptions } from './server.ts';
 import { FeedWriter, type FeedMessage } from './thread-feed.ts';
 
 /** What a serving thread is started with (plain data: it is cloned into the thread). */
 export interface ThreadSettings {
   index: number;
   host: string;
-  tls?: TlsSettings;
+  /** The certificate the thread starts with (the current one, for a thread started again). */
+  tls?: ListenerTls;
   logLevel: string;
   serveLastAckedOnNack: boolean;
   server: Omit<GrpcServerOptions, 'cache' | 'registry' | 'log' | 'acks' | 'tls'>;
@@ -39,6 +40,7 @@ export type ToThread =
   | { type: 'publish'; feed: FeedMessage }
   | { type: 'listen'; port: number }
   | { type: 'learn'; events: RelayedEvent[] }
+  | { type: 'tls'; tls: ListenerTls }
   | { type: 'end'; reason: string };
 
 /** Serving thread -> main thread. */
@@ -56,13 +58,15 @@ export interface GrpcServing {
   streamsByThread(): number[];
   /** Ends every open stream with UNAVAILABLE and stops serving. */
   close(reason: string): Promise<void>;
+  /** New connections, on every serving thread, get this certificate; open ones keep theirs. */
+  setTls(tls: ListenerTls): void;
 }
 
 export interface ServeGrpcOptions {
   listen: string;
   /** Serving threads; 'auto': one per core. 1 serves in the main thread. */
   threads: number | 'auto';
-  tls?: TlsSettings;
+  tls?: ListenerTls;
   logLevel: string;
   serveLastAckedOnNack: boolean;
   server: ThreadSettings['server'];
@@ -85,7 +89,7 @@ async function serveInProcess(o: ServeGrpcOptions): Promise<GrpcServing> {
     registry: o.registry,
     acks: new GroupAckTracker(o.serveLastAckedOnNack),
     log: o.log,
-    tls: grpcTls(o.tls),
+    tls: o.tls,
   });
   const { host, port: wanted } = splitListen(o.listen);
   const port = await grpc.listen(host, wanted);
@@ -94,6 +98,7 @@ async function serveInProcess(o: ServeGrpcOptions): Promise<GrpcServing> {
     threads: 1,
     streamsByThread: () => [o.registry.connected().length],
     close: (reason) => grpc.close(reason),
+    setTls: (tls) => grpc.setTls(tls),
   };
 }
 
@@ -116,12 +121,13 @@ async function startThreads(o: ServeGrpcOptions, count: number): Promise<GrpcSer
   let closing = false;
   let port = wanted;
   const slots = sharedStreamSlots(count);
+  let tls = o.tls;
 
   const start = (index: number): Promise<number> => {
     const settings: ThreadSettings = {
       index,
       host,
-      tls: o.tls,
+      tls,
       logLevel: o.logLevel,
       serveLastAckedOnNack: o.serveLastAckedOnNack,
       server: { ...o.server, streamCount: { slots, slot: index } },
@@ -180,6 +186,11 @@ async function startThreads(o: ServeGrpcOptions, count: number): Promise<GrpcSer
     port,
     threads: count,
     streamsByThread: () => threads.map((t) => t?.streams.size ?? 0),
+    setTls(next) {
+      if (!tls) throw new Error('this gRPC server does not serve TLS');
+      tls = next;
+      for (const t of threads) if (t) send(t, { type: 'tls', tls: next });
+    },
     async close(reason) {
       closing = true;
       unsubscribe();

@@ -19,9 +19,10 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { NodeIdentity } from '../../model/node-groups.ts';
-import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
+import type { ListenerTls } from '../../security/listener-tls.ts';
 import type { TokenAuth } from '../../security/tokens.ts';
 import { checkNodeIdentity } from '../../security/node-identity.ts';
 import { shortHash } from '../../shared/hash.ts';
@@ -68,7 +69,7 @@ export interface RestOptions {
   /** Whether SDS may be served (see secretsAllowed in the settings). */
   secretsAllowed?: boolean;
   /** HTTPS, optionally with client certificates bound to node ids. */
-  tls?: { certFile: string; keyFile: string; clientCaFile?: string; identityPrefix?: string };
+  tls?: { listener: ListenerTls; identityPrefix?: string };
 }
 
 interface Selection {
@@ -208,6 +209,8 @@ function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
 
 export interface RestServer {
   app: FastifyInstance;
+  /** New connections get this certificate, key and CA; open ones keep theirs (an HTTPS server only). */
+  setTls(tls: ListenerTls): void;
   heldCount(): number;
   /** Answers every held poll with 304 (used on shutdown). */
   releaseAll(): void;
@@ -219,11 +222,8 @@ export function createRestServer(opts: RestOptions): RestServer {
     ...(tls
       ? {
           https: {
-            cert: readFileSync(tls.certFile),
-            key: readFileSync(tls.keyFile),
-            ...(tls.clientCaFile
-              ? { ca: readFileSync(tls.clientCaFile), requestCert: true, rejectUnauthorized: true }
-              : {}),
+            ...tls.listener,
+            ...(tls.listener.ca ? { requestCert: true, rejectUnauthorized: true } : {}),
           },
         }
       : {}),
@@ -431,6 +431,10 @@ export function createRestServer(opts: RestOptions): RestServer {
 
   return {
     app,
+    setTls(next) {
+      if (!tls) throw new Error('this REST server does not serve TLS');
+      (app.server as HttpsServer).setSecureContext(next);
+    },
     heldCount: () => held.size,
     releaseAll: () => {
       for (const h of [...held.values()]) answer(h);

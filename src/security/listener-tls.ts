@@ -1,0 +1,81 @@
+/**
+ * The certificate, key and client CA of fleetxds's own TLS listeners (gRPC, REST): read and
+ * checked at start, and read again when their files change, so a certificate that a CA agent or
+ * certbot renews is served to new connections without a restart (which would cut every proxy's
+ * stream). Open connections keep the certificate they were established with.
+ */
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+export interface TlsFileSettings {
+  certFile: string;
+  keyFile: string;
+  clientCaFile?: string;
+}
+
+/** What a TLS server needs (plain data: it is cloned into serving threads). */
+export interface ListenerTls {
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer;
+}
+
+export interface ListenerTlsInfo {
+  /** sha256 of the leaf certificate (DER), as `openssl x509 -fingerprint -sha256` prints it. */
+  fingerprint: string;
+  notAfter: Date;
+  subject: string;
+  /** sha256 over the certificate, key and CA files: whether anything changed. */
+  digest: string;
+}
+
+function read(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * Reads a listener's files and checks they can serve: the certificate and the CA parse, and the
+ * key is the certificate's (a renewal caught between writing the certificate and the key must not
+ * be served). Throws an error naming the file and what is wrong.
+ */
+export function readListenerTls(files: TlsFileSettings): { tls: ListenerTls; info: ListenerTlsInfo } {
+  const cert = read(files.certFile);
+  const key = read(files.keyFile);
+  const ca = files.clientCaFile ? read(files.clientCaFile) : undefined;
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(cert);
+  } catch (err) {
+    throw new Error(`${files.certFile}: not a PEM certificate (${(err as Error).message})`, { cause: err });
+  }
+  let privateKey;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch (err) {
+    throw new Error(`${files.keyFile}: not a PEM private key (${(err as Error).message})`, { cause: err });
+  }
+  if (!leaf.checkPrivateKey(privateKey))
+    throw new Error(`${files.keyFile} is not the private key of the certificate in ${files.certFile}`);
+  if (ca && files.clientCaFile) {
+    try {
+      new X509Certificate(ca);
+    } catch (err) {
+      throw new Error(`${files.clientCaFile}: not a PEM certificate (${(err as Error).message})`, { cause: err });
+    }
+  }
+  const digest = createHash('sha256').update(cert).update('\0').update(key).update('\0');
+  if (ca) digest.update(ca);
+  return {
+    tls: { cert, key, ...(ca && { ca }) },
+    info: {
+      fingerprint: leaf.fingerprint256,
+      notAfter: new Date(leaf.validTo),
+      subject: leaf.subject.replaceAll('\n', ', '),
+      digest: digest.digest('hex'),
+    },
+  };
+}
