@@ -38,6 +38,19 @@ export interface BootstrapInput {
   /** files mode: where this group's CDS/LDS files are, as Envoy sees them. */
   files?: { cds: string; lds: string; watchedDirectory?: string };
   adminPort?: number;
+  /** The server serves TLS (grpc.tls / rest.tls): how the proxy checks it and, for mTLS, who it is. */
+  tls?: BootstrapTls;
+}
+
+/** Paths as the proxy sees them. */
+export interface BootstrapTls {
+  /** The CA the server's certificate is checked against. */
+  ca: string;
+  /** The name (DNS, or IP address) the server's certificate must carry; also the SNI when a DNS name. */
+  serverName: string;
+  /** The proxy's certificate and key, when the server requires client certificates. */
+  cert?: string;
+  key?: string;
 }
 
 type Obj = Record<string, unknown>;
@@ -47,7 +60,35 @@ export interface Endpoint {
   port: number;
 }
 
-function staticCluster(name: string, servers: readonly Endpoint[], http2: boolean): Obj {
+/**
+ * TLS from the proxy to fleetxds: the server's certificate checked against `ca` and pinned to the
+ * server's name (any certificate of that CA would do otherwise), and the proxy's own for mTLS.
+ * gRPC needs ALPN h2: the server's HTTP/2 listener refuses a TLS connection that does not offer it.
+ * Envoy reads these files when the cluster is created (at start): its own certificate is renewed by
+ * restarting it, or with file-based SDS in a hand-written bootstrap.
+ */
+function upstreamTls(t: BootstrapTls, http2: boolean): Obj {
+  const ip = isIP(t.serverName) !== 0;
+  return {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+      ...(ip ? {} : { sni: t.serverName }),
+      common_tls_context: {
+        ...(t.cert && t.key
+          ? { tls_certificates: [{ certificate_chain: { filename: t.cert }, private_key: { filename: t.key } }] }
+          : {}),
+        validation_context: {
+          trusted_ca: { filename: t.ca },
+          match_typed_subject_alt_names: [{ san_type: ip ? 'IP_ADDRESS' : 'DNS', matcher: { exact: t.serverName } }],
+        },
+        ...(http2 ? { alpn_protocols: ['h2'] } : {}),
+      },
+    },
+  };
+}
+
+function staticCluster(name: string, servers: readonly Endpoint[], http2: boolean, tls?: BootstrapTls): Obj {
   const c: Obj = {
     name,
     type: servers.every((s) => isIP(s.host)) ? 'STATIC' : 'STRICT_DNS',
@@ -73,6 +114,7 @@ function staticCluster(name: string, servers: readonly Endpoint[], http2: boolea
     };
     c.upstream_connection_options = { tcp_keepalive: {} };
   }
+  if (tls) c.transport_socket = upstreamTls(tls, http2);
   return c;
 }
 
@@ -94,7 +136,7 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
         cds_config: { ads: {}, resource_api_version: 'V3' },
         lds_config: { ads: {}, resource_api_version: 'V3' },
       };
-      clusters.push(staticCluster(GRPC_XDS_CLUSTER, serversOf(input), true));
+      clusters.push(staticCluster(GRPC_XDS_CLUSTER, serversOf(input), true, input.tls));
       break;
     }
     case 'per-type':
@@ -102,7 +144,7 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
       // The same config source the server writes into served clusters and listeners for this proxy.
       const source = grpcVariant(GRPC_XDS_CLUSTER, input.mode === 'per-type-delta').sourceFor('cluster', '');
       dynamic = { cds_config: source, lds_config: source };
-      clusters.push(staticCluster(GRPC_XDS_CLUSTER, serversOf(input), true));
+      clusters.push(staticCluster(GRPC_XDS_CLUSTER, serversOf(input), true, input.tls));
       break;
     }
     case 'rest': {
@@ -116,7 +158,7 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
       // The promise that lets the server hold polls: this proxy's request_timeout outlasts it.
       if (longPoll > 0) node.metadata = { [LONG_POLL_METADATA.namespace]: { [LONG_POLL_METADATA.field]: longPoll } };
       dynamic = { cds_config: source, lds_config: source };
-      clusters.push(staticCluster(REST_XDS_CLUSTER, serversOf(input), false));
+      clusters.push(staticCluster(REST_XDS_CLUSTER, serversOf(input), false, input.tls));
       break;
     }
     case 'files': {

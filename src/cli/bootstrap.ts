@@ -1,6 +1,12 @@
 import { checkTree } from '../app/check-tree.ts';
-import { BOOTSTRAP_MODES, envoyBootstrap, grpcBootstrap, type BootstrapMode } from '../bootstrap/envoy-bootstrap.ts';
-import { loadServerConfig, splitListen } from '../config/server-config.ts';
+import {
+  BOOTSTRAP_MODES,
+  envoyBootstrap,
+  grpcBootstrap,
+  type BootstrapMode,
+  type BootstrapTls,
+} from '../bootstrap/envoy-bootstrap.ts';
+import { loadServerConfig, splitListen, type ServerConfig } from '../config/server-config.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import { DEFAULT_GROUP } from '../model/types.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
@@ -14,6 +20,39 @@ export interface BootstrapArgs {
   nodeCluster?: string;
   /** host:port as proxies reach the server; several for replicas. */
   server?: string[];
+  /** When the server serves TLS: its CA, the name its certificate carries, the proxy's certificate and key. */
+  tlsCa?: string;
+  tlsServerName?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+}
+
+/**
+ * The proxy's side of the server's TLS, from the flags; a message when they do not fit the server
+ * settings (a bootstrap without TLS for a TLS server would only fail at the proxy, unexplained).
+ */
+function proxyTls(
+  mode: string,
+  a: BootstrapArgs,
+  settings: ServerConfig,
+  host: string,
+): BootstrapTls | string | undefined {
+  const given = [a.tlsCa, a.tlsServerName, a.tlsCert, a.tlsKey].some((f) => f !== undefined);
+  const key = mode === 'rest' ? 'rest.tls' : 'grpc.tls';
+  const served = mode === 'files' ? undefined : mode === 'rest' ? settings.rest?.tls : settings.grpc.tls;
+  if (!served)
+    return given ? `the server does not serve TLS to this mode (no ${key}); drop the --tls-* flags` : undefined;
+  if (mode === 'grpc')
+    return (
+      `the server serves TLS (${key}); proxyless gRPC bootstraps with TLS are not generated (@grpc/grpc-js-xds ` +
+      `connects to its server only without TLS or with Google default credentials)`
+    );
+  if (!a.tlsCa)
+    return `the server serves TLS (${key}): pass --tls-ca FILE, the CA of its certificate as the proxy sees it`;
+  if (Boolean(a.tlsCert) !== Boolean(a.tlsKey)) return '--tls-cert and --tls-key go together';
+  if (served.clientCaFile && !a.tlsCert)
+    return `the server requires client certificates (${key}.clientCaFile): pass --tls-cert FILE and --tls-key FILE`;
+  return { ca: a.tlsCa, serverName: a.tlsServerName ?? host, cert: a.tlsCert, key: a.tlsKey };
 }
 
 const MODES: readonly string[] = [...BOOTSTRAP_MODES, 'grpc'];
@@ -68,6 +107,11 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
     process.stderr.write(`the server listens on ${wildcard.host}; pass --server HOST:PORT as the proxies reach it\n`);
     return 2;
   }
+  const tls = proxyTls(mode, a, settings, server[0]!.host);
+  if (typeof tls === 'string') {
+    process.stderr.write(`${tls}\n`);
+    return 2;
+  }
   let out: object;
   if (mode === 'grpc') {
     out = grpcBootstrap(nodeId, nodeCluster, server);
@@ -97,6 +141,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       refreshDelayMs: r?.refreshDelayMs,
       requestTimeoutMs: r?.requestTimeoutMs,
       longPollMs: r?.holdMs,
+      tls,
     });
   }
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);

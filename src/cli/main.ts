@@ -22,6 +22,7 @@ const USAGE = `usage: fleetxds <command> [options]
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
   bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc
             [--node-id ID] [--node-cluster C] [--server HOST:PORT ...] (one --server per replica)
+            [--tls-ca FILE [--tls-server-name NAME] [--tls-cert FILE --tls-key FILE]] (the server serves TLS)
                                                 print an Envoy (or proxyless gRPC) bootstrap for a node of that group
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them
@@ -46,6 +47,10 @@ async function main(argv: string[]): Promise<number | undefined> {
       'node-id': { type: 'string' },
       'node-cluster': { type: 'string' },
       server: { type: 'string', multiple: true },
+      'tls-ca': { type: 'string' },
+      'tls-server-name': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
       base: { type: 'string' },
       branch: { type: 'string' },
       subdir: { type: 'string' },
@@ -109,6 +114,10 @@ async function main(argv: string[]): Promise<number | undefined> {
         nodeId: values['node-id'],
         nodeCluster: values['node-cluster'],
         server: values.server,
+        tlsCa: values['tls-ca'],
+        tlsServerName: values['tls-server-name'],
+        tlsCert: values['tls-cert'],
+        tlsKey: values['tls-key'],
       });
   }
   process.stderr.write(`${USAGE}\n`);

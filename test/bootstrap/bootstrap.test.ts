@@ -6,6 +6,7 @@ import { envoyBootstrap, grpcBootstrap, type BootstrapInput } from '../../src/bo
 import { projectPath } from '../../src/shared/paths.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
 import { runCli } from '../helpers/process.ts';
+import { tempDir } from '../helpers/tree.ts';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 const dir = projectPath('test', 'golden', 'bootstrap');
@@ -37,6 +38,25 @@ const cases: Record<string, BootstrapInput> = {
       lds: '/var/lib/fleetxds/files/edge/current/lds.json',
       watchedDirectory: '/var/lib/fleetxds/files/edge',
     },
+  },
+  // The server serves TLS: checked against its CA and pinned to its name; mTLS with the proxy's certificate.
+  'ads-mtls': {
+    ...base,
+    mode: 'ads',
+    server: { host: 'xds.internal.example', port: 18000 },
+    tls: {
+      ca: '/etc/envoy/tls/fleet-ca.pem',
+      serverName: 'xds.internal.example',
+      cert: '/etc/envoy/tls/edge-1.pem',
+      key: '/etc/envoy/tls/edge-1.key',
+    },
+  },
+  'rest-tls-ip': {
+    ...base,
+    mode: 'rest',
+    server: { host: '10.0.0.5', port: 18002 },
+    refreshDelayMs: 1000,
+    tls: { ca: '/etc/envoy/tls/fleet-ca.pem', serverName: '10.0.0.5' },
   },
 };
 
@@ -129,6 +149,58 @@ test('CLI: refuses a node that would land in another group, an unknown group, an
   assert.match(wrong.stderr, /would join group "edge", not "canary-edge"/);
   assert.match(cli('--group', 'nope').stderr, /no node group "nope"/);
   assert.is(cli('--group', 'edge', '--mode', 'carrier-pigeon').status, 2);
+});
+
+test('CLI: a server that serves TLS gets a bootstrap with TLS, or a refusal saying which flags are missing', () => {
+  const root = tempDir();
+  const settings = (tls: string) => {
+    const file = join(root, `fleetxds-${Math.random().toString(36).slice(2)}.yaml`);
+    writeFileSync(
+      file,
+      `configDir: ${projectPath('config', 'services')}\ngrpc: { listen: 10.0.0.5:18000${tls} }\n` +
+        'rest: { listen: 10.0.0.5:18002 }\nadmin: { listen: 127.0.0.1:0 }\ndatabase: /nonexistent/x.db\n',
+    );
+    return file;
+  };
+  const mtls = settings(', tls: { certFile: /x/s.pem, keyFile: /x/s.key, clientCaFile: /x/ca.pem }');
+  const run = (config: string, ...args: string[]) =>
+    runCli(['bootstrap', '--config', config, '--group', 'edge', '--node-id', 'edge-7', ...args]);
+  const cases: [args: string[], error: RegExp][] = [
+    [['--mode', 'ads'], /serves TLS \(grpc\.tls\): pass --tls-ca FILE/],
+    [['--mode', 'ads', '--tls-ca', '/p/ca.pem'], /requires client certificates .*--tls-cert FILE and --tls-key FILE/],
+    [['--mode', 'ads', '--tls-ca', '/p/ca.pem', '--tls-cert', '/p/c.pem'], /--tls-cert and --tls-key go together/],
+    [['--mode', 'grpc', '--tls-ca', '/p/ca.pem'], /proxyless gRPC bootstraps with TLS are not generated/],
+    [['--mode', 'rest', '--tls-ca', '/p/ca.pem'], /does not serve TLS to this mode \(no rest\.tls\)/],
+  ];
+  for (const [args, error] of cases) {
+    const r = run(mtls, ...args);
+    assert.is(r.status, 2, args.join(' '));
+    assert.match(r.stderr, error, args.join(' '));
+  }
+  const ok = run(mtls, '--mode', 'ads', '--tls-ca', '/p/ca.pem', '--tls-cert', '/p/c.pem', '--tls-key', '/p/c.key');
+  assert.is(ok.status, 0, ok.stderr);
+  const socket = JSON.parse(ok.stdout).static_resources.clusters[0].transport_socket.typed_config;
+  assert.equal(socket.common_tls_context.validation_context.match_typed_subject_alt_names, [
+    { san_type: 'IP_ADDRESS', matcher: { exact: '10.0.0.5' } },
+  ]);
+  assert.is(socket.sni, undefined, 'no SNI for an IP address');
+  assert.equal(socket.common_tls_context.alpn_protocols, ['h2']);
+  const named = run(
+    mtls,
+    '--mode',
+    'ads',
+    '--tls-ca',
+    '/p/ca.pem',
+    '--tls-cert',
+    '/p/c.pem',
+    '--tls-key',
+    '/p/c.key',
+    '--server',
+    'xds.example:18000',
+  );
+  assert.is(JSON.parse(named.stdout).static_resources.clusters[0].transport_socket.typed_config.sni, 'xds.example');
+  const plain = run(settings(''), '--mode', 'ads', '--tls-ca', '/p/ca.pem');
+  assert.match(plain.stderr, /does not serve TLS to this mode \(no grpc\.tls\)/);
 });
 
 test.run();

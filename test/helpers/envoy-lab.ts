@@ -119,13 +119,22 @@ export interface Lab {
   /** Waits until `n` requests in a row on `path` reach `backend` through the Envoy of `spec`. */
   routesTo(spec: LabEnvoySpec, path: string, backend: string, n?: number): Promise<void>;
   stop(): Promise<void>;
+  /** With `controlPlaneTls`: the files of the certificate fleetxds serves on gRPC and REST. */
+  serverCertificate?: { certFile: string; keyFile: string };
 }
 
 export interface LabOptions {
   /** Extra server settings (merged into fleetxds.yaml). */
   settings?: Record<string, unknown>;
   backends?: string[];
+  /**
+   * gRPC and REST over mTLS (the lab CA; node ids bound to client certificates under
+   * LAB_IDENTITY_PREFIX), each Envoy bootstrapped with its own certificate (`--tls-*`).
+   */
+  controlPlaneTls?: boolean;
 }
+
+export const LAB_IDENTITY_PREFIX = 'spiffe://lab.test/';
 
 /** Services a, b (split), ep (endpoint change) on backends A and B; every spec gets a group and two listeners. */
 export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Promise<Lab> {
@@ -193,7 +202,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
   const write = (file: string, d: object[]) =>
     writeFileSync(join(configDir, file), d.map((x) => stringify(x)).join('---\n'));
   for (const [f, d] of Object.entries(docs)) write(f, d);
-  const settings = {
+  const settings: Record<string, unknown> = {
     configDir: 'services',
     database: 'state/fleetxds.db',
     grpc: { listen: '127.0.0.1:0' },
@@ -205,6 +214,14 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     sds: { insecureLoopbackOnly: true },
     ...opts.settings,
   };
+  let serverCertificate: Lab['serverCertificate'];
+  if (opts.controlPlaneTls) {
+    const cert = pki.issue('fleetxds', 'DNS:localhost,IP:127.0.0.1');
+    serverCertificate = { certFile: cert.cert, keyFile: cert.key };
+    const tls = { ...serverCertificate, clientCaFile: pki.caCert, identityPrefix: LAB_IDENTITY_PREFIX };
+    settings.grpc = { ...(settings.grpc as object), tls };
+    settings.rest = { ...(settings.rest as object), tls: { ...tls } }; // a copy: the same object would be a YAML alias
+  }
   writeFileSync(join(root, 'fleetxds.yaml'), stringify(settings));
   const server = await spawnServer(join(root, 'fleetxds.yaml'));
   const envoys = new Map<string, EnvoyProcess>();
@@ -257,6 +274,10 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
       links.push(link);
       port = link.port;
     }
+    // Each Envoy's own certificate, for the node ids of its group.
+    const client = opts.controlPlaneTls
+      ? pki.issue(`${spec.id}-client`, `URI:${LAB_IDENTITY_PREFIX}node/${spec.id}-*`)
+      : undefined;
     const { stdout } = await run(
       process.execPath,
       [
@@ -274,6 +295,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
         nodeId,
         '--server',
         `127.0.0.1:${port}`,
+        ...(client ? ['--tls-ca', pki.caCert, '--tls-cert', client.cert, '--tls-key', client.key] : []),
       ],
       { cwd: projectPath(), env: { ...process.env, FLEETXDS_REST_LISTEN: `127.0.0.1:${server.restPort}` } },
     );
@@ -292,6 +314,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     envoys,
     docs,
     write,
+    serverCertificate,
     async startEnvoy(spec) {
       const e = await startEnvoy(spec.version, await bootstrapFor(spec), root);
       envoys.set(spec.id, e);

@@ -90,7 +90,10 @@ export function spawnServer(
       });
     };
     child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
+    child.once('exit', (code) => {
+      clearTimeout(timer); // or a test of a server that must not start waits for it
+      reject(new Error(`server exited with ${code}:\n${out}`));
+    });
   });
 }
 
