@@ -6,6 +6,7 @@
  */
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 
 export interface TlsFileSettings {
   certFile: string;
@@ -66,6 +67,12 @@ export function readListenerTls(files: TlsFileSettings): { tls: ListenerTls; inf
     } catch (err) {
       throw new Error(`${files.clientCaFile}: not a PEM certificate (${(err as Error).message})`, { cause: err });
     }
+  }
+  try {
+    // What setSecureContext will do with them, in every serving thread: it must not fail there.
+    createSecureContext({ cert, key, ...(ca && { ca }) });
+  } catch (err) {
+    throw new Error(`${files.certFile}: cannot be served (${(err as Error).message})`, { cause: err });
   }
   const digest = createHash('sha256').update(cert).update('\0').update(key).update('\0');
   if (ca) digest.update(ca);

@@ -30,7 +30,11 @@ port.on('message', (m: ToThread) => {
       for (const e of m.events) acks.learn(e);
       break;
     case 'tls':
-      grpc.setTls(m.tls);
+      try {
+        grpc.setTls(m.tls); // checked by the main thread already (listener-tls.ts)
+      } catch (err) {
+        log.error({ err }, 'listener certificate could not be set on this thread; it keeps the one it has');
+      }
       break;
     case 'listen':
       grpc.listen(settings.host, m.port, { reusePort: true }).then(
