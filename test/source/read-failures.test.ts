@@ -5,8 +5,8 @@
  * tree is read again within seconds (src/app/read-retry.ts) rather than at the next change or the
  * watcher's minute. Errors that do describe the tree (its directory missing) are still verdicts.
  */
-import { spawnSync } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { test } from 'uvu';
@@ -27,32 +27,30 @@ function fileLimits(): { soft: string; hard: string } {
   return { soft: soft!, hard: hard! };
 }
 
-function setFileLimit(soft: string, hard: string): void {
-  const r = spawnSync('prlimit', ['--pid', String(process.pid), `--nofile=${soft}:${hard}`], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`prlimit failed (util-linux is needed): ${r.stderr ?? r.error}`);
-}
-
-/** Runs `fn` with every file descriptor this process may open taken, then gives them back. */
+/**
+ * Runs `fn` with no file descriptor to be had: the process's limit is lowered to 3, below every
+ * descriptor it holds but stdin, stdout and stderr, so whatever it closes meanwhile (tsx closes a
+ * socket at some point) cannot be reused. The limit is put back by a child started beforehand:
+ * starting one afterwards would itself need descriptors.
+ */
 async function withoutFileDescriptors<T>(fn: () => Promise<T>): Promise<T> {
   const { soft, hard } = fileLimits();
-  setFileLimit(String(readdirSync('/proc/self/fd').length + 64), hard);
-  const held: number[] = [];
-  const takeAll = () => {
-    try {
-      for (;;) held.push(openSync('/dev/null', 'r'));
-    } catch (err) {
-      assert.is((err as NodeJS.ErrnoException).code, 'EMFILE');
-    }
-  };
+  const restorer = spawn('sh', ['-c', `read x; exec prlimit --pid ${process.pid} --nofile=${soft}:${hard}`], {
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
+  const restored = new Promise<number | null>((r) => restorer.once('exit', r));
+  const lowered = spawnSync('prlimit', ['--pid', String(process.pid), `--nofile=3:${hard}`], { encoding: 'utf8' });
+  if (lowered.status !== 0) {
+    restorer.kill();
+    throw new Error(`prlimit failed (util-linux is needed): ${lowered.stderr ?? lowered.error}`);
+  }
   try {
-    takeAll();
-    // Descriptors the process was closing meanwhile (tsx's socket was seen to) are taken too.
-    await new Promise((r) => setTimeout(r, 50));
-    takeAll();
+    assert.throws(() => openSync('/dev/null', 'r'), /EMFILE/);
     return await fn();
   } finally {
-    for (const fd of held) closeSync(fd);
-    setFileLimit(soft, hard);
+    restorer.stdin!.end('go\n');
+    assert.is(await restored, 0, 'the limit was put back');
+    assert.is(fileLimits().soft, soft);
   }
 }
 
