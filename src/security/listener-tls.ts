@@ -30,6 +30,11 @@ export interface ListenerTlsInfo {
   digest: string;
 }
 
+/** A TLS listener's server options: with a client CA, client certificates are required and checked against it. */
+export function listenerOptions(tls: ListenerTls): ListenerTls & { requestCert?: true; rejectUnauthorized?: true } {
+  return { ...tls, ...(tls.ca && { requestCert: true, rejectUnauthorized: true }) };
+}
+
 function read(file: string): Buffer {
   try {
     return readFileSync(file);

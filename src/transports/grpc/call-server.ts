@@ -28,7 +28,7 @@ import http2, {
 } from 'node:http2';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { TLSSocket, type PeerCertificate } from 'node:tls';
-import type { ListenerTls } from '../../security/listener-tls.ts';
+import { listenerOptions, type ListenerTls } from '../../security/listener-tls.ts';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { MessageReader, MessageTooLarge } from './message-reader.ts';
 import { Status, type StatusCode } from './status.ts';
@@ -254,8 +254,7 @@ export function createCallServer(o: CallServerOptions): CallServer {
   const h2 = o.tls
     ? http2.createSecureServer({
         ...common,
-        ...o.tls,
-        ...(o.tls.ca ? { requestCert: true, rejectUnauthorized: true } : {}),
+        ...listenerOptions(o.tls),
       })
     : http2.createServer(common);
   h2.setTimeout(0);

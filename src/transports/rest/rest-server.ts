@@ -22,7 +22,7 @@ import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
-import type { ListenerTls } from '../../security/listener-tls.ts';
+import { listenerOptions, type ListenerTls } from '../../security/listener-tls.ts';
 import type { TokenAuth } from '../../security/tokens.ts';
 import { checkNodeIdentity } from '../../security/node-identity.ts';
 import { shortHash } from '../../shared/hash.ts';
@@ -221,10 +221,7 @@ export function createRestServer(opts: RestOptions): RestServer {
   const app = Fastify({
     ...(tls
       ? {
-          https: {
-            ...tls.listener,
-            ...(tls.listener.ca ? { requestCert: true, rejectUnauthorized: true } : {}),
-          },
+          https: listenerOptions(tls.listener),
         }
       : {}),
     // Fastify's own per-request lines only from warn up; fleetxds's lines follow the configured level.
