@@ -11,6 +11,7 @@ import { projectPath } from '../src/shared/paths.ts';
 import { tempDir } from '../test/helpers/tree.ts';
 import { fanout, type FanoutResult } from './scenarios/fanout.ts';
 import { filesScenario } from './scenarios/files.ts';
+import { pushLoop, type PushLoopResult } from './scenarios/push-loop.ts';
 import { buildGoHarness, peerRun, PEERS, type PeerName, type PeerResult } from './scenarios/peers.ts';
 import { restScenario, type RestResult } from './scenarios/rest.ts';
 import { restartScenario } from './scenarios/restart.ts';
@@ -22,7 +23,7 @@ const { values, positionals } = parseArgs({
   options: { runs: { type: 'string' }, quick: { type: 'boolean', default: false } },
 });
 // `peers` and `threads` need Go and the Go module proxy: run them by name.
-const all = ['pipeline', 'restart', 'fanout', 'rollout', 'rest', 'files', 'envoy-check'];
+const all = ['pipeline', 'restart', 'fanout', 'push-loop', 'rollout', 'rest', 'files', 'envoy-check'];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
 const quick = values.quick;
@@ -33,7 +34,9 @@ function table(title: string, rows: Record<string, unknown>[]): void {
   const cols = Object.keys(rows[0] ?? {});
   console.log(`| ${cols.join(' | ')} |`);
   console.log(`|${cols.map(() => '---').join('|')}|`);
-  for (const r of rows) console.log(`| ${cols.map((c) => String(r[c])).join(' | ')} |`);
+  // A figure a server does not report (NaN) shows as '-'.
+  const cell = (v: unknown) => (typeof v === 'number' && Number.isNaN(v) ? '-' : String(v));
+  for (const r of rows) console.log(`| ${cols.map((c) => cell(r[c])).join(' | ')} |`);
 }
 
 /** A row of a / b for each column of `a`, except the columns `label` gives (the server, the sizes). */
@@ -43,7 +46,10 @@ function ratioRow(
   b: Record<string, unknown>,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = { ...label };
-  for (const k of Object.keys(a)) if (!(k in out)) out[k] = (Number(a[k]) / Number(b[k])).toFixed(2);
+  for (const k of Object.keys(a)) {
+    const ratio = Number(a[k]) / Number(b[k]);
+    if (!(k in out)) out[k] = Number.isFinite(ratio) ? ratio.toFixed(2) : '-';
+  }
   return out;
 }
 
@@ -153,6 +159,16 @@ if (selected.includes('rest')) {
     [...rows, ratioRow({ server: 'fleetxds / bare-http', held: ours.held }, ours, floor)],
   );
   console.log(`\ntarget: 10,000 held polls in < 150 MB RSS, all answered < 1,000 ms after the change`);
+}
+
+if (selected.includes('push-loop')) {
+  const results: PushLoopResult[] = [];
+  for (let r = 0; r < runs; r++) results.push(await pushLoop(quick ? 1000 : 5000, 9));
+  table(
+    "fleetxds's own work per SotW ADS stream, in process without sockets (median of 9 changes per run): the " +
+      'publish loop (deciding what each stream is owed and handing it its bytes) and the handling of its ACK, us',
+    [medianOf(results)],
+  );
 }
 
 if (selected.includes('files')) {

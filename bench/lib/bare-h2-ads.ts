@@ -123,13 +123,14 @@ process.on('SIGUSR1', () => {
 });
 
 process.on('SIGHUP', () => {
+  const started = performance.now();
   const before = bodies;
   bodies = prepared;
   for (const [typeUrl, b] of bodies) {
     if (before.get(typeUrl)?.version === b.version) continue;
     for (const st of streams) if (st.types.has(typeUrl)) st.stream.write(frame(b.body, ++st.nonce));
   }
-  console.log(JSON.stringify({ event: 'published' }));
+  console.log(JSON.stringify({ event: 'published', loopMs: performance.now() - started }));
 });
 
 server.listen(0, '127.0.0.1', () => {

@@ -34,6 +34,12 @@ export interface PeerResult {
   routeP99: number;
   fromWriteP99: number;
   routeCpu: number;
+  /**
+   * The server's own time to hand a one-route push to every stream (its publish loop), ms: what it
+   * logs (fleetxds: the publish step, which with serving threads is the hand-off to them); NaN
+   * where the server does not say (go-control-plane).
+   */
+  routeLoopMs: number;
   endpointP99: number;
   endpointCpu: number;
   endpointBytes: number;
@@ -105,8 +111,11 @@ interface Running {
   port: number;
   /** Applies a change; returns when it was started. */
   change(apply: (cfg: string) => void): Promise<number>;
-  /** After a change: when it was published, and the CPU seconds spent before that (not the push's). */
-  published(started: number): { at: number; cpuBefore: number };
+  /**
+   * After a change: when it was published, the CPU seconds spent before that (not the push's), and
+   * how long the server's own loop over the streams took (NaN where the server does not say).
+   */
+  published(started: number): { at: number; cpuBefore: number; loopMs: number };
   stop(): Promise<void>;
 }
 
@@ -155,7 +164,7 @@ async function startPeer(
           .map((l) => JSON.parse(l) as { time: number; publishMs: number; cpuMs: number })
           .find((l) => l.time >= started);
         if (!applied) throw new Error('fleetxds did not log the applied version');
-        return { at: applied.time - applied.publishMs, cpuBefore: applied.cpuMs / 1000 };
+        return { at: applied.time - applied.publishMs, cpuBefore: applied.cpuMs / 1000, loopMs: applied.publishMs };
       },
       // SIGTERM when profiling: the CPU profile is written at exit.
       stop: async () => void (await server.stop(process.env.FLEETXDS_CPU_PROF ? 'SIGTERM' : 'SIGKILL')),
@@ -176,6 +185,7 @@ async function startPeer(
         )
       : libHarness('bare-h2-ads.ts', [file]);
   const { child } = events;
+  let loopMs = NaN;
   const { port } = await events.next('listening', 60_000);
   pin(child.pid!, SERVER_CORE);
   return {
@@ -189,10 +199,10 @@ async function startPeer(
       await prepared;
       const t0 = Date.now();
       child.kill('SIGHUP');
-      await events.next('published', 60_000);
+      loopMs = Number((await events.next('published', 60_000)).loopMs ?? NaN); // go-control-plane does not say
       return t0;
     },
-    published: (started) => ({ at: started, cpuBefore: 0 }),
+    published: (started) => ({ at: started, cpuBefore: 0, loopMs }),
     stop: async () => {
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
@@ -228,7 +238,7 @@ export async function peerRun(
       const t0 = await start();
       const { at, bytes } = await got;
       await sleep(300); // the last ACKs are part of the push's cost
-      const published = isChange ? server.published(t0) : { at: t0, cpuBefore: 0 };
+      const published = isChange ? server.published(t0) : { at: t0, cpuBefore: 0, loopMs: NaN };
       const cpu = procStats(server.pid).cpuSeconds - before - published.cpuBefore;
       const threads = splitByThread(threadsBefore, threadCpu(server.pid), published.cpuBefore);
       const p99 = (from: number) =>
@@ -242,6 +252,7 @@ export async function peerRun(
         p99: p99(published.at),
         fromWrite: p99(t0),
         cpu: Number(cpu.toFixed(2)),
+        loopMs: published.loopMs,
         bytes: Math.round(avg),
         threads,
       };
@@ -267,6 +278,7 @@ export async function peerRun(
       routeP99: route.p99,
       fromWriteP99: route.fromWrite,
       routeCpu: route.cpu,
+      routeLoopMs: Math.round(route.loopMs),
       endpointP99: endpoint.p99,
       endpointCpu: endpoint.cpu,
       endpointBytes: endpoint.bytes,

@@ -27,11 +27,14 @@ const REQUIRE_BANNER = [
   'const require = __createRequire(import.meta.url);',
 ].join('\n');
 
-/** Bundles the server into `outdir` (a folder inside the project: it finds proto/ and migrations/ above it). */
-export async function bundleServer(outdir = SERVER_DIR): Promise<void> {
+/**
+ * Bundles the server into `outdir` (a folder inside the project: it finds proto/ and migrations/
+ * above it); `more` entries (a benchmark that runs the server's code in process) go with it.
+ */
+export async function bundleServer(outdir = SERVER_DIR, more: readonly string[] = []): Promise<void> {
   rmSync(outdir, { recursive: true, force: true });
   await build({
-    entryPoints: ENTRIES.map((e) => projectPath(e)),
+    entryPoints: [...ENTRIES, ...more].map((e) => projectPath(e)),
     outdir,
     entryNames: '[name]',
     ...FOR_NODE,

@@ -6,6 +6,7 @@ import client from 'prom-client';
 import type { SharedDecisionStatus } from '../decisions/decision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from './node-registry.ts';
+import { TypeUrls } from '../xds/resource-types.ts';
 
 /** What the metrics need of a rollout under way. */
 export interface RolloutMetrics {
@@ -16,26 +17,47 @@ export interface RolloutMetrics {
 
 const typeName = (typeUrl: string) => typeUrl.slice(typeUrl.lastIndexOf('.') + 1);
 
+/** `{ type }` labels by type URL, made once (prom-client only reads them). */
+const TYPE_LABELS = new Map<string, { type: string }>();
+function typeLabel(typeUrl: string): { type: string } {
+  let labels = TYPE_LABELS.get(typeUrl);
+  if (!labels) TYPE_LABELS.set(typeUrl, (labels = { type: typeName(typeUrl) }));
+  return labels;
+}
+
+/**
+ * A counter by resource type that a push bumps once per stream, thousands of times per change:
+ * events are tallied in a plain map and added to prom-client's counter when it is read, instead of
+ * prom-client hashing the label set on every event. Returns the function that counts one event.
+ */
+function typeCounter(registry: client.Registry, name: string, help: string): (typeUrl: string) => void {
+  const tally = new Map<string, number>();
+  new client.Counter({
+    name,
+    help,
+    labelNames: ['type'],
+    registers: [registry],
+    collect() {
+      for (const [typeUrl, n] of tally) this.inc({ type: typeName(typeUrl) }, n);
+      tally.clear();
+    },
+  });
+  return (typeUrl) => void tally.set(typeUrl, (tally.get(typeUrl) ?? 0) + 1);
+}
+
 export class Metrics {
   readonly registry = new client.Registry();
-  private readonly pushes = new client.Counter({
-    name: 'fleetxds_pushes_total',
-    help: 'Responses sent to clients, by resource type',
-    labelNames: ['type'],
-    registers: [this.registry],
-  });
-  private readonly acks = new client.Counter({
-    name: 'fleetxds_acks_total',
-    help: 'ACKs received, by resource type',
-    labelNames: ['type'],
-    registers: [this.registry],
-  });
-  private readonly nacks = new client.Counter({
-    name: 'fleetxds_nacks_total',
-    help: 'NACKs received (REST: inferred), by resource type',
-    labelNames: ['type'],
-    registers: [this.registry],
-  });
+  private readonly pushes = typeCounter(
+    this.registry,
+    'fleetxds_pushes_total',
+    'Responses sent to clients, by resource type',
+  );
+  private readonly acks = typeCounter(this.registry, 'fleetxds_acks_total', 'ACKs received, by resource type');
+  private readonly nacks = typeCounter(
+    this.registry,
+    'fleetxds_nacks_total',
+    'NACKs received (REST: inferred), by resource type',
+  );
   private readonly warmingHolds = new client.Counter({
     name: 'fleetxds_warming_holds_total',
     help:
@@ -69,8 +91,12 @@ export class Metrics {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
-  /** When each (type, version) was first published: the start of its push latency. */
-  private readonly publishedAt = new Map<string, number>();
+  /**
+   * When each version of each type (by type URL) was first published: the start of its push
+   * latency. Looked up per ACK with the ACK's own strings, so no key is built per ACK.
+   */
+  private readonly publishedAt = new Map<string, Map<string, number>>();
+  private published = 0;
 
   constructor(
     registry: NodeRegistry,
@@ -149,20 +175,28 @@ export class Metrics {
     });
     cache.onPublish((cfg) => {
       const now = Date.now();
+      if (this.published > 100_000) {
+        this.publishedAt.clear();
+        this.published = 0;
+      }
       for (const g of [...cfg.groups.values(), ...(cfg.staged?.groups.values() ?? [])])
-        for (const t of Object.values(g.types))
-          if (!this.publishedAt.has(`${t.kind}\0${t.version}`)) this.publishedAt.set(`${t.kind}\0${t.version}`, now);
-      if (this.publishedAt.size > 100_000) this.publishedAt.clear();
+        for (const t of Object.values(g.types)) {
+          const url = TypeUrls[t.kind];
+          const versions = this.publishedAt.get(url) ?? new Map<string, number>();
+          this.publishedAt.set(url, versions);
+          if (versions.has(t.version)) continue;
+          versions.set(t.version, now);
+          this.published++;
+        }
     });
     registry.observe({
-      sent: (typeUrl) => this.pushes.inc({ type: typeName(typeUrl) }),
+      sent: (typeUrl) => this.pushes(typeUrl),
       acked: (typeUrl, version) => {
-        this.acks.inc({ type: typeName(typeUrl) });
-        const kind = KIND_OF[typeName(typeUrl)];
-        const at = kind ? this.publishedAt.get(`${kind}\0${version}`) : undefined;
-        if (at !== undefined) this.latency.observe({ type: typeName(typeUrl) }, (Date.now() - at) / 1000);
+        this.acks(typeUrl);
+        const at = this.publishedAt.get(typeUrl)?.get(version);
+        if (at !== undefined) this.latency.observe(typeLabel(typeUrl), (Date.now() - at) / 1000);
       },
-      nacked: (typeUrl) => this.nacks.inc({ type: typeName(typeUrl) }),
+      nacked: (typeUrl) => this.nacks(typeUrl),
       warmingHeld: (outcome) => this.warmingHolds.inc({ outcome }),
     });
   }
@@ -198,11 +232,3 @@ export class Metrics {
     return this.registry.metrics();
   }
 }
-
-const KIND_OF: Record<string, string> = {
-  Cluster: 'cluster',
-  ClusterLoadAssignment: 'endpoint',
-  Listener: 'listener',
-  RouteConfiguration: 'route',
-  Secret: 'secret',
-};

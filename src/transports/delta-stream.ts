@@ -109,7 +109,7 @@ export class DeltaStream extends StreamBase {
       owed.replyIfEmpty ||= replyIfEmpty || wildcardAdded;
       if (!this.hold.holds(kind)) this.push(ts, 'upserts', force, false);
     } else this.push(ts, 'all', force, replyIfEmpty || wildcardAdded);
-    if (kind === 'endpoint') this.hold?.progress((c) => this.claDelivered(c));
+    if (kind === 'endpoint') this.hold?.progress();
   }
 
   protected onConfig(snap: GroupSnapshot): void {
@@ -128,7 +128,7 @@ export class DeltaStream extends StreamBase {
       const fresh = this.push(ts, 'upserts', new Set([...force, ...(ts.owed?.force ?? [])]), false);
       if (kind === 'cluster') introduced = fresh;
     }
-    if (this.hold?.await(introduced, (c) => this.claDelivered(c))) return;
+    if (this.hold?.await(introduced)) return;
     this.afterWarming(snap);
   }
 
@@ -156,7 +156,7 @@ export class DeltaStream extends StreamBase {
   }
 
   /** Whether the stream has sent the CLA of an EDS cluster (true for clusters without one). */
-  private claDelivered(cluster: string): boolean {
+  protected claDelivered(cluster: string): boolean {
     const snap = this.snapshot();
     return !snap?.types.endpoint.resources.has(cluster) || this.types.get('endpoint')?.known.has(cluster) === true;
   }

@@ -12,7 +12,7 @@ import type { EncodedResource } from '../snapshot/encoder.ts';
 import { diffTypes, makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import { shortHash } from '../shared/hash.ts';
 import { ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
-import { DR, stringField } from '../xds/wire.ts';
+import { DR, stringField, stringFieldThen } from '../xds/wire.ts';
 import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
 
@@ -100,6 +100,9 @@ function desiredOf(sub: Subscription, t: TypeSnapshot): readonly EncodedResource
   return desired;
 }
 
+const NONE: readonly never[] = Object.freeze([]);
+const NO_NAMES: ReadonlySet<string> = new Set();
+
 /** Whether the stream has answered this type (or the client resumed it holding the current version). */
 const answered = (ts: TypeState) => ts.nonce !== undefined || ts.resumed === true;
 
@@ -142,7 +145,7 @@ export class SotwStream extends StreamBase {
       return;
     }
     this.push(ts, first || added.length > 0, undefined, new Set(added));
-    if (kind === 'endpoint') this.hold?.progress((c) => this.claDelivered(c));
+    if (kind === 'endpoint') this.hold?.progress();
   }
 
   /**
@@ -168,15 +171,15 @@ export class SotwStream extends StreamBase {
   protected onConfig(snap: GroupSnapshot): void {
     // Clusters whose content changes need their CLA again, or they stay warming (§4.7, SOTW-09).
     const cds = this.types.get('cluster');
-    const changed: string[] = [];
-    const removed: EncodedResource[] = [];
+    let changed: readonly string[] = NONE;
+    let removed: readonly EncodedResource[] = NONE;
     // From what the client holds (possibly an interim snapshot of a push still held, warming-hold.ts)
     // to now: a diff shared by every stream, empty when the clusters did not change.
     const heldBefore = cds?.held?.from;
-    if (cds && heldBefore && !cds.sub.isEmpty()) {
+    if (cds && heldBefore && heldBefore !== snap.types.cluster && !cds.sub.isEmpty()) {
       const d = diffTypes(heldBefore, snap.types.cluster);
-      for (const name of d.changed) if (selects(cds.sub, snap.types.cluster.resources.get(name)!)) changed.push(name);
-      for (const old of d.removed) if (selects(cds.sub, old)) removed.push(old);
+      changed = d.changed.filter((name) => selects(cds.sub, snap.types.cluster.resources.get(name)!));
+      removed = d.removed.filter((old) => selects(cds.sub, old));
     }
     // Make before break: a removed cluster stays in an interim CDS response until listeners and
     // routes that used it have been replaced (afterWarming drops it).
@@ -184,15 +187,15 @@ export class SotwStream extends StreamBase {
       this.push(cds, false, makeTypeSnapshot('cluster', [...snap.types.cluster.resources.values(), ...removed]));
     else this.refresh('cluster', snap);
     const eds = this.types.get('endpoint');
-    this.refresh('endpoint', snap, eds ? changed.filter((c) => eds.sub.covers(c)) : []);
+    this.refresh('endpoint', snap, eds && changed.length ? changed.filter((c) => eds.sub.covers(c)) : NONE);
     this.refresh('secret', snap);
     // Clusters this push introduced: routes to them wait until their endpoints are out.
     const heldNow = cds?.held?.from;
     const introduced =
       cds && heldBefore && heldNow && heldNow !== heldBefore
         ? diffTypes(heldBefore, heldNow).added.filter((n) => selects(cds.sub, heldNow.resources.get(n)!))
-        : [];
-    if (this.hold?.await(introduced, (c) => this.claDelivered(c))) return;
+        : NONE;
+    if (this.hold?.await(introduced)) return;
     this.afterWarming(snap);
   }
 
@@ -202,8 +205,13 @@ export class SotwStream extends StreamBase {
     this.refresh('cluster', snap); // drops clusters an interim response kept; nothing otherwise
   }
 
+  /** Nothing to send: the client holds this version too. */
+  private unchanged(kind: ResourceKind, base: TypeSnapshot): void {
+    this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
+  }
+
   /** Whether the stream has sent the CLA of an EDS cluster (true for clusters without one). */
-  private claDelivered(cluster: string): boolean {
+  protected claDelivered(cluster: string): boolean {
     const snap = this.snapshot();
     if (!snap?.types.endpoint.resources.has(cluster)) return true;
     const eds = this.types.get('endpoint');
@@ -215,13 +223,13 @@ export class SotwStream extends StreamBase {
    * very snapshot already (O(1), which matters when thousands of streams see a change of another
    * type); a request still unanswered (nothing applied yet, or its names did not exist) is answered.
    */
-  private refresh(kind: ResourceKind, snap: GroupSnapshot, rewarm: readonly string[] = []): void {
+  private refresh(kind: ResourceKind, snap: GroupSnapshot, rewarm: readonly string[] = NONE): void {
     const ts = this.types.get(kind);
     if (!ts) return;
     const owed = ts.owed;
     ts.owed = undefined;
     if (!owed && answered(ts) && !ts.pinned && rewarm.length === 0 && ts.servedFrom === snap.types[kind]) return;
-    const names = owed ? new Set([...owed.names, ...rewarm]) : new Set(rewarm);
+    const names = owed || rewarm.length ? new Set([...(owed?.names ?? []), ...rewarm]) : NO_NAMES;
     this.push(ts, rewarm.length > 0 || !answered(ts) || owed?.force === true, undefined, names);
   }
 
@@ -231,7 +239,12 @@ export class SotwStream extends StreamBase {
    * carry only what changed or what `force` names ("delta over SotW": absence deletes nothing
    * there), and nothing when that is empty; names are remembered and sent once they exist (SOTW-08).
    */
-  private push(ts: TypeState, force: boolean, override?: TypeSnapshot, forceNames: Set<string> = new Set()): void {
+  private push(
+    ts: TypeState,
+    force: boolean,
+    override?: TypeSnapshot,
+    forceNames: ReadonlySet<string> = NO_NAMES,
+  ): void {
     const snap = this.snapshot();
     if (!snap) return; // nothing applied yet: the request is answered on the first publish
     const kind = ts.kind;
@@ -245,10 +258,6 @@ export class SotwStream extends StreamBase {
       return; // unsubscribed from everything: send nothing further (SOTW-11)
     }
     const fullState = ResourceTypes[kind].wildcard;
-    // Nothing to send: the client holds this version too (not for the interim snapshot of a removal).
-    const settled = (): void => {
-      if (!override) this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
-    };
     const held = ts.held;
     let selected: readonly EncodedResource[];
     let key: string;
@@ -258,7 +267,7 @@ export class SotwStream extends StreamBase {
       const selection = selectionVersion(t, key, selected);
       ts.held = { from: base, selection };
       if (held?.selection === selection && !force) {
-        settled();
+        if (!override) this.unchanged(kind, base); // not for the interim snapshot of a removal
         return;
       }
     } else {
@@ -267,13 +276,15 @@ export class SotwStream extends StreamBase {
         // What changed since what the client holds, among what it subscribes to, and what is forced.
         const d = diffTypes(held.from, base);
         const names = new Set<string>();
-        for (const list of [d.changed, d.added, forceNames])
-          for (const n of list) if (ts.sub.covers(n) && t.resources.has(n)) names.add(n);
+        const owes = (n: string) => ts.sub.covers(n) && t.resources.has(n) && names.add(n);
+        d.changed.forEach(owes);
+        d.added.forEach(owes);
+        forceNames.forEach(owes);
         selected = [...names].sort().map((n) => t.resources.get(n)!);
       }
       ts.held = { from: base };
       if (selected.length === 0) {
-        settled();
+        if (!override) this.unchanged(kind, base); // not for the interim snapshot of a removal
         return;
       }
       key = selectionKey(ts.sub, t, selected);
@@ -283,6 +294,8 @@ export class SotwStream extends StreamBase {
     ts.nonce = nonce;
     ts.sentSnapshot = base;
     this.opts.registry.sent(this.status!, TypeUrls[kind], t.version, nonce);
-    this.sendBytes([body, Buffer.concat([stringField(DR.nonce, nonce), this.controlPlaneField(DR.controlPlane)])]);
+    // The per-stream fields first (protobuf fields may come in any order), so that the transport can
+    // write them with the message's length prefix and the shared body goes as it is.
+    this.sendBytes([stringFieldThen(DR.nonce, nonce, this.controlPlaneField(DR.controlPlane)), body]);
   }
 }

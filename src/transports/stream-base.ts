@@ -11,7 +11,7 @@ import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts'
 import { groupSnapshotFor, type PublishedConfig, type SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { StreamRegistry, StreamStatus } from '../status/node-registry.ts';
 import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/resource-types.ts';
-import { lenField, stringField } from '../xds/wire.ts';
+import { DDR, DR, lenField, stringField } from '../xds/wire.ts';
 import { displayUserAgent, nodeLimitViolation } from '../security/node-limits.ts';
 import type { GroupAckTracker } from './group-ack-tracker.ts';
 import { recordReply, type Reply } from './replies.ts';
@@ -63,6 +63,12 @@ export interface StreamOptions {
   warmingHoldMs?: number;
 }
 
+/** derive() spaces of the encoded control_plane field, by field number (SotW's, delta's). */
+const CONTROL_PLANE_SPACES: Record<number, string> = {
+  [DR.controlPlane]: 'control-plane-sotw',
+  [DDR.controlPlane]: 'control-plane-delta',
+};
+
 export abstract class StreamBase {
   protected status?: StreamStatus;
   protected node?: NodeIdentity;
@@ -91,7 +97,11 @@ export abstract class StreamBase {
 
   constructor(protected readonly opts: StreamOptions) {
     if (!opts.fixedKind && opts.warmingHoldMs !== 0)
-      this.hold = new WarmingHold(opts.warmingHoldMs ?? DEFAULT_WARMING_HOLD_MS, (outcome) => this.released(outcome));
+      this.hold = new WarmingHold(
+        opts.warmingHoldMs ?? DEFAULT_WARMING_HOLD_MS,
+        (cluster) => this.claDelivered(cluster),
+        (outcome) => this.released(outcome),
+      );
   }
 
   private released(outcome: HoldOutcome): void {
@@ -102,6 +112,9 @@ export abstract class StreamBase {
 
   /** Pushes what a warming hold kept back (listeners, routes, the CDS that drops old clusters). */
   protected abstract afterWarming(snap: GroupSnapshot): void;
+
+  /** Whether the stream has sent the CLA of an EDS cluster (true for clusters without one): what a hold waits for. */
+  protected abstract claDelivered(cluster: string): boolean;
 
   get streamStatus(): StreamStatus | undefined {
     return this.status;
@@ -198,7 +211,8 @@ export abstract class StreamBase {
     if (cfg !== this.servedCfg) this.resolveServed(cfg);
     const identifier = this.servedControlPlane;
     if (!identifier) return Buffer.alloc(0);
-    return derive(cfg, 'control-plane', `${field}\u0000${identifier}`, () =>
+    // Keyed by the config's own identifier string, whose hash V8 keeps: no key is built per stream.
+    return derive(cfg, CONTROL_PLANE_SPACES[field] ?? `control-plane-${field}`, identifier, () =>
       lenField(field, stringField(1, identifier)),
     );
   }

@@ -26,10 +26,12 @@ export class WarmingHold {
   private timer?: NodeJS.Timeout;
 
   /**
+   * @param delivered whether the stream has sent the CLA of a cluster (or the cluster is gone).
    * @param release continues the held push (called once per hold, never from inside `await`).
    */
   constructor(
     private readonly limitMs: number,
+    private readonly delivered: (cluster: string) => boolean,
     private readonly release: (outcome: HoldOutcome) => void,
   ) {}
 
@@ -47,9 +49,11 @@ export class WarmingHold {
    * cluster, from this push or from a hold still running, lacks its CLA. Returns whether to wait.
    * A hold that goes on keeps its first deadline, so frequent pushes cannot postpone routes.
    */
-  await(introduced: Iterable<string>, delivered: (cluster: string) => boolean): boolean {
+  await(introduced: readonly string[]): boolean {
+    // The common push (no new cluster, no hold running), once per stream of thousands: no work.
+    if (introduced.length === 0 && this.timer === undefined) return false;
     for (const c of introduced) this.awaited.add(c);
-    this.settle(delivered);
+    this.settle();
     if (this.awaited.size === 0) {
       this.stop();
       return false;
@@ -62,9 +66,9 @@ export class WarmingHold {
   }
 
   /** Endpoints were sent (or clusters went away): release once every awaited CLA is out. */
-  progress(delivered: (cluster: string) => boolean): void {
+  progress(): void {
     if (!this.timer) return;
-    this.settle(delivered);
+    this.settle();
     if (this.awaited.size === 0) this.finish('delivered');
   }
 
@@ -75,8 +79,8 @@ export class WarmingHold {
     this.awaited.clear();
   }
 
-  private settle(delivered: (cluster: string) => boolean): void {
-    for (const c of this.awaited) if (delivered(c)) this.awaited.delete(c);
+  private settle(): void {
+    for (const c of this.awaited) if (this.delivered(c)) this.awaited.delete(c);
   }
 
   private finish(outcome: HoldOutcome): void {

@@ -77,6 +77,22 @@ export function stringField(field: number, s: string): Buffer {
   return s === '' ? Buffer.alloc(0) : lenField(field, Buffer.from(s, 'utf8'));
 }
 
+/**
+ * A string field followed by fields already encoded, in one allocation: the few bytes of a
+ * response that differ per stream (its nonce, then its control_plane), made once per push per stream.
+ */
+export function stringFieldThen(field: number, s: string, then: Uint8Array): Buffer {
+  const length = Buffer.byteLength(s, 'utf8');
+  const out = Buffer.allocUnsafe((length ? headerSize(field, length) + length : 0) + then.length);
+  let pos = 0;
+  if (length) {
+    pos = writeHeader(out, 0, field, length);
+    pos += out.write(s, pos, 'utf8');
+  }
+  out.set(then, pos);
+  return out;
+}
+
 /** google.protobuf.Any, in two copies (framedAny is the one-allocation form resources use). */
 export function encodeAny(typeUrl: string, value: Uint8Array): Buffer {
   return Buffer.concat([stringField(ANY.typeUrl, typeUrl), lenField(ANY.value, value)]);

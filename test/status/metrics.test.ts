@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -47,6 +47,21 @@ test('Prometheus metrics: clients by transport, pushes, ACKs, NACKs, push latenc
     assert.is(metric(text, 'fleetxds_apply_duration_seconds_count'), 2);
     assert.is(metric(text, 'fleetxds_config_version'), 2);
     assert.match(text, /process_resident_memory_bytes/);
+    // Counted between scrapes, added at the next: totals go on, nothing is counted twice.
+    rmSync(join(dir, 'bad.yaml'));
+    writeFileSync(
+      join(dir, 'services.yaml'),
+      BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 3s\n'),
+    );
+    await app.reload();
+    const r3 = await s.next();
+    s.send({ type_url: T.cluster, version_info: r3.version_info, response_nonce: r3.nonce });
+    await new Promise((r) => setTimeout(r, 100));
+    const again = await (await fetch(`http://127.0.0.1:${app.adminPort}/metrics`)).text();
+    assert.is(metric(again, 'fleetxds_pushes_total{type="Cluster"}'), 3);
+    assert.is(metric(again, 'fleetxds_acks_total{type="Cluster"}'), 2);
+    assert.is(metric(again, 'fleetxds_nacks_total{type="Cluster"}'), 1);
+    assert.is(metric(again, 'fleetxds_push_latency_seconds_count{type="Cluster"}'), 2);
     s.close();
     c.close();
   } finally {

@@ -124,6 +124,9 @@ const framed = (payload: Buffer, compressed = false) => {
 test('messages of shared parts arrive whole and in order, through flow control; each write reports', async () => {
   const shared = Buffer.alloc(1 << 20, 7); // 1 MiB: many flow-control windows
   const done: number[] = [];
+  // A stream's own fields first, then the shared body (a SotW response): the head goes with the prefix.
+  const head = Buffer.from('nonce 42|');
+  const wrote: boolean[] = [];
   const s = await serve([
     [
       ECHO,
@@ -131,9 +134,13 @@ test('messages of shared parts arrive whole and in order, through flow control; 
         message() {
           call.write([Buffer.from('first')], 5, () => done.push(1));
           call.write([shared, Buffer.from('|tail')], shared.length + 5, () => done.push(2));
-          call.write([Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], 3, () => {
-            done.push(3);
+          call.write([Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], 3, () => done.push(3));
+          wrote.push(call.write([head, shared], head.length + shared.length, () => done.push(4)));
+          const big = Buffer.alloc(300, 'h'); // too big to go with the prefix: written on its own
+          call.write([big, Buffer.from('|body')], big.length + 5, () => {
+            done.push(5);
             call.end(Status.OK);
+            wrote.push(call.write([Buffer.from('late')], 4, () => done.push(6)));
           });
         },
         halfClose: () => {},
@@ -145,12 +152,15 @@ test('messages of shared parts arrive whole and in order, through flow control; 
   try {
     const { got, status } = await exchange(client, [Buffer.from('go')], { halfClose: false });
     assert.is(status.code, grpc.status.OK, status.details);
-    assert.is(got.length, 3);
+    assert.is(got.length, 5);
     assert.is(got[0]!.toString(), 'first');
     assert.ok(got[1]!.subarray(0, shared.length).equals(shared), 'the shared part, byte for byte');
     assert.is(got[1]!.subarray(shared.length).toString(), '|tail');
     assert.is(got[2]!.toString(), 'abc');
-    assert.equal(done, [1, 2, 3]);
+    assert.ok(got[3]!.equals(Buffer.concat([head, shared])), 'a small head, then the shared body');
+    assert.is(got[4]!.toString(), `${'h'.repeat(300)}|body`);
+    assert.equal(done, [1, 2, 3, 4, 5], 'a write after the status neither sends nor reports');
+    assert.equal(wrote, [true, false], 'write says whether it wrote');
   } finally {
     client.close();
     await s.close();

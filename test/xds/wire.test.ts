@@ -5,7 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { framedAny, framedStoredAny, withoutField } from '../../src/xds/wire.ts';
+import { framedAny, framedStoredAny, stringField, stringFieldThen, withoutField } from '../../src/xds/wire.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
 
@@ -27,6 +27,22 @@ test('a framed resource is a DiscoveryResponse resources field holding the Any o
     const again = framedStoredAny(any);
     assert.ok(again.framed.equals(framed), `${size}: stored Any bytes frame to the same bytes`);
   }
+});
+
+test('stringFieldThen is the string field and the bytes after it, in one buffer, for any string', () => {
+  const then = Buffer.from([0x32, 0x03, 0x0a, 0x01, 0x78]); // an encoded field 6 { 1: "x" }
+  for (const s of ['', '7', '4294967296', 'ü€𝄞', 'n'.repeat(127), 'n'.repeat(128), 'n'.repeat(20_000)]) {
+    const expected = Buffer.concat([stringField(5, s), then]);
+    assert.ok(stringFieldThen(5, s, then).equals(expected), `${s.length} characters`);
+    assert.ok(
+      stringFieldThen(5, s, Buffer.alloc(0)).equals(stringField(5, s)),
+      `${s.length} characters, nothing after`,
+    );
+  }
+  // Read back as a DiscoveryResponse: nonce and control_plane, whichever order they come in.
+  const DR = lookupType('envoy.service.discovery.v3.DiscoveryResponse');
+  const decoded = DR.toObject(DR.decode(stringFieldThen(5, '42', then))) as Record<string, unknown>;
+  assert.equal(decoded, { nonce: '42', control_plane: { identifier: 'x' } });
 });
 
 const REQ = 'envoy.service.discovery.v3.DiscoveryRequest';

@@ -74,6 +74,8 @@ const DEADLINE_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1
 /** Sent with the GOAWAY of a connection past its maximum age, as grpc-js does. */
 const MAX_AGE_DEBUG = Buffer.from('max_age');
 const noop = () => {};
+/** A first part up to this size is copied next to the message's prefix rather than written on its own. */
+const SMALL_HEAD = 256;
 
 /** One gRPC call on its HTTP/2 stream. */
 export class ServerCall {
@@ -118,27 +120,37 @@ export class ServerCall {
   }
 
   /**
-   * Writes one response message made of `parts` (`length` bytes in all) without copying them: the
-   * prefix and the parts go to the HTTP/2 stream in one corked batch (one writev; nghttp2 reads the
-   * shared buffers in place). `done` once the message was handed to the connection.
+   * Writes one response message made of `parts` (`length` bytes in all) without copying the shared
+   * ones: the prefix and the parts go to the HTTP/2 stream in one corked batch (one writev; nghttp2
+   * reads the shared buffers in place). A small first part (a stream's own fields) is copied into
+   * the prefix's buffer instead, one write fewer. `done` once the message was handed to the
+   * connection. Returns whether the message was written (false: the call can no longer write).
    */
-  write(parts: readonly Buffer[], length: number, done: () => void): void {
+  write(parts: readonly Buffer[], length: number, done: () => void): boolean {
     const s = this.stream;
-    if (!this.writable) return;
+    if (!this.writable) return false;
     if (!this.headersSent) {
       this.headersSent = true;
       s.respond(responseHeaders(), { waitForTrailers: true });
     }
-    const prefix = Buffer.allocUnsafe(5);
+    const head = parts.length > 1 && parts[0]!.length <= SMALL_HEAD ? parts[0] : undefined;
+    const prefix = Buffer.allocUnsafe(5 + (head?.length ?? 0));
     prefix[0] = 0; // not compressed
     prefix.writeUInt32BE(length, 1);
+    if (head) prefix.set(head, 5);
+    const written = (err?: Error | null) => {
+      if (!err) done(); // a failed write ends the stream; its close ends the call
+    };
+    if (parts.length === 0) {
+      s.write(prefix, written);
+      return true;
+    }
     s.cork();
     s.write(prefix);
-    for (let i = 0; i < parts.length - 1; i++) s.write(parts[i]);
-    s.write(parts[parts.length - 1] ?? Buffer.alloc(0), (err) => {
-      if (!err) done(); // a failed write ends the stream; its close ends the call
-    });
+    for (let i = head ? 1 : 0; i < parts.length - 1; i++) s.write(parts[i]);
+    s.write(parts[parts.length - 1], written);
     s.uncork();
+    return true;
   }
 
   /**

@@ -245,11 +245,11 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           );
         },
         send: (parts: readonly Buffer[], flushed: () => void) => {
-          if (!call.writable) return;
           let length = 0;
           for (const p of parts) length += p.length;
           // A client that does not read must not make us buffer push after push without bound.
           if (unread + length > maxUnread) {
+            if (!call.writable) return;
             log().warn(
               { node: stream.streamStatus?.nodeId, unreadBytes: unread },
               'client is not reading its responses; ending the stream',
@@ -260,11 +260,12 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
             );
             return;
           }
-          unread += length;
-          call.write(parts, length, () => {
+          // The callback runs later (streams call back asynchronously), after the count went up.
+          const written = call.write(parts, length, () => {
             unread -= length;
             flushed();
           });
+          if (written) unread += length;
         },
       };
       const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);

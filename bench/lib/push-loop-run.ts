@@ -1,0 +1,199 @@
+/**
+ * The server's own work per stream for one push, without sockets: `n` SotW ADS streams held in
+ * process on the running app's snapshot cache, node registry and metrics, each subscribed as Envoy
+ * is (CDS and LDS wildcard, RDS and EDS by name) and up to date. A one-route change, then a
+ * one-endpoint change, is published; what is timed is the publish loop (every stream deciding what
+ * it is owed and handing its bytes to a send that only keeps them) and then the handling of every
+ * stream's ACK (state machine, registry, metrics; the request's decoding is not included).
+ *
+ * The peers bench measures the same push end to end, where the one-core client and the kernel add
+ * ±25% from run to run; this one isolates what fleetxds's code costs, to a few percent. It runs as
+ * the server does, bundled (bench/scenarios/push-loop.ts): under tsx every closure made per call is
+ * also given its name at run time, which the bundle does not do, and which doubled some figures.
+ *
+ * `node push-loop-run.js <streams> <rounds>` prints the result as one JSON line.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import protobuf from 'protobufjs';
+import pino from 'pino';
+import { startApp, type RunningApp } from '../../src/app/app.ts';
+import { SotwStream, type SotwRequest } from '../../src/transports/sotw-stream.ts';
+import { GroupAckTracker } from '../../src/transports/group-ack-tracker.ts';
+import { TypeUrls, type ResourceKind } from '../../src/xds/resource-types.ts';
+import { tempDir } from '../../test/helpers/tree.ts';
+import { generateTree, serviceYaml, vhostYaml } from './generate.ts';
+import { median } from './proc.ts';
+
+export type PushLoopResult = {
+  streams: number;
+  /** Per stream, median of the rounds: the publish loop, then the ACKs' handling, in microseconds. */
+  routePushUs: number;
+  routeAckUs: number;
+  endpointPushUs: number;
+  endpointAckUs: number;
+};
+
+/** A held stream and the last response of each type it was sent (version and nonce: its ACK). */
+interface Held {
+  stream: SotwStream;
+  last: Map<string, { version: string; nonce: string }>;
+  unread: (readonly Buffer[])[];
+  flushed: (() => void)[];
+}
+
+/** version_info (1), type_url (4) and nonce (5) of a DiscoveryResponse, the resources skipped. */
+function head(message: Buffer): { version: string; typeUrl: string; nonce: string } {
+  const r = protobuf.Reader.create(message);
+  const out = { version: '', typeUrl: '', nonce: '' };
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    const field = tag >>> 3;
+    if (field === 1) out.version = r.string();
+    else if (field === 4) out.typeUrl = r.string();
+    else if (field === 5) out.nonce = r.string();
+    else r.skipType(tag & 7);
+  }
+  return out;
+}
+
+/** Responses sent, by every stream: each change must reach every stream, or the figures mean nothing. */
+let sent = 0;
+
+function hold(app: RunningApp, acks: GroupAckTracker, i: number): Held {
+  const unread: Held['unread'] = [];
+  const flushed: Held['flushed'] = [];
+  const stream = new SotwStream({
+    cache: app.cache,
+    registry: app.registry,
+    acks,
+    transport: 'grpc-ads',
+    peer: 'bench',
+    send: (parts, done) => {
+      unread.push(parts); // read after the timed loop
+      flushed.push(done);
+      sent++;
+    },
+  });
+  stream.handle({ node: { id: `node-${i}`, cluster: 'edge', metadata: {} }, type_url: TypeUrls.cluster });
+  stream.handle({ type_url: TypeUrls.listener });
+  return { stream, last: new Map(), unread, flushed };
+}
+
+/** The names a type's snapshot holds in the first group: what Envoy asks for by name. */
+function namesOf(app: RunningApp, kind: ResourceKind): string[] {
+  const group = [...app.cache.current!.groups.values()][0]!;
+  return [...group.types[kind].resources.keys()];
+}
+
+/** Every stream's writes flushed, then its ACK of `kinds` (as Envoy sends them: same names). */
+function ackAll(streams: Held[], kinds: ResourceKind[], names: Partial<Record<ResourceKind, string[]>>): number {
+  for (const h of streams) {
+    for (const f of h.flushed.splice(0)) f();
+    for (const parts of h.unread.splice(0)) {
+      const r = head(Buffer.concat(parts));
+      h.last.set(r.typeUrl, { version: r.version, nonce: r.nonce });
+    }
+  }
+  const requests = streams.map((h) =>
+    kinds.flatMap((kind): SotwRequest[] => {
+      const last = h.last.get(TypeUrls[kind]);
+      if (!last) return [];
+      return [
+        {
+          type_url: TypeUrls[kind],
+          version_info: last.version,
+          response_nonce: last.nonce,
+          resource_names: names[kind],
+        },
+      ];
+    }),
+  );
+  const t0 = performance.now();
+  streams.forEach((h, i) => {
+    for (const req of requests[i]!) h.stream.handle(req);
+  });
+  return performance.now() - t0;
+}
+
+async function pushLoop(n: number, rounds: number): Promise<PushLoopResult> {
+  const root = tempDir('fleetxds-push-loop-');
+  const cfg = join(root, 'cfg');
+  const services = 100;
+  generateTree(cfg, { services, routesPerVhost: 100 });
+  const app = await startApp(
+    {
+      configDir: cfg,
+      database: join(root, 'state.db'),
+      grpc: { listen: '127.0.0.1:0' },
+      admin: { listen: '127.0.0.1:0' },
+      watch: { enabled: false, debounceMs: 50, maxWaitMs: 500 },
+      log: { level: 'silent' },
+    },
+    pino({ level: 'silent' }),
+  );
+  try {
+    let started = 0;
+    app.cache.onPublish(() => (started = performance.now()));
+    const acks = new GroupAckTracker(false);
+    const streams = Array.from({ length: n }, (_, i) => hold(app, acks, i));
+    const names = { route: namesOf(app, 'route'), endpoint: namesOf(app, 'endpoint') };
+    ackAll(streams, ['cluster', 'listener'], names);
+    for (const h of streams) {
+      h.stream.handle({ type_url: TypeUrls.route, resource_names: names.route });
+      h.stream.handle({ type_url: TypeUrls.endpoint, resource_names: names.endpoint });
+    }
+    ackAll(streams, ['route', 'endpoint'], names);
+    let ended = 0;
+    app.cache.onPublish(() => (ended = performance.now())); // after every stream's listener
+    const measure = async (change: () => void, kind: ResourceKind) => {
+      change();
+      const before = sent;
+      const result = await app.reload();
+      if ((result as { status?: string }).status !== 'applied')
+        throw new Error(`change not applied: ${JSON.stringify(result)}`);
+      if (sent - before !== n) throw new Error(`a ${kind} change reached ${sent - before} of ${n} streams`);
+      const pushMs = ended - started;
+      const ackMs = ackAll(streams, [kind], names);
+      return { push: (pushMs * 1000) / n, ack: (ackMs * 1000) / n };
+    };
+    const route: { push: number; ack: number }[] = [];
+    const endpoint: { push: number; ack: number }[] = [];
+    for (let k = 1; k <= rounds; k++) {
+      route.push(
+        await measure(
+          () =>
+            writeFileSync(
+              join(cfg, 'routes', 'vh-0.yaml'),
+              vhostYaml(0, 100, services).replace('/api/r7/', `/api/r7-moved-${k}/`),
+            ),
+          'route',
+        ),
+      );
+      endpoint.push(
+        await measure(
+          () =>
+            writeFileSync(
+              join(cfg, 'services', 'svc-0.yaml'),
+              [serviceYaml(0, k), ...Array.from({ length: 99 }, (_, i) => serviceYaml(i + 1))].join('---\n'),
+            ),
+          'endpoint',
+        ),
+      );
+    }
+    const us = (xs: number[]) => Number(median(xs).toFixed(1));
+    for (const h of streams) h.stream.close();
+    return {
+      streams: n,
+      routePushUs: us(route.map((r) => r.push)),
+      routeAckUs: us(route.map((r) => r.ack)),
+      endpointPushUs: us(endpoint.map((r) => r.push)),
+      endpointAckUs: us(endpoint.map((r) => r.ack)),
+    };
+  } finally {
+    await app.close();
+  }
+}
+
+const [streams = '5000', rounds = '9'] = process.argv.slice(2);
+console.log(JSON.stringify(await pushLoop(Number(streams), Number(rounds))));
