@@ -28,6 +28,10 @@ export interface AdminDeps {
   replica?: ReplicaSettings;
   /** Node groups whose rendered files could not be written (files transport). */
   fileFailures?: () => { group: string; error: string; versionId: number; at: string }[];
+  /** While the config tree cannot be read completely (app/read-retry.ts). */
+  unreadableTree?: () => { since: string; reason: string; failedReads: number; nextReadAt: string } | undefined;
+  /** The certificates fleetxds's own TLS listeners serve now. */
+  listenerCertificates?: () => { listener: string; subject: string; fingerprint: string; notAfter: Date }[];
 }
 
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
@@ -297,6 +301,11 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
     nodes,
     rejection: deps.control.latestRejection() ?? null,
     fileFailures: deps.fileFailures?.() ?? [],
+    unreadableTree: deps.unreadableTree?.() ?? null,
+    listenerCertificates: (deps.listenerCertificates?.() ?? []).map((c) => ({
+      ...c,
+      notAfter: c.notAfter.toISOString(),
+    })),
     sharedDecisions: deps.control.sharedDecisions() ?? null,
     history,
   };

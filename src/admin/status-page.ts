@@ -23,8 +23,10 @@ th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-al
 <th>node</th><th>group</th><th>transport</th><th>address</th><th>agent</th>
 <th>per type: sent / ACKed</th><th>last NACK</th>
 </tr></thead><tbody></tbody></table>
+<h2>Config tree</h2><div id="tree">read</div>
 <h2>Last rejected config</h2><div id="rejection">none</div>
 <h2>File rendering</h2><div id="files">ok</div>
+<h2>fleetxds's certificates</h2><div id="certs">no TLS listener</div>
 <h2>History</h2><table id="history"><thead><tr>
 <th>#</th><th>applied</th><th>source</th><th>commit</th><th>who / what</th>
 </tr></thead><tbody></tbody></table>
@@ -76,6 +78,18 @@ function rejectionLine(r) {
   const where = (d) => (d.location ? d.location.file + ':' + d.location.line + ': ' : '');
   return r.rejectedAt + ' (' + r.source + '): ' + r.diagnostics.map((d) => where(d) + d.message).join('; ');
 }
+function treeLine(u) {
+  if (!u) return el('span', 'read', 'ok');
+  return el('span', 'could not be read completely since ' + u.since + ' (' + u.failedReads + ' reads): ' + u.reason +
+    '; the last good version is served; next read at ' + u.nextReadAt, 'bad');
+}
+const DAY_MS = 86400000;
+function certLine(c) {
+  const days = Math.floor((Date.parse(c.notAfter) - Date.now()) / DAY_MS);
+  const when = days < 0 ? 'expired at ' + c.notAfter : 'expires ' + c.notAfter + ' (in ' + days + ' days)';
+  return el('div', c.listener + ': ' + c.subject + ', ' + when + ', sha256 ' + c.fingerprint,
+    days < 0 ? 'bad' : days < 14 ? 'warn' : 'ok');
+}
 function stagedLines(st) {
   const r = st && (st.rollout || st.last);
   if (!r) return [el('div', 'none')];
@@ -111,6 +125,9 @@ async function refresh() {
         .join('; ')
       : 'ok';
     byId('rejection').textContent = rejectionLine(s.rejection);
+    byId('tree').replaceChildren(treeLine(s.unreadableTree));
+    const certs = s.listenerCertificates || [];
+    if (certs.length) byId('certs').replaceChildren(...certs.map(certLine));
     fill('history', s.history.map(historyRow));
   } catch (e) { byId('error').textContent = String(e.message || e); }
 }

@@ -171,6 +171,9 @@ export async function startApp(
   metrics.servingThreads(() => grpc.streamsByThread());
   metrics.listenerCertificates(() => [grpcCertificate, restCertificate].flatMap((c) => (c ? [c] : [])));
   let restServer: RestServer | undefined;
+  // Reads the tree again after a read that could not complete (`reload` is defined below; the
+  // retry calls it only after a read it was told about).
+  const retry = new ReadRetry(() => void reload(), log);
   const control: AdminControl = {
     versions: (limit) => stores.revisions.list(limit),
     diff: (a, b) => stores.revisions.diff(a, b),
@@ -199,6 +202,13 @@ export async function startApp(
     restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined,
     replica: config.replica,
     fileFailures: () => [...(files?.failures ?? new Map())].map(([group, f]) => ({ group, ...f })),
+    unreadableTree: () => retry.unreadable,
+    listenerCertificates: () =>
+      [grpcCertificate, restCertificate].flatMap((c) => {
+        if (!c) return [];
+        const { subject, fingerprint, notAfter } = c.served;
+        return [{ listener: c.listener, subject, fingerprint, notAfter }];
+      }),
   });
   const { host, port } = splitListen(config.admin.listen);
   await admin.listen({ host, port });
@@ -248,7 +258,6 @@ export async function startApp(
     if (cache.current) render();
   }
 
-  const retry = new ReadRetry(() => void reload(), log);
   const reload = () =>
     pipeline.applyDirectory(config.configDir).then(
       (outcome) => (retry.settled(outcome), outcome),

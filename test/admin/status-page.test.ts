@@ -89,6 +89,40 @@ test('shows the served version, the rollout and the connected clients', async ()
   assert.is(await text('#staged'), 'none', 'no staged rollout');
 });
 
+test("the config tree's reads and fleetxds's certificates", async () => {
+  await waitFor('tree shown', async () => (await text('#tree')) === 'read');
+  assert.is(await text('#certs'), 'no TLS listener');
+  // The lines for what this server does not have (TLS) or cannot make happen here (a tree that cannot
+  // be read; the API side is tested in read-failures and listener-certificates), drawn by the page.
+  // Given as source: tsx would wrap a function's inner closures in a helper the page does not have.
+  const drawn = (await page.evaluate(`(() => {
+    const cert = (days) => certLine({
+      listener: 'grpc',
+      subject: 'CN=xds.internal',
+      fingerprint: 'AB:CD',
+      notAfter: new Date(Date.now() + days * 86400000 + 60000).toISOString(),
+    });
+    const tree = treeLine({
+      since: '2026-11-25T01:00:00.000Z',
+      failedReads: 3,
+      reason: 'services/a.yaml: EMFILE',
+      nextReadAt: '2026-11-25T01:00:07.000Z',
+    });
+    return [tree, cert(40), cert(3), cert(-2)].map((e) => [e.className, e.textContent]);
+  })()`)) as [string, string][];
+  assert.equal(drawn[0], [
+    'bad',
+    'could not be read completely since 2026-11-25T01:00:00.000Z (3 reads): services/a.yaml: EMFILE; the last ' +
+      'good version is served; next read at 2026-11-25T01:00:07.000Z',
+  ]);
+  assert.equal(
+    drawn.slice(1).map(([cls]) => cls),
+    ['ok', 'warn', 'bad'],
+  );
+  assert.match(drawn[1]![1]!, /^grpc: CN=xds.internal, expires \S+ \(in 40 days\), sha256 AB:CD$/);
+  assert.match(drawn[3]![1]!, /^grpc: CN=xds.internal, expired at /);
+});
+
 test('after a config change: the new version and the ACKs of the clients', async () => {
   editGrpc((docs) => {
     svc(docs, 'greeter-v2').connectTimeout = '3s';

@@ -163,6 +163,19 @@ log: { level: info }
       metrics,
       new RegExp(`^fleetxds_listener_certificate_expiry_timestamp_seconds\\{listener="grpc"\\} ${expiry}$`, 'm'),
     );
+    // The status API (and its page) names what each listener serves now.
+    const status = (await (await fetch(`http://127.0.0.1:${server.adminPort}/api/v1/status`)).json()) as {
+      listenerCertificates: { listener: string; fingerprint: string; notAfter: string; subject: string }[];
+    };
+    const notAfter = new X509Certificate(renewed.certPem).validToDate.toISOString();
+    assert.equal(
+      status.listenerCertificates.map((c) => [c.listener, c.fingerprint, c.notAfter]),
+      [
+        ['grpc', fingerprint(renewed), notAfter],
+        ['rest', fingerprint(renewed), notAfter],
+      ],
+    );
+    assert.match(status.listenerCertificates[0]!.subject, /server-b/);
 
     // A key that is not one: refused, the renewed certificate stays.
     put(files.keyFile, 'not a key');

@@ -97,6 +97,15 @@ test('an unreadable tree is not rejected: the version served stays, and the tree
     assert.match((outcome as { reason: string }).reason, /EMFILE/);
     assert.is(app.cache.current!.versionId, before, 'the last good version is still served');
     assert.is(app.stores.rejections.latest(), undefined, 'nothing is recorded against the tree');
+    // The status API says so until a read completes (the retry's first read is a second away).
+    const status = async () =>
+      ((await (await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/status`)).json()) as Record<string, unknown>)
+        .unreadableTree as { reason: string; failedReads: number; since: string; nextReadAt: string } | null;
+    const shown = await status();
+    assert.ok(shown, 'shown while unreadable');
+    assert.match(shown.reason, /EMFILE/);
+    assert.is(shown.failedReads, 1);
+    assert.ok(Date.parse(shown.nextReadAt) > Date.parse(shown.since), 'the next read is due after the failure');
     // Nobody calls reload again and the watcher is off: the retry reads the tree.
     const applied = await waitFor(
       'the tree read again and applied',
@@ -104,6 +113,7 @@ test('an unreadable tree is not rejected: the version served stays, and the tree
       5000,
     );
     assert.ok(applied);
+    assert.is(await status(), null, 'gone once a read completed');
     const metrics = await (await fetch(`http://127.0.0.1:${app.adminPort}/metrics`)).text();
     assert.match(metrics, /^fleetxds_config_read_failures_total 1$/m);
     assert.match(metrics, /^fleetxds_validation_failures_total 0$/m);
@@ -129,10 +139,18 @@ test('read again after 1 s, then twice as long each time up to the cap; any comp
     [undefined, undefined], // the apply threw: not a passing read error, no retry
     [unreadable, 10],
   ];
-  for (const [outcome, want] of steps) {
+  // Failed reads in a row, as the status shows them: counted, since the first, until one completes.
+  const failedReads = [1, 2, 3, 4, undefined, 1, undefined, 1];
+  let since: string | undefined;
+  for (const [i, [outcome, want]] of steps.entries()) {
     const logged = warnings.length;
     retry.settled(outcome);
     assert.is(warnings.length > logged ? warnings.at(-1)!.retryInMs : undefined, want, JSON.stringify(outcome));
+    const state = retry.unreadable;
+    assert.is(state?.failedReads, failedReads[i], `step ${i}: failed reads`);
+    if (state && state.failedReads > 1) assert.is(state.since, since, `step ${i}: since the first failure`);
+    since = state?.since;
+    if (state) assert.is(state.reason, 'x: EMFILE');
   }
   await new Promise((r) => setTimeout(r, 30));
   assert.is(reads, 1, 'only the last schedule stands: each settle replaces the one before');
