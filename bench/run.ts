@@ -11,7 +11,7 @@ import { projectPath } from '../src/shared/paths.ts';
 import { tempDir } from '../test/helpers/tree.ts';
 import { fanout, type FanoutResult } from './scenarios/fanout.ts';
 import { filesScenario } from './scenarios/files.ts';
-import { pushLoop, type PushLoopResult } from './scenarios/push-loop.ts';
+import { buildPushLoop, pushLoop } from './scenarios/push-loop.ts';
 import { buildGoHarness, peerRun, PEERS, type PeerName, type PeerResult } from './scenarios/peers.ts';
 import { restScenario, type RestResult } from './scenarios/rest.ts';
 import { restartScenario } from './scenarios/restart.ts';
@@ -162,12 +162,21 @@ if (selected.includes('rest')) {
 }
 
 if (selected.includes('push-loop')) {
-  const results: PushLoopResult[] = [];
-  for (let r = 0; r < runs; r++) results.push(await pushLoop(quick ? 1000 : 5000, 9));
+  await buildPushLoop();
+  // Many streams of a small config, then fewer of a larger one, where a walk of every subscribed name shows.
+  const points: [protocol: 'sotw' | 'delta', services: number, streams: number][] = [
+    ['sotw', 100, quick ? 1000 : 5000],
+    ['delta', 100, quick ? 1000 : 5000],
+    ['sotw', 1000, 1000],
+    ['delta', 1000, 1000],
+  ];
+  const rows = points.map(([protocol, services, streams]) =>
+    medianOf(Array.from({ length: runs }, () => pushLoop(protocol, services, streams, 9))),
+  );
   table(
-    "fleetxds's own work per SotW ADS stream, in process without sockets (median of 9 changes per run): the " +
-      'publish loop (deciding what each stream is owed and handing it its bytes) and the handling of its ACK, us',
-    [medianOf(results)],
+    "fleetxds's own work per ADS stream, in process without sockets (median of 9 changes per run): the publish " +
+      'loop (deciding what each stream is owed and handing it its bytes) and the handling of its ACK, us',
+    rows,
   );
 }
 

@@ -1,7 +1,7 @@
 /**
- * The server's own work per stream for one push, without sockets: `n` SotW ADS streams held in
- * process on the running app's snapshot cache, node registry and metrics, each subscribed as Envoy
- * is (CDS and LDS wildcard, RDS and EDS by name) and up to date. A one-route change, then a
+ * The server's own work per stream for one push, without sockets: `n` ADS streams (SotW or delta)
+ * held in process on the running app's snapshot cache, node registry and metrics, each subscribed
+ * as Envoy is (CDS and LDS wildcard, RDS and EDS by name) and up to date. A one-route change, then a
  * one-endpoint change, is published; what is timed is the publish loop (every stream deciding what
  * it is owed and handing its bytes to a send that only keeps them) and then the handling of every
  * stream's ACK (state machine, registry, metrics; the request's decoding is not included).
@@ -11,7 +11,7 @@
  * the server does, bundled (bench/scenarios/push-loop.ts): under tsx every closure made per call is
  * also given its name at run time, which the bundle does not do, and which doubled some figures.
  *
- * `node push-loop-run.js <streams> <rounds>` prints the result as one JSON line.
+ * `node push-loop-run.js <streams> <rounds> <sotw|delta> <services>` prints the result as one JSON line.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +19,8 @@ import protobuf from 'protobufjs';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../../src/app/app.ts';
 import { SotwStream, type SotwRequest } from '../../src/transports/sotw-stream.ts';
+import { DeltaStream, type DeltaRequest } from '../../src/transports/delta-stream.ts';
+import type { StreamOptions } from '../../src/transports/stream-base.ts';
 import { GroupAckTracker } from '../../src/transports/group-ack-tracker.ts';
 import { TypeUrls, type ResourceKind } from '../../src/xds/resource-types.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
@@ -26,6 +28,8 @@ import { generateTree, serviceYaml, vhostYaml } from './generate.ts';
 import { median } from './proc.ts';
 
 export type PushLoopResult = {
+  protocol: Protocol;
+  services: number;
   streams: number;
   /** Per stream, median of the rounds: the publish loop, then the ACKs' handling, in microseconds. */
   routePushUs: number;
@@ -34,9 +38,11 @@ export type PushLoopResult = {
   endpointAckUs: number;
 };
 
+type Protocol = 'sotw' | 'delta';
+
 /** A held stream and the last response of each type it was sent (version and nonce: its ACK). */
 interface Held {
-  stream: SotwStream;
+  stream: { handle(req: object): void; close(): void };
   last: Map<string, { version: string; nonce: string }>;
   unread: (readonly Buffer[])[];
   flushed: (() => void)[];
@@ -57,17 +63,50 @@ function head(message: Buffer): { version: string; typeUrl: string; nonce: strin
   return out;
 }
 
+/** How each protocol's client opens a type, subscribes by name, and ACKs (as Envoy does). */
+const PROTOCOLS: Record<
+  Protocol,
+  {
+    make(o: StreamOptions): Held['stream'];
+    subscribe(kind: ResourceKind, names: string[] | undefined): object;
+    ack(kind: ResourceKind, last: { version: string; nonce: string }, names: string[] | undefined): object;
+  }
+> = {
+  sotw: {
+    make: (o) => {
+      const s = new SotwStream(o);
+      return { handle: (req) => s.handle(req as SotwRequest), close: () => s.close() };
+    },
+    subscribe: (kind, names) => ({ type_url: TypeUrls[kind], resource_names: names }) satisfies SotwRequest,
+    ack: (kind, last, names) =>
+      ({
+        type_url: TypeUrls[kind],
+        version_info: last.version,
+        response_nonce: last.nonce,
+        resource_names: names,
+      }) satisfies SotwRequest,
+  },
+  delta: {
+    make: (o) => {
+      const s = new DeltaStream(o);
+      return { handle: (req) => s.handle(req as DeltaRequest), close: () => s.close() };
+    },
+    subscribe: (kind, names) => ({ type_url: TypeUrls[kind], resource_names_subscribe: names }) satisfies DeltaRequest,
+    ack: (kind, last) => ({ type_url: TypeUrls[kind], response_nonce: last.nonce }) satisfies DeltaRequest,
+  },
+};
+
 /** Responses sent, by every stream: each change must reach every stream, or the figures mean nothing. */
 let sent = 0;
 
-function hold(app: RunningApp, acks: GroupAckTracker, i: number): Held {
+function hold(app: RunningApp, acks: GroupAckTracker, i: number, protocol: Protocol): Held {
   const unread: Held['unread'] = [];
   const flushed: Held['flushed'] = [];
-  const stream = new SotwStream({
+  const stream = PROTOCOLS[protocol].make({
     cache: app.cache,
     registry: app.registry,
     acks,
-    transport: 'grpc-ads',
+    transport: protocol === 'sotw' ? 'grpc-ads' : 'grpc-ads-delta',
     peer: 'bench',
     send: (parts, done) => {
       unread.push(parts); // read after the timed loop
@@ -75,8 +114,8 @@ function hold(app: RunningApp, acks: GroupAckTracker, i: number): Held {
       sent++;
     },
   });
-  stream.handle({ node: { id: `node-${i}`, cluster: 'edge', metadata: {} }, type_url: TypeUrls.cluster });
-  stream.handle({ type_url: TypeUrls.listener });
+  stream.handle({ ...PROTOCOLS[protocol].subscribe('cluster', undefined), node: { id: `node-${i}`, cluster: 'edge' } });
+  stream.handle(PROTOCOLS[protocol].subscribe('listener', undefined));
   return { stream, last: new Map(), unread, flushed };
 }
 
@@ -87,7 +126,12 @@ function namesOf(app: RunningApp, kind: ResourceKind): string[] {
 }
 
 /** Every stream's writes flushed, then its ACK of `kinds` (as Envoy sends them: same names). */
-function ackAll(streams: Held[], kinds: ResourceKind[], names: Partial<Record<ResourceKind, string[]>>): number {
+function ackAll(
+  protocol: Protocol,
+  streams: Held[],
+  kinds: ResourceKind[],
+  names: Partial<Record<ResourceKind, string[]>>,
+): number {
   for (const h of streams) {
     for (const f of h.flushed.splice(0)) f();
     for (const parts of h.unread.splice(0)) {
@@ -96,17 +140,9 @@ function ackAll(streams: Held[], kinds: ResourceKind[], names: Partial<Record<Re
     }
   }
   const requests = streams.map((h) =>
-    kinds.flatMap((kind): SotwRequest[] => {
+    kinds.flatMap((kind) => {
       const last = h.last.get(TypeUrls[kind]);
-      if (!last) return [];
-      return [
-        {
-          type_url: TypeUrls[kind],
-          version_info: last.version,
-          response_nonce: last.nonce,
-          resource_names: names[kind],
-        },
-      ];
+      return last ? [PROTOCOLS[protocol].ack(kind, last, names[kind])] : [];
     }),
   );
   const t0 = performance.now();
@@ -116,10 +152,9 @@ function ackAll(streams: Held[], kinds: ResourceKind[], names: Partial<Record<Re
   return performance.now() - t0;
 }
 
-async function pushLoop(n: number, rounds: number): Promise<PushLoopResult> {
+async function pushLoop(n: number, rounds: number, protocol: Protocol, services: number): Promise<PushLoopResult> {
   const root = tempDir('fleetxds-push-loop-');
   const cfg = join(root, 'cfg');
-  const services = 100;
   generateTree(cfg, { services, routesPerVhost: 100 });
   const app = await startApp(
     {
@@ -136,14 +171,14 @@ async function pushLoop(n: number, rounds: number): Promise<PushLoopResult> {
     let started = 0;
     app.cache.onPublish(() => (started = performance.now()));
     const acks = new GroupAckTracker(false);
-    const streams = Array.from({ length: n }, (_, i) => hold(app, acks, i));
+    const streams = Array.from({ length: n }, (_, i) => hold(app, acks, i, protocol));
     const names = { route: namesOf(app, 'route'), endpoint: namesOf(app, 'endpoint') };
-    ackAll(streams, ['cluster', 'listener'], names);
+    ackAll(protocol, streams, ['cluster', 'listener'], names);
     for (const h of streams) {
-      h.stream.handle({ type_url: TypeUrls.route, resource_names: names.route });
-      h.stream.handle({ type_url: TypeUrls.endpoint, resource_names: names.endpoint });
+      h.stream.handle(PROTOCOLS[protocol].subscribe('route', names.route));
+      h.stream.handle(PROTOCOLS[protocol].subscribe('endpoint', names.endpoint));
     }
-    ackAll(streams, ['route', 'endpoint'], names);
+    ackAll(protocol, streams, ['route', 'endpoint'], names);
     let ended = 0;
     app.cache.onPublish(() => (ended = performance.now())); // after every stream's listener
     const measure = async (change: () => void, kind: ResourceKind) => {
@@ -154,7 +189,7 @@ async function pushLoop(n: number, rounds: number): Promise<PushLoopResult> {
         throw new Error(`change not applied: ${JSON.stringify(result)}`);
       if (sent - before !== n) throw new Error(`a ${kind} change reached ${sent - before} of ${n} streams`);
       const pushMs = ended - started;
-      const ackMs = ackAll(streams, [kind], names);
+      const ackMs = ackAll(protocol, streams, [kind], names);
       return { push: (pushMs * 1000) / n, ack: (ackMs * 1000) / n };
     };
     const route: { push: number; ack: number }[] = [];
@@ -184,6 +219,8 @@ async function pushLoop(n: number, rounds: number): Promise<PushLoopResult> {
     const us = (xs: number[]) => Number(median(xs).toFixed(1));
     for (const h of streams) h.stream.close();
     return {
+      protocol,
+      services,
       streams: n,
       routePushUs: us(route.map((r) => r.push)),
       routeAckUs: us(route.map((r) => r.ack)),
@@ -195,5 +232,6 @@ async function pushLoop(n: number, rounds: number): Promise<PushLoopResult> {
   }
 }
 
-const [streams = '5000', rounds = '9'] = process.argv.slice(2);
-console.log(JSON.stringify(await pushLoop(Number(streams), Number(rounds))));
+const [streams = '5000', rounds = '9', protocol = 'sotw', services = '100'] = process.argv.slice(2);
+if (protocol !== 'sotw' && protocol !== 'delta') throw new Error(`protocol: sotw or delta, not ${protocol}`);
+console.log(JSON.stringify(await pushLoop(Number(streams), Number(rounds), protocol, Number(services))));

@@ -11,12 +11,22 @@ import type { PushLoopResult } from '../lib/push-loop-run.ts';
 
 export type { PushLoopResult };
 
-export async function pushLoop(streams: number, rounds: number): Promise<PushLoopResult> {
-  const out = projectPath('dist', 'bench');
-  await bundleServer(out, ['bench/lib/push-loop-run.ts']);
+const OUT = projectPath('dist', 'bench');
+
+/** Bundles the run (once per run of the suite, before the first point). */
+export async function buildPushLoop(): Promise<void> {
+  await bundleServer(OUT, ['bench/lib/push-loop-run.ts']);
+}
+
+export function pushLoop(
+  protocol: 'sotw' | 'delta',
+  services: number,
+  streams: number,
+  rounds: number,
+): PushLoopResult {
   const printed = execFileSync(
     process.execPath,
-    [...SERVER_NODE_FLAGS, join(out, 'push-loop-run.js'), String(streams), String(rounds)],
+    [...SERVER_NODE_FLAGS, join(OUT, 'push-loop-run.js'), String(streams), String(rounds), protocol, String(services)],
     { encoding: 'utf8', maxBuffer: 1 << 20 },
   );
   return JSON.parse(printed.trim().split('\n').pop()!) as PushLoopResult;
