@@ -15,6 +15,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import protobuf from 'protobufjs';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../../src/app/app.ts';
@@ -36,6 +38,8 @@ export type PushLoopResult = {
   routeAckUs: number;
   endpointPushUs: number;
   endpointAckUs: number;
+  /** JS heap held per stream once every stream is subscribed and up to date, KB. */
+  heapPerStreamKB: number;
 };
 
 type Protocol = 'sotw' | 'delta';
@@ -142,7 +146,9 @@ function ackAll(
   const requests = streams.map((h) =>
     kinds.flatMap((kind) => {
       const last = h.last.get(TypeUrls[kind]);
-      return last ? [PROTOCOLS[protocol].ack(kind, last, names[kind])] : [];
+      // Names as a decoded request has them: strings of their own, not the ones the server holds.
+      const fresh = names[kind]?.map((n) => Buffer.from(n).toString());
+      return last ? [PROTOCOLS[protocol].ack(kind, last, fresh)] : [];
     }),
   );
   const t0 = performance.now();
@@ -150,6 +156,13 @@ function ackAll(
     for (const req of requests[i]!) h.stream.handle(req);
   });
   return performance.now() - t0;
+}
+
+/** The JS heap in use after a full collection (the run is not started with --expose-gc). */
+function heapAfterGc(): number {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  return process.memoryUsage().heapUsed;
 }
 
 async function pushLoop(n: number, rounds: number, protocol: Protocol, services: number): Promise<PushLoopResult> {
@@ -171,6 +184,7 @@ async function pushLoop(n: number, rounds: number, protocol: Protocol, services:
     let started = 0;
     app.cache.onPublish(() => (started = performance.now()));
     const acks = new GroupAckTracker(false);
+    const heapBefore = heapAfterGc();
     const streams = Array.from({ length: n }, (_, i) => hold(app, acks, i, protocol));
     const names = { route: namesOf(app, 'route'), endpoint: namesOf(app, 'endpoint') };
     ackAll(protocol, streams, ['cluster', 'listener'], names);
@@ -179,6 +193,8 @@ async function pushLoop(n: number, rounds: number, protocol: Protocol, services:
       h.stream.handle(PROTOCOLS[protocol].subscribe('endpoint', names.endpoint));
     }
     ackAll(protocol, streams, ['route', 'endpoint'], names);
+    for (const h of streams) h.last.clear(); // the bench's own bookkeeping, not the server's
+    const heapPerStreamKB = Number(((heapAfterGc() - heapBefore) / n / 1024).toFixed(1));
     let ended = 0;
     app.cache.onPublish(() => (ended = performance.now())); // after every stream's listener
     const measure = async (change: () => void, kind: ResourceKind) => {
@@ -226,6 +242,7 @@ async function pushLoop(n: number, rounds: number, protocol: Protocol, services:
       routeAckUs: us(route.map((r) => r.ack)),
       endpointPushUs: us(endpoint.map((r) => r.push)),
       endpointAckUs: us(endpoint.map((r) => r.ack)),
+      heapPerStreamKB,
     };
   } finally {
     await app.close();

@@ -7,10 +7,14 @@
  * initial_resource_versions is compared with the current state (changed ones sent, vanished ones
  * removed, unchanged ones skipped); an initial wildcard request is answered even when empty.
  * A NACKed version is not pushed again. Upserts go CDS -> EDS -> LDS -> RDS, removals after.
+ *
+ * What a client holds is kept as the snapshot its last complete push was cut from plus the names
+ * where it differs (see DeltaTypeState), so a push or an ACK costs what changed since, through the
+ * diff every stream of the group shares, not a walk of every name the stream subscribes to.
  */
 import { derive } from '../snapshot/derived.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
-import type { GroupSnapshot, TypeSnapshot } from '../snapshot/group-snapshot.ts';
+import { diffTypes, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import { RESOURCE_KINDS, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DDR, encodeResourceWrapper, lenField, stringField } from '../xds/wire.ts';
 import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
@@ -30,12 +34,19 @@ interface DeltaTypeState extends PinHolder {
   readonly kind: ResourceKind;
   readonly sub: Subscription;
   started: boolean;
-  /** Versions the client holds (as far as we know): what it reported on connect plus what we sent. */
-  readonly known: Map<string, string>;
+  /**
+   * What the client holds (as far as we know: what it reported on connect plus what we sent),
+   * without a copy per name: for a name the subscription selects, its version in `from` (the
+   * snapshot the last complete push brought the client to; none if it is not there), unless
+   * `except` says otherwise (the version held, or null for none). `except` holds only the names
+   * where the rule is wrong: those sent by a push not complete yet (upserts ahead of removals), the
+   * versions reported on connect, names whose subscription changed since. Undefined `from`: the
+   * rule gives nothing, `except` says everything.
+   */
+  from?: TypeSnapshot;
+  readonly except: Map<string, string | null>;
   /** Responses not yet ACKed/NACKed: nonce -> the snapshot they were cut from. */
   readonly pending: Map<string, TypeSnapshot>;
-  /** The snapshot the last push decision looked at: an unchanged one needs no work. */
-  servedFrom?: TypeSnapshot;
   /** A request that came during a warming hold, answered when the hold ends. */
   owed?: { force: Set<string>; replyIfEmpty: boolean };
 }
@@ -45,9 +56,38 @@ function framed(r: EncodedResource): Buffer {
   return derive(r, 'delta-framed', '', () => lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, r.any)));
 }
 
-const MAX_PENDING = 32;
+/** Whether a subscription asks for `r` (a wildcard does not cover resources only sent by name). */
+const selects = (sub: Subscription, r: EncodedResource) => (sub.wildcard && !r.namedOnly) || sub.names.has(r.name);
 
-type Phase = 'all' | 'upserts' | 'removals';
+function holdsAny(except: ReadonlyMap<string, string | null>): boolean {
+  for (const v of except.values()) if (v !== null) return true;
+  return false;
+}
+
+/** system_version_info of a response cut from `t`, encoded once per type snapshot. */
+const versionField = (t: TypeSnapshot) =>
+  derive(t, 'delta-version', '', () => stringField(DDR.systemVersionInfo, t.version));
+const TYPE_URL_FIELDS = Object.fromEntries(
+  RESOURCE_KINDS.map((k) => [k, stringField(DDR.typeUrl, TypeUrls[k])]),
+) as Record<ResourceKind, Buffer>;
+
+/** Up to this many resources go as parts of their own (not copied); more are copied into one buffer. */
+const SEPARATE_RESOURCES = 8;
+const MAX_PENDING = 32;
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+/** The order of a push's last step: a listener before the routes it names, removals of what they used after both. */
+const AFTER_WARMING: readonly ResourceKind[] = ['listener', 'route', 'cluster', 'endpoint', 'secret'];
+
+/** Upserts alone (ahead of listeners and routes), or everything due (which completes a push). */
+type Phase = 'upserts' | 'all';
+
+/** What a push sent of resources the client held before (`updated`) or did not (`introduced`). */
+interface Pushed {
+  readonly introduced: readonly string[];
+  readonly updated: readonly string[];
+}
+const NOTHING_PUSHED: Pushed = { introduced: [], updated: [] };
 
 export class DeltaStream extends StreamBase {
   private readonly types = new Map<ResourceKind, DeltaTypeState>();
@@ -65,7 +105,7 @@ export class DeltaStream extends StreamBase {
           kind,
           sub: new Subscription(ResourceTypes[kind].wildcard),
           started: false,
-          known: new Map(),
+          except: new Map(),
           pending: new Map(),
         }),
       );
@@ -86,20 +126,16 @@ export class DeltaStream extends StreamBase {
         });
       }
     }
-    if (first) for (const [n, v] of Object.entries(req.initial_resource_versions ?? {})) ts.known.set(n, v);
+    if (first) for (const [n, v] of Object.entries(req.initial_resource_versions ?? {})) ts.except.set(n, v);
+    const subscribe = req.resource_names_subscribe ?? [];
     const unsubscribe = req.resource_names_unsubscribe ?? [];
-    const { added, wildcardAdded } = ts.sub.applyDelta(req.resource_names_subscribe ?? [], unsubscribe, first);
+    const { added, wildcardAdded } = this.resubscribe(ts, subscribe, unsubscribe, first);
     const force = new Set<string>();
     // A name (re)subscribed is sent even if we think the client has it (DELTA-04), except on a
     // new stream where initial_resource_versions says it holds exactly the current version.
-    for (const n of added) if (!first || !ts.known.has(n)) force.add(n);
-    for (const n of unsubscribe) {
-      if (n === '*') continue;
-      if (ts.sub.wildcard)
-        force.add(n); // still covered by the wildcard: say so (DELTA-06)
-      else ts.known.delete(n);
-    }
-    if (unsubscribe.includes('*')) for (const n of [...ts.known.keys()]) if (!ts.sub.covers(n)) ts.known.delete(n);
+    for (const n of added) if (!first || this.held(ts, n) === undefined) force.add(n);
+    // Unsubscribed but still covered by the wildcard: say so (DELTA-06).
+    if (ts.sub.wildcard) for (const n of unsubscribe) if (n !== '*') force.add(n);
     const replyIfEmpty = first && ts.sub.wildcard;
     if (this.hold?.active) {
       // Answered when the hold ends, with what this request asked for; endpoints and secrets get
@@ -112,102 +148,172 @@ export class DeltaStream extends StreamBase {
     if (kind === 'endpoint') this.hold?.progress();
   }
 
+  /**
+   * Applies a request's subscribe and unsubscribe lists, keeping what the client holds as it was:
+   * subscribing to a name does not give it to the client, unsubscribing drops it (DELTA-03, -06).
+   */
+  private resubscribe(
+    ts: DeltaTypeState,
+    subscribe: readonly string[],
+    unsubscribe: readonly string[],
+    first: boolean,
+  ): { added: string[]; wildcardAdded: boolean } {
+    // The wildcard switched on selects names the client does not hold: spell out what it does hold.
+    if (subscribe.includes('*') && !ts.sub.wildcard) this.spellOut(ts);
+    const before = subscribe.map((n) => this.held(ts, n));
+    const result = ts.sub.applyDelta(subscribe, unsubscribe, first);
+    subscribe.forEach((n, i) => this.setHeld(ts, n, before[i]));
+    for (const n of unsubscribe) if (n !== '*') this.setHeld(ts, n, undefined);
+    if (unsubscribe.includes('*')) for (const n of [...ts.except.keys()]) if (!ts.sub.covers(n)) ts.except.delete(n);
+    return result;
+  }
+
+  /** What the client holds of `name`: its version, or undefined for nothing. */
+  private held(ts: DeltaTypeState, name: string): string | undefined {
+    const e = ts.except.get(name);
+    if (e !== undefined) return e ?? undefined;
+    return this.implied(ts, name);
+  }
+
+  /** What the rule (without `except`) says the client holds of `name`. */
+  private implied(ts: DeltaTypeState, name: string): string | undefined {
+    const r = ts.from && this.view(ts.from).resources.get(name);
+    return r && selects(ts.sub, r) ? r.version : undefined;
+  }
+
+  private setHeld(ts: DeltaTypeState, name: string, version: string | undefined): void {
+    if (this.implied(ts, name) === version) ts.except.delete(name);
+    else ts.except.set(name, version ?? null);
+  }
+
+  /** Turns the rule into `except` entries, so that what the client holds no longer depends on its subscription. */
+  private spellOut(ts: DeltaTypeState): void {
+    if (!ts.from) return;
+    for (const r of this.view(ts.from).resources.values())
+      if (!ts.except.has(r.name) && selects(ts.sub, r)) ts.except.set(r.name, r.version);
+    ts.from = undefined;
+  }
+
   protected onConfig(snap: GroupSnapshot): void {
-    const cds = this.types.get('cluster');
-    const rewarm = new Set<string>();
-    if (cds && this.stale(cds, snap)) {
-      for (const [name, r] of snap.types.cluster.resources)
-        if (cds.known.has(name) && cds.known.get(name) !== r.version) rewarm.add(name);
-    }
     // Upserts of clusters, their endpoints and secrets first; removals only after routes moved.
-    let introduced: string[] = [];
+    // Clusters whose content changed need their CLA again, or they stay warming (§4.7).
+    let pushed = NOTHING_PUSHED;
     for (const kind of ['cluster', 'endpoint', 'secret'] as const) {
       const ts = this.types.get(kind);
-      const force = kind === 'endpoint' ? rewarm : new Set<string>();
-      if (!ts?.started || (!ts.owed && !force.size && !this.stale(ts, snap))) continue;
-      const fresh = this.push(ts, 'upserts', new Set([...force, ...(ts.owed?.force ?? [])]), false);
-      if (kind === 'cluster') introduced = fresh;
+      const rewarm =
+        kind === 'endpoint' && ts
+          ? pushed.updated.filter((c) => ts.sub.covers(c) && snap.types.endpoint.resources.has(c))
+          : [];
+      if (!ts?.started || (!ts.owed && !rewarm.length && !this.stale(ts, snap))) continue;
+      const force = ts.owed || rewarm.length ? new Set([...rewarm, ...(ts.owed?.force ?? [])]) : NO_NAMES;
+      const sent = this.push(ts, 'upserts', force, false);
+      if (kind === 'cluster') pushed = sent;
     }
-    if (this.hold?.await(introduced)) return;
+    if (this.hold?.await(pushed.introduced)) return;
     this.afterWarming(snap);
   }
 
   protected afterWarming(snap: GroupSnapshot): void {
-    const todo = RESOURCE_KINDS.filter((kind) => {
+    // Listeners and routes, then what clusters, endpoints and secrets lost (their upserts went
+    // first, in onConfig; any not sent yet, because the stream fell behind meanwhile, go now).
+    for (const kind of AFTER_WARMING) {
       const ts = this.types.get(kind);
-      return ts?.started && (ts.owed || this.stale(ts, snap));
-    });
-    for (const kind of todo)
-      if (kind === 'listener' || kind === 'route') {
-        const ts = this.types.get(kind)!;
-        this.push(ts, 'upserts', ts.owed?.force ?? new Set(), false);
-      }
-    for (const kind of todo) {
-      const ts = this.types.get(kind)!;
+      if (!ts?.started || (!ts.owed && !this.stale(ts, snap))) continue;
       const owed = ts.owed;
       ts.owed = undefined;
-      this.push(ts, 'removals', owed?.force ?? new Set(), owed?.replyIfEmpty ?? false);
+      this.push(ts, 'all', owed?.force ?? NO_NAMES, owed?.replyIfEmpty ?? false);
     }
   }
 
-  /** Whether a type has not been brought up to `snap` yet (removals are the last step of a push). */
+  /** Whether a type has not been brought up to `snap` yet (a complete push sets `from`). */
   private stale(ts: DeltaTypeState, snap: GroupSnapshot): boolean {
-    return ts.pinned !== undefined || ts.servedFrom !== snap.types[ts.kind];
+    return ts.pinned !== undefined || ts.from !== snap.types[ts.kind];
   }
 
   /** Whether the stream has sent the CLA of an EDS cluster (true for clusters without one). */
   protected claDelivered(cluster: string): boolean {
     const snap = this.snapshot();
-    return !snap?.types.endpoint.resources.has(cluster) || this.types.get('endpoint')?.known.has(cluster) === true;
+    const eds = this.types.get('endpoint');
+    return !snap?.types.endpoint.resources.has(cluster) || (eds !== undefined && this.held(eds, cluster) !== undefined);
   }
 
-  /** Sends what `phase` calls for; returns the names the client did not hold before (upserts only). */
-  private push(ts: DeltaTypeState, phase: Phase, force: Set<string>, replyIfEmpty: boolean): string[] {
+  /** The names whose state may differ from what the client holds: from the shared diff, never the whole type. */
+  private namesToCheck(
+    ts: DeltaTypeState,
+    base: TypeSnapshot,
+    t: TypeSnapshot,
+    force: ReadonlySet<string>,
+  ): Set<string> {
+    const names = new Set<string>(ts.except.keys());
+    for (const n of force) names.add(n);
+    if (!ts.from) {
+      if (ts.sub.wildcard) for (const r of t.wildcard) names.add(r.name);
+      for (const n of ts.sub.names) names.add(n);
+    } else if (ts.from !== base) {
+      const d = diffTypes(ts.from, base);
+      for (const n of d.changed) names.add(n);
+      for (const n of d.added) names.add(n);
+      for (const r of d.removed) names.add(r.name);
+    }
+    return names;
+  }
+
+  /** Sends what `phase` calls for; says which names it sent that the client held before and which not. */
+  private push(ts: DeltaTypeState, phase: Phase, force: ReadonlySet<string>, replyIfEmpty: boolean): Pushed {
     const snap = this.snapshot();
-    if (!snap) return [];
+    if (!snap) return NOTHING_PUSHED;
+    const noneHeld = !ts.from && !holdsAny(ts.except);
     // Decisions and ACK bookkeeping use the group's snapshot; the bytes come from this client's view of it.
-    const base = this.snapshotToServe(ts, ts.kind, snap.types[ts.kind], ts.pending.size === 0 && ts.known.size === 0);
+    const base = this.snapshotToServe(ts, ts.kind, snap.types[ts.kind], ts.pending.size === 0 && noneHeld);
     const t = this.view(base);
-    if (phase !== 'upserts') ts.servedFrom = base; // both phases have looked at it
+    // An ACK, or a push of another type or group: nothing to look at.
+    const names = ts.from === base && !ts.except.size && !force.size ? NO_NAMES : this.namesToCheck(ts, base, t, force);
     const upserts: EncodedResource[] = [];
-    const removed = new Set<string>();
-    const consider = (name: string) => {
+    const removed: string[] = [];
+    const pushed = { introduced: [] as string[], updated: [] as string[] };
+    /** What the client will hold once this push is out, by name, for the names looked at. */
+    const after = new Map<string, string | undefined>();
+    for (const name of names) {
       const r = t.resources.get(name);
+      const held = this.held(ts, name);
+      after.set(name, held);
       if (r) {
-        if (ts.known.get(name) !== r.version || force.has(name)) upserts.push(r);
-      } else if (ts.known.has(name) || force.has(name)) {
-        removed.add(name);
+        if (selects(ts.sub, r) && (held !== r.version || force.has(name))) {
+          upserts.push(r);
+          after.set(name, r.version);
+          (held === undefined ? pushed.introduced : pushed.updated).push(name);
+        }
+      } else if (phase === 'all' && (held !== undefined || force.has(name))) {
+        removed.push(name);
+        after.set(name, undefined);
       }
-    };
-    const candidates = new Set<string>(ts.sub.wildcard ? t.wildcard.map((r) => r.name) : []);
-    for (const name of ts.sub.names) candidates.add(name);
-    for (const name of candidates) consider(name);
-    // Newly subscribed or unsubscribed-under-wildcard names that do not exist: say so (DELTA-05/06).
-    for (const name of force) if (!t.resources.has(name)) removed.add(name);
-    // Names the client holds that no longer exist (deleted while it was connected, or while it was away).
-    for (const name of ts.known.keys()) if (!t.resources.has(name)) removed.add(name);
-    const sendUpserts = phase !== 'removals' ? upserts : [];
-    const sendRemoved = phase !== 'upserts' ? [...removed] : [];
-    if (!sendUpserts.length && !sendRemoved.length && !replyIfEmpty) {
-      if (phase !== 'upserts' && ts.pending.size === 0)
+    }
+    // Complete: the rule now reads from `base`; `except` keeps only the names it gets wrong.
+    if (phase === 'all') ts.from = base;
+    for (const [name, version] of after) this.setHeld(ts, name, version);
+    if (!upserts.length && !removed.length && !replyIfEmpty) {
+      if (phase === 'all' && ts.pending.size === 0)
         this.opts.registry.unchanged(this.status!, TypeUrls[ts.kind], base.version);
-      return [];
+      return NOTHING_PUSHED;
     }
 
     const nonce = this.nextNonce();
-    const parts: Buffer[] = [stringField(DDR.systemVersionInfo, t.version)];
-    for (const r of sendUpserts.sort((a, b) => (a.name < b.name ? -1 : 1))) parts.push(framed(r));
-    parts.push(stringField(DDR.typeUrl, TypeUrls[ts.kind]), stringField(DDR.nonce, nonce));
-    for (const n of sendRemoved.sort()) parts.push(stringField(DDR.removedResources, n));
-    parts.push(this.controlPlaneField(DDR.controlPlane));
-    const fresh = sendUpserts.filter((r) => !ts.known.has(r.name)).map((r) => r.name);
-    for (const r of sendUpserts) ts.known.set(r.name, r.version);
-    for (const n of sendRemoved) ts.known.delete(n);
+    // The per-stream fields first, in one small buffer the transport writes with the length prefix;
+    // then the shared framed resources as they are (fields may come in any order). Many small ones
+    // are copied into one buffer instead: one write is faster than a writev of hundreds.
+    const head = [versionField(t), TYPE_URL_FIELDS[ts.kind], stringField(DDR.nonce, nonce)];
+    for (const n of removed.sort()) head.push(stringField(DDR.removedResources, n));
+    head.push(this.controlPlaneField(DDR.controlPlane));
+    const resources = upserts.sort((a, b) => (a.name < b.name ? -1 : 1)).map(framed);
+    const parts: Buffer[] = [Buffer.concat(head)];
+    if (resources.length <= SEPARATE_RESOURCES) parts.push(...resources);
+    else parts.push(Buffer.concat(resources));
+    // What a held request asked for is answered by this upsert: the push that ends the hold need not send it again.
+    if (ts.owed && phase === 'upserts') for (const r of upserts) ts.owed.force.delete(r.name);
     ts.pending.set(nonce, base);
     if (ts.pending.size > MAX_PENDING) ts.pending.delete(ts.pending.keys().next().value as string);
     this.opts.registry.sent(this.status!, TypeUrls[ts.kind], t.version, nonce);
-    // Many small framed resources: one buffer writes faster than a writev of hundreds.
-    this.sendBytes([Buffer.concat(parts)]);
-    return fresh;
+    this.sendBytes(parts);
+    return pushed;
   }
 }

@@ -35,7 +35,7 @@ export class Subscription {
       this.everNamed &&
       !this.wildcard &&
       resourceNames.length === this.names.size &&
-      resourceNames.every((n) => n !== '*' && this.names.has(n))
+      (inOrder(resourceNames, this.names) || resourceNames.every((n) => n !== '*' && this.names.has(n)))
     )
       return [];
     if (!this.everNamed && resourceNames.length === 0 && this.wildcard === this.wildcardAllowed) return [];
@@ -73,17 +73,32 @@ export class Subscription {
       this.wildcard = this.wildcardAllowed; // legacy wildcard: an empty first request
     }
     const added: string[] = [];
+    let changed = false;
     for (const n of subscribe) {
       this.everNamed = true;
       if (n === '*') this.wildcard = this.wildcardAllowed;
       else {
-        this.own().add(n);
+        if (!this.named.has(n)) {
+          this.own().add(n);
+          changed = true;
+        }
         added.push(n);
       }
     }
     for (const n of unsubscribe) {
       if (n === '*') this.wildcard = false;
-      else this.own().delete(n);
+      else if (this.named.has(n)) {
+        this.own().delete(n);
+        changed = true;
+      }
+    }
+    // Streams of a group name the same resources, in whatever order their requests came: share one set.
+    if (changed && !this.shared && this.named.size >= INTERN_FROM) {
+      const sharedSet = interned([...this.named].sort());
+      if (sharedSet) {
+        this.named = sharedSet;
+        this.shared = true;
+      }
     }
     return { added, wildcardAdded: this.wildcard && !wasWildcard };
   }
@@ -101,6 +116,17 @@ export class Subscription {
   isEmpty(): boolean {
     return !this.wildcard && this.names.size === 0;
   }
+}
+
+/**
+ * Whether `names` lists the set's names in the set's order, as a client repeating its request does:
+ * a comparison of strings, cheaper than hashing each freshly decoded name to look it up (a
+ * thousand names on every EDS ACK).
+ */
+function inOrder(names: readonly string[], set: ReadonlySet<string>): boolean {
+  let i = 0;
+  for (const n of set) if (names[i++] !== n) return false;
+  return true;
 }
 
 /** Below this many names a set of one's own costs less than looking one up. */

@@ -193,6 +193,11 @@ test('streams naming the same many resources share one set; a change makes a set
   a.setSotw(names);
   b.setSotw([...names]);
   assert.ok(a.names === b.names, 'one set for both');
+  const shared = a.names;
+  const decoded = (xs: string[]) => xs.map((n) => Buffer.from(n).toString()); // strings of their own
+  assert.equal(a.setSotw(decoded(names)), [], 'an ACK repeating the names, in order');
+  assert.equal(a.setSotw(decoded([...names].reverse())), [], 'in another order');
+  assert.ok(a.names === shared, 'neither made a set');
   const c = new Subscription(false);
   c.setSotw([...names.slice(1), 'other']);
   assert.ok(c.names !== a.names, 'other names, another set');
@@ -204,6 +209,24 @@ test('streams naming the same many resources share one set; a change makes a set
   few.setSotw(['x', 'y']);
   alsoFew.setSotw(['x', 'y']);
   assert.ok(few.names !== alsoFew.names, 'small sets are not pooled');
+});
+
+test('delta streams that come to name the same many resources, in any order, share one set', () => {
+  const names = Array.from({ length: 100 }, (_, i) => `cluster-${i}`);
+  const a = new Subscription(false);
+  const b = new Subscription(false);
+  a.applyDelta(names.slice(0, 60), [], true);
+  a.applyDelta(names.slice(60), [], false);
+  b.applyDelta([...names].reverse(), [], true);
+  assert.ok(a.names === b.names, 'one set for both');
+  a.applyDelta([], ['cluster-7'], false);
+  assert.ok(a.names !== b.names && b.names.has('cluster-7'), 'an unsubscribe is not seen by the other');
+  assert.is(a.names.size, 99);
+  b.applyDelta([], ['cluster-7'], false);
+  assert.ok(a.names === b.names, 'together again');
+  const before = a.names;
+  a.applyDelta([], ['not-subscribed'], false);
+  assert.ok(a.names === before, 'no change, nothing made');
 });
 
 test.run();
