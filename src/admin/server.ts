@@ -248,6 +248,7 @@ function nodeView(s: ReplicaNode): object {
     transport: s.transport,
     peer: s.peer,
     userAgent: s.userAgent,
+    ...(s.clientCertificate ? { clientCertificate: s.clientCertificate } : {}),
     connectedAt: s.connectedAt,
     lastSeenAt: s.lastSeenAt,
     types: s.types,

@@ -20,7 +20,7 @@ th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-al
 <th>group</th><th>type</th><th>version</th><th>ACKed</th><th>NACKed</th><th>behind</th>
 </tr></thead><tbody></tbody></table>
 <h2>Nodes</h2><table id="nodes"><thead><tr>
-<th>node</th><th>group</th><th>transport</th><th>address</th><th>agent</th>
+<th>node</th><th>group</th><th>transport</th><th>address</th><th>agent</th><th>client certificate</th>
 <th>per type: sent / ACKed</th><th>last NACK</th>
 </tr></thead><tbody></tbody></table>
 <h2>Config tree</h2><div id="tree">read</div>
@@ -71,7 +71,18 @@ function nodeRow(n) {
   const l = n.lastNack;
   const nack = l ? el('span', short(l.typeUrl) + ' ' + l.at + ': ' + l.message, 'bad') : '';
   const group = n.stage ? n.group + ' (stage ' + n.stage + ')' : n.group;
-  return row([n.nodeId, group, n.transport, n.peer, n.userAgent, el('span', types.join('  '), 'mono'), nack]);
+  return row([n.nodeId, group, n.transport, n.peer, n.userAgent, clientCertCell(n.clientCertificate),
+    el('span', types.join('  '), 'mono'), nack]);
+}
+function expiry(notAfter) {
+  const days = Math.floor((Date.parse(notAfter) - Date.now()) / DAY_MS);
+  return { days, text: days < 0 ? 'expired at ' + notAfter : 'expires ' + notAfter + ' (in ' + days + ' days)',
+    cls: days < 0 ? 'bad' : days < 14 ? 'warn' : 'ok' };
+}
+function clientCertCell(c) {
+  if (!c) return '-';
+  const e = expiry(c.notAfter);
+  return el('span', c.names + ', ' + e.text + ', sha256 ' + c.fingerprint.slice(0, 23) + '...', e.cls);
 }
 function rejectionLine(r) {
   if (!r) return 'none';
@@ -85,10 +96,8 @@ function treeLine(u) {
 }
 const DAY_MS = 86400000;
 function certLine(c) {
-  const days = Math.floor((Date.parse(c.notAfter) - Date.now()) / DAY_MS);
-  const when = days < 0 ? 'expired at ' + c.notAfter : 'expires ' + c.notAfter + ' (in ' + days + ' days)';
-  return el('div', c.listener + ': ' + c.subject + ', ' + when + ', sha256 ' + c.fingerprint,
-    days < 0 ? 'bad' : days < 14 ? 'warn' : 'ok');
+  const e = expiry(c.notAfter);
+  return el('div', c.listener + ': ' + c.subject + ', ' + e.text + ', sha256 ' + c.fingerprint, e.cls);
 }
 function stagedLines(st) {
   const r = st && (st.rollout || st.last);

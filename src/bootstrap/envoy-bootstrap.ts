@@ -4,6 +4,7 @@
  * envoy.config.bootstrap.v3.Bootstrap proto before it is returned.
  */
 import { isIP } from 'node:net';
+import { posix } from 'node:path';
 import { encodeJson } from '../xds/proto-json.ts';
 import { grpcVariant, restVariant } from '../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER, LONG_POLL_METADATA, REST_XDS_CLUSTER } from './config-source.ts';
@@ -51,7 +52,16 @@ export interface BootstrapTls {
   /** The proxy's certificate and key, when the server requires client certificates. */
   cert?: string;
   key?: string;
+  /**
+   * Where the proxy finds the file-based SDS file that names `cert` and `key` (clientCertificateSds):
+   * Envoy then watches them and takes a renewed certificate without a restart. Without it, Envoy
+   * reads them once, at start.
+   */
+  sds?: string;
 }
+
+/** The name of the proxy's own certificate in its SDS file. */
+export const CLIENT_CERTIFICATE_SECRET = 'fleetxds-client-certificate';
 
 type Obj = Record<string, unknown>;
 
@@ -64,8 +74,8 @@ export interface Endpoint {
  * TLS from the proxy to fleetxds: the server's certificate checked against `ca` and pinned to the
  * server's name (any certificate of that CA would do otherwise), and the proxy's own for mTLS.
  * gRPC needs ALPN h2: the server's HTTP/2 listener refuses a TLS connection that does not offer it.
- * Envoy reads these files when the cluster is created (at start): its own certificate is renewed by
- * restarting it, or with file-based SDS in a hand-written bootstrap.
+ * With `sds`, the proxy's own certificate comes through file-based SDS, renewed in place (Envoy's
+ * "certificate rotation for xDS gRPC connection"); otherwise Envoy reads it once, at start.
  */
 function upstreamTls(t: BootstrapTls, http2: boolean): Obj {
   const ip = isIP(t.serverName) !== 0;
@@ -75,9 +85,18 @@ function upstreamTls(t: BootstrapTls, http2: boolean): Obj {
       '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
       ...(ip ? {} : { sni: t.serverName }),
       common_tls_context: {
-        ...(t.cert && t.key
-          ? { tls_certificates: [{ certificate_chain: { filename: t.cert }, private_key: { filename: t.key } }] }
-          : {}),
+        ...(t.cert && t.key && t.sds
+          ? {
+              tls_certificate_sds_secret_configs: [
+                {
+                  name: CLIENT_CERTIFICATE_SECRET,
+                  sds_config: { path_config_source: { path: t.sds }, resource_api_version: 'V3' },
+                },
+              ],
+            }
+          : t.cert && t.key
+            ? { tls_certificates: [{ certificate_chain: { filename: t.cert }, private_key: { filename: t.key } }] }
+            : {}),
         validation_context: {
           trusted_ca: { filename: t.ca },
           match_typed_subject_alt_names: [{ san_type: ip ? 'IP_ADDRESS' : 'DNS', matcher: { exact: t.serverName } }],
@@ -86,6 +105,34 @@ function upstreamTls(t: BootstrapTls, http2: boolean): Obj {
       },
     },
   };
+}
+
+/**
+ * The file-based SDS file of `t.sds`: a DiscoveryResponse whose one Secret names the proxy's
+ * certificate and key files. Envoy watches those files (and, when they share a directory, reads
+ * them as a pair when a file is moved into it, checking that neither changed in between), so a
+ * renewal written whole and renamed into place is taken without a restart.
+ */
+export function clientCertificateSds(t: BootstrapTls): Obj {
+  if (!t.cert || !t.key) throw new Error('file-based SDS for the proxy certificate needs its certificate and key');
+  const dir = posix.dirname(t.cert);
+  const doc = {
+    resources: [
+      {
+        '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+        name: CLIENT_CERTIFICATE_SECRET,
+        tls_certificate: {
+          certificate_chain: { filename: t.cert },
+          private_key: { filename: t.key },
+          ...(posix.dirname(t.key) === dir ? { watched_directory: { path: dir } } : {}),
+        },
+      },
+    ],
+  };
+  const { issues } = encodeJson('envoy.service.discovery.v3.DiscoveryResponse', doc);
+  if (issues.length)
+    throw new Error(`generated SDS file is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+  return doc;
 }
 
 function staticCluster(name: string, servers: readonly Endpoint[], http2: boolean, tls?: BootstrapTls): Obj {

@@ -1,6 +1,7 @@
 import { checkTree } from '../app/check-tree.ts';
 import {
   BOOTSTRAP_MODES,
+  clientCertificateSds,
   envoyBootstrap,
   grpcBootstrap,
   type BootstrapMode,
@@ -10,6 +11,7 @@ import { loadServerConfig, splitListen, type ServerConfig } from '../config/serv
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import { DEFAULT_GROUP } from '../model/types.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
+import { writeFileAtomic } from '../shared/atomic-write.ts';
 import { FileRenderer } from '../transports/files/file-renderer.ts';
 
 export interface BootstrapArgs {
@@ -25,6 +27,8 @@ export interface BootstrapArgs {
   tlsServerName?: string;
   tlsCert?: string;
   tlsKey?: string;
+  /** Write the proxy certificate's file-based SDS file here and name it in the bootstrap (renewed in place). */
+  tlsSds?: string;
 }
 
 /**
@@ -37,7 +41,7 @@ function proxyTls(
   settings: ServerConfig,
   host: string,
 ): BootstrapTls | string | undefined {
-  const given = [a.tlsCa, a.tlsServerName, a.tlsCert, a.tlsKey].some((f) => f !== undefined);
+  const given = [a.tlsCa, a.tlsServerName, a.tlsCert, a.tlsKey, a.tlsSds].some((f) => f !== undefined);
   const key = mode === 'rest' ? 'rest.tls' : 'grpc.tls';
   const served = mode === 'files' ? undefined : mode === 'rest' ? settings.rest?.tls : settings.grpc.tls;
   if (!served)
@@ -50,9 +54,10 @@ function proxyTls(
   if (!a.tlsCa)
     return `the server serves TLS (${key}): pass --tls-ca FILE, the CA of its certificate as the proxy sees it`;
   if (Boolean(a.tlsCert) !== Boolean(a.tlsKey)) return '--tls-cert and --tls-key go together';
+  if (a.tlsSds && !a.tlsCert) return '--tls-sds names the files of --tls-cert and --tls-key: pass them too';
   if (served.clientCaFile && !a.tlsCert)
     return `the server requires client certificates (${key}.clientCaFile): pass --tls-cert FILE and --tls-key FILE`;
-  return { ca: a.tlsCa, serverName: a.tlsServerName ?? host, cert: a.tlsCert, key: a.tlsKey };
+  return { ca: a.tlsCa, serverName: a.tlsServerName ?? host, cert: a.tlsCert, key: a.tlsKey, sds: a.tlsSds };
 }
 
 const MODES: readonly string[] = [...BOOTSTRAP_MODES, 'grpc'];
@@ -143,6 +148,11 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       longPollMs: r?.holdMs,
       tls,
     });
+  }
+  if (tls?.sds) {
+    // Only paths, no key material: readable by the proxy whatever user it runs as.
+    await writeFileAtomic(tls.sds, `${JSON.stringify(clientCertificateSds(tls), null, 2)}\n`, 0o644);
+    process.stderr.write(`wrote ${tls.sds} (the proxy certificate's SDS file: keep it at this path beside Envoy)\n`);
   }
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   return 0;

@@ -22,7 +22,9 @@ const USAGE = `usage: fleetxds <command> [options]
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
   bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc
             [--node-id ID] [--node-cluster C] [--server HOST:PORT ...] (one --server per replica)
-            [--tls-ca FILE [--tls-server-name NAME] [--tls-cert FILE --tls-key FILE]] (the server serves TLS)
+            [--tls-ca FILE [--tls-server-name NAME] [--tls-cert FILE --tls-key FILE [--tls-sds FILE]]]
+                                                (the server serves TLS; --tls-sds: write the proxy certificate's
+                                                file-based SDS file there, so that Envoy takes renewals in place)
                                                 print an Envoy (or proxyless gRPC) bootstrap for a node of that group
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them
@@ -51,6 +53,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       'tls-server-name': { type: 'string' },
       'tls-cert': { type: 'string' },
       'tls-key': { type: 'string' },
+      'tls-sds': { type: 'string' },
       base: { type: 'string' },
       branch: { type: 'string' },
       subdir: { type: 'string' },
@@ -117,6 +120,7 @@ async function main(argv: string[]): Promise<number | undefined> {
         tlsCa: values['tls-ca'],
         tlsServerName: values['tls-server-name'],
         tlsCert: values['tls-cert'],
+        tlsSds: values['tls-sds'],
         tlsKey: values['tls-key'],
       });
   }

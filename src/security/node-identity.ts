@@ -7,6 +7,7 @@
  * A node claiming anything else is refused (any valid certificate claiming any node is the classic
  * hole: consul#362, receptor#202).
  */
+import { TLSSocket, type PeerCertificate } from 'node:tls';
 import type { NodeIdentity } from '../model/node-groups.ts';
 import { globToRegExp } from '../shared/glob.ts';
 
@@ -32,4 +33,42 @@ export function checkNodeIdentity(
   if (clusters.length && !clusters.some((p) => globToRegExp(p).test(node.cluster)))
     return `node cluster "${node.cluster}" is not allowed by the client certificate`;
   return undefined;
+}
+
+const PEER_CERTIFICATES = new WeakMap<TLSSocket, PeerCertificate>();
+
+/**
+ * The client certificate of a TLS connection that was verified against the client CA, else
+ * undefined. Read once per connection: a proxy sends many streams or polls over one.
+ */
+export function verifiedPeerCertificate(socket: unknown): PeerCertificate | undefined {
+  if (!(socket instanceof TLSSocket) || !socket.authorized) return undefined;
+  let cert = PEER_CERTIFICATES.get(socket);
+  if (!cert) PEER_CERTIFICATES.set(socket, (cert = socket.getPeerCertificate()));
+  return cert.raw ? cert : undefined;
+}
+
+/** A node's client certificate as the fleet status shows it (never the certificate itself). */
+export interface ClientCertificate {
+  /** Its URI and DNS names (what it may claim), or its subject when it has none. */
+  names: string;
+  /** sha256 of the certificate (DER), as `openssl x509 -fingerprint -sha256` prints it. */
+  fingerprint: string;
+  notAfter: string;
+}
+
+/** What the status keeps of a verified client certificate (tls.TLSSocket#getPeerCertificate()). */
+export function clientCertificateOf(cert: {
+  subjectaltname?: string;
+  subject?: { CN?: string | string[] };
+  fingerprint256?: string;
+  valid_to?: string;
+}): ClientCertificate | undefined {
+  if (!cert.fingerprint256 || !cert.valid_to) return undefined;
+  const cn = [cert.subject?.CN ?? []].flat()[0];
+  return {
+    names: cert.subjectaltname || (cn ? `CN=${cn}` : ''),
+    fingerprint: cert.fingerprint256,
+    notAfter: new Date(cert.valid_to).toISOString(),
+  };
 }

@@ -124,6 +124,22 @@ export class Metrics {
       },
     });
     new client.Gauge({
+      name: 'fleetxds_client_certificate_expiry_earliest_timestamp_seconds',
+      help:
+        'When the first to expire of the client certificates connected proxies presented expires (Unix time); ' +
+        "absent without mTLS clients; the status shows each node's certificate",
+      registers: [reg],
+      collect() {
+        this.reset();
+        let earliest = Infinity;
+        for (const s of [...registry.connected(), ...registry.polling()]) {
+          const at = s.clientCertificate ? Date.parse(s.clientCertificate.notAfter) : NaN;
+          if (at < earliest) earliest = at;
+        }
+        if (earliest !== Infinity) this.set(earliest / 1000);
+      },
+    });
+    new client.Gauge({
       name: 'fleetxds_config_version',
       help: 'Id of the config version being served',
       registers: [reg],

@@ -3,6 +3,8 @@
  * into it; the admin API reads it. In memory (thousands of nodes ACK on every push; writing each
  * ACK to SQLite would be the bottleneck). NACKs are also handed to `onNack` to be persisted.
  */
+import type { ClientCertificate } from '../security/node-identity.ts';
+
 export interface TypeStatus {
   sentVersion?: string;
   sentNonce?: string;
@@ -25,6 +27,8 @@ export interface StreamStatus {
   transport: string;
   peer: string;
   userAgent: string;
+  /** The client certificate the connection was verified with (mTLS). */
+  clientCertificate?: ClientCertificate;
   connectedAt: string;
   disconnectedAt?: string;
   types: Record<string, TypeStatus>;
@@ -222,6 +226,7 @@ export class NodeRegistry implements StreamRegistry {
       group: info.group,
       peer: info.peer,
       userAgent: info.userAgent,
+      clientCertificate: info.clientCertificate,
       nodeCluster: info.nodeCluster,
       lastSeenAt: nowIso(),
     });

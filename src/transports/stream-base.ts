@@ -12,6 +12,7 @@ import { groupSnapshotFor, type PublishedConfig, type SnapshotCache } from '../s
 import type { StreamRegistry, StreamStatus } from '../status/node-registry.ts';
 import { TypeUrls, kindOfTypeUrl, type ResourceKind } from '../xds/resource-types.ts';
 import { DDR, DR, lenField, stringField } from '../xds/wire.ts';
+import type { ClientCertificate } from '../security/node-identity.ts';
 import { displayUserAgent, nodeLimitViolation } from '../security/node-limits.ts';
 import type { GroupAckTracker } from './group-ack-tracker.ts';
 import { recordReply, type Reply } from './replies.ts';
@@ -51,6 +52,8 @@ export interface StreamOptions {
   maxBehindMs?: number;
   /** NACK containment policy, shared by all streams of the server. */
   acks?: GroupAckTracker;
+  /** The client certificate the transport verified (mTLS), for the fleet status. */
+  clientCertificate?: ClientCertificate;
   /** Refuses a node identity the transport's credentials do not allow (returns the reason). */
   authorize?: (node: NodeIdentity) => string | undefined;
   /** TLS secrets (private keys) only to clients the transport authenticated. */
@@ -139,6 +142,7 @@ export abstract class StreamBase {
       transport: this.opts.transport,
       peer: this.opts.peer,
       userAgent: displayUserAgent(n.userAgent ?? ''),
+      ...(this.opts.clientCertificate ? { clientCertificate: this.opts.clientCertificate } : {}),
     });
     this.unsubscribe = this.opts.cache.onPublish((next) => this.publish(next));
   }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -201,6 +201,40 @@ test('CLI: a server that serves TLS gets a bootstrap with TLS, or a refusal sayi
   assert.is(JSON.parse(named.stdout).static_resources.clusters[0].transport_socket.typed_config.sni, 'xds.example');
   const plain = run(settings(''), '--mode', 'ads', '--tls-ca', '/p/ca.pem');
   assert.match(plain.stderr, /does not serve TLS to this mode \(no grpc\.tls\)/);
+
+  // The proxy's own certificate through file-based SDS: the bootstrap names the SDS file, which names the files.
+  const sdsFile = join(root, 'client-sds.json');
+  const noCert = run(mtls, '--mode', 'ads', '--tls-ca', '/p/ca.pem', '--tls-sds', sdsFile);
+  assert.is(noCert.status, 2);
+  assert.match(noCert.stderr, /--tls-sds names the files of --tls-cert and --tls-key/);
+  assert.not.ok(existsSync(sdsFile), 'nothing written when refused');
+  const flags = ['--tls-ca', '/p/ca.pem', '--tls-cert', '/p/c.pem', '--tls-key', '/p/c.key', '--tls-sds', sdsFile];
+  const sds = run(mtls, '--mode', 'ads', ...flags);
+  assert.is(sds.status, 0, sds.stderr);
+  const context = JSON.parse(sds.stdout).static_resources.clusters[0].transport_socket.typed_config.common_tls_context;
+  assert.is(context.tls_certificates, undefined, 'no certificate read once at start');
+  assert.equal(context.tls_certificate_sds_secret_configs, [
+    {
+      name: 'fleetxds-client-certificate',
+      sds_config: { path_config_source: { path: sdsFile }, resource_api_version: 'V3' },
+    },
+  ]);
+  const written = JSON.parse(readFileSync(sdsFile, 'utf8'));
+  assert.equal(written, {
+    resources: [
+      {
+        '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+        name: 'fleetxds-client-certificate',
+        tls_certificate: {
+          certificate_chain: { filename: '/p/c.pem' },
+          private_key: { filename: '/p/c.key' },
+          watched_directory: { path: '/p' },
+        },
+      },
+    ],
+  });
+  assert.equal(encodeJson('envoy.service.discovery.v3.DiscoveryResponse', written).issues, []);
+  assert.is(statSync(sdsFile).mode & 0o777, 0o644, 'paths only: readable by the proxy');
 });
 
 test.run();

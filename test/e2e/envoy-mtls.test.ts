@@ -4,13 +4,24 @@
  * proves its node id with its certificate, gets its config (TLS secrets included: the transport
  * authenticates it) and routes. Then fleetxds's own certificate is renewed in place: the ADS
  * Envoys, made to reconnect by the connection age limit, shake hands again on the renewed
- * certificate and follow a route change; an Envoy started afresh on REST is served too.
+ * certificate and follow a route change; an Envoy started afresh on REST is served too. Last, each
+ * ADS Envoy's own certificate (bootstrapped with `--tls-sds`) is renewed in place: Envoy takes it
+ * without a restart, and its next connections present it (fleetxds's status shows which one).
  */
-import { copyFileSync, renameSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { copyFileSync, readFileSync, renameSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { GRPC_XDS_CLUSTER } from '../../src/bootstrap/config-source.ts';
-import { httpsGet, labSpecs, reportSetupFailure, startLab, type Lab, type LabEnvoySpec } from '../helpers/envoy-lab.ts';
+import {
+  httpsGet,
+  LAB_IDENTITY_PREFIX,
+  labSpecs,
+  reportSetupFailure,
+  startLab,
+  type Lab,
+  type LabEnvoySpec,
+} from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
 
 let lab: Lab;
@@ -37,6 +48,18 @@ test.after(async () => {
 });
 
 const ads = () => specs.filter((s) => s.mode === 'ads');
+
+/** Sends all of the /split route's traffic to service `to` (a or b). */
+async function splitAllTo(to: 'a' | 'b'): Promise<void> {
+  const routes = lab.docs['routes.yaml'] as {
+    routes: { name: string; split?: { service: string; weight: number }[] }[];
+  }[];
+  routes[0]!.routes[0]!.split = [
+    { service: 'a', weight: to === 'a' ? 100 : 0 },
+    { service: 'b', weight: to === 'b' ? 100 : 0 },
+  ];
+  lab.write('routes.yaml', routes);
+}
 
 /** TLS handshakes Envoy made with fleetxds on its xDS cluster. */
 async function handshakes(s: LabEnvoySpec): Promise<number> {
@@ -78,14 +101,7 @@ test("fleetxds's certificate renewed in place: reconnecting and new Envoys are s
     async () => (await Promise.all(ads().map(handshakes))).every((n, i) => n >= before[i]! + 2),
     20_000,
   );
-  const routes = lab.docs['routes.yaml'] as {
-    routes: { name: string; split?: { service: string; weight: number }[] }[];
-  }[];
-  routes[0]!.routes[0]!.split = [
-    { service: 'a', weight: 0 },
-    { service: 'b', weight: 100 },
-  ];
-  lab.write('routes.yaml', routes);
+  await splitAllTo('b');
   for (const s of ads()) await lab.routesTo(s, '/split', 'B');
 
   // A REST Envoy started afresh: its first handshake is on the renewed certificate.
@@ -93,6 +109,53 @@ test("fleetxds's certificate renewed in place: reconnecting and new Envoys are s
   await lab.envoys.get(rest.id)!.stop();
   await lab.startEnvoy(rest);
   await lab.routesTo(rest, '/split', 'B');
+});
+
+/** The fingerprint of the client certificate fleetxds saw on the connection of each of the spec's streams. */
+async function presented(s: LabEnvoySpec): Promise<string[]> {
+  const status = (await lab.server.admin('/api/v1/status')) as {
+    nodes: { group: string; transport: string; clientCertificate?: { fingerprint: string } }[];
+  };
+  return status.nodes.filter((n) => n.group === s.id).map((n) => n.clientCertificate?.fingerprint ?? 'none');
+}
+
+const fingerprint = (file: string) => new X509Certificate(readFileSync(file)).fingerprint256;
+
+test("each ADS Envoy's own certificate renewed in place (file-based SDS): its next connections present it", async () => {
+  const updates = async (s: LabEnvoySpec) => {
+    const name = `cluster.${GRPC_XDS_CLUSTER}.client_ssl_socket_factory.ssl_context_update_by_sds`;
+    return Number((await lab.envoys.get(s.id)!.stats(name))[name] ?? 0);
+  };
+  const renewed = new Map<string, string>();
+  for (const s of ads()) {
+    const current = lab.clientCertificates.get(s.id)!;
+    assert.equal(
+      [...new Set(await presented(s))],
+      [fingerprint(current.cert)],
+      `${s.id}: status shows its certificate`,
+    );
+    const before = await updates(s);
+    const next = lab.pki.issue(`${s.id}-client-renewed`, `URI:${LAB_IDENTITY_PREFIX}node/${s.id}-*`);
+    // As a CA agent writes them: each file whole, renamed into place (the pair is read again on each).
+    copyFileSync(next.cert, `${current.cert}.new`);
+    renameSync(`${current.cert}.new`, current.cert);
+    copyFileSync(next.key, `${current.key}.new`);
+    renameSync(`${current.key}.new`, current.key);
+    renewed.set(s.id, fingerprint(next.cert));
+    await waitFor(`${s.id} took the renewed certificate`, async () => (await updates(s)) > before, 10_000);
+  }
+  // Connections end by age: each reconnects, shaking hands with the renewed certificate.
+  for (const s of ads())
+    await waitFor(
+      `${s.id} presents its renewed certificate to fleetxds`,
+      async () => {
+        const seen = await presented(s);
+        return seen.length > 0 && seen.every((f) => f === renewed.get(s.id));
+      },
+      20_000,
+    );
+  await splitAllTo('a');
+  for (const s of ads()) await lab.routesTo(s, '/split', 'A');
 });
 
 test.run();

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { projectPath } from '../../src/shared/paths.ts';
-import { makePki, type Pki } from './certs.ts';
+import { makePki, type CertFiles, type Pki } from './certs.ts';
 import { freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from './envoy.ts';
 import { spawnServer, waitFor, type ServerProcess } from './process.ts';
 import { startSlowLink, type SlowLink } from './slow-link.ts';
@@ -121,6 +121,8 @@ export interface Lab {
   stop(): Promise<void>;
   /** With `controlPlaneTls`: the files of the certificate fleetxds serves on gRPC and REST. */
   serverCertificate?: { certFile: string; keyFile: string };
+  /** With `controlPlaneTls`: each Envoy's own certificate, by spec id (gRPC ones through file-based SDS). */
+  clientCertificates: Map<string, CertFiles>;
 }
 
 export interface LabOptions {
@@ -129,7 +131,8 @@ export interface LabOptions {
   backends?: string[];
   /**
    * gRPC and REST over mTLS (the lab CA; node ids bound to client certificates under
-   * LAB_IDENTITY_PREFIX), each Envoy bootstrapped with its own certificate (`--tls-*`).
+   * LAB_IDENTITY_PREFIX), each Envoy bootstrapped with its own certificate (`--tls-*`; gRPC ones
+   * with `--tls-sds`, REST ones with the certificate read at start).
    */
   controlPlaneTls?: boolean;
 }
@@ -215,6 +218,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     ...opts.settings,
   };
   let serverCertificate: Lab['serverCertificate'];
+  const clientCertificates = new Map<string, CertFiles>();
   if (opts.controlPlaneTls) {
     const cert = pki.issue('fleetxds', 'DNS:localhost,IP:127.0.0.1');
     serverCertificate = { certFile: cert.cert, keyFile: cert.key };
@@ -278,6 +282,8 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     const client = opts.controlPlaneTls
       ? pki.issue(`${spec.id}-client`, `URI:${LAB_IDENTITY_PREFIX}node/${spec.id}-*`)
       : undefined;
+    if (client) clientCertificates.set(spec.id, client);
+    const sds = client && spec.mode !== 'rest' ? ['--tls-sds', join(pki.dir, `${spec.id}-client-sds.json`)] : [];
     const { stdout } = await run(
       process.execPath,
       [
@@ -295,7 +301,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
         nodeId,
         '--server',
         `127.0.0.1:${port}`,
-        ...(client ? ['--tls-ca', pki.caCert, '--tls-cert', client.cert, '--tls-key', client.key] : []),
+        ...(client ? ['--tls-ca', pki.caCert, '--tls-cert', client.cert, '--tls-key', client.key, ...sds] : []),
       ],
       { cwd: projectPath(), env: { ...process.env, FLEETXDS_REST_LISTEN: `127.0.0.1:${server.restPort}` } },
     );
@@ -315,6 +321,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     docs,
     write,
     serverCertificate,
+    clientCertificates,
     async startEnvoy(spec) {
       const e = await startEnvoy(spec.version, await bootstrapFor(spec), root);
       envoys.set(spec.id, e);

@@ -3,6 +3,7 @@
  * and tokens on REST, and tokens with roles on the admin API.
  */
 import * as grpc from '@grpc/grpc-js';
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { join } from 'node:path';
@@ -147,6 +148,38 @@ test('REST: mTLS with node binding, and the token', async () => {
     (r) => assert.unreachable(`answered ${r.status} without a client certificate`),
     (err) => assert.ok(err),
   );
+});
+
+test("status: each node's client certificate (its names, sha256, expiry), on gRPC and REST", async () => {
+  const c = connect(server.grpcPort, 'ads', creds(edgeAny), {
+    'grpc.ssl_target_name_override': 'localhost',
+    'grpc.default_authority': 'localhost',
+  });
+  const s = c.open();
+  s.send({ node: { id: 'edge-77', cluster: 'edge' }, type_url: T.cluster });
+  await s.next(5000);
+  assert.is((await restPoll(edge1, 'edge-1', restTok.token)).status, 200);
+  const { json } = await admin('GET', '/api/v1/status', readTok.token);
+  const nodes = (json as { nodes: { nodeId: string; transport: string; clientCertificate?: object }[] }).nodes;
+  const shown = (id: string, transport: string) =>
+    nodes.find((n) => n.nodeId === id && n.transport.startsWith(transport))?.clientCertificate;
+  const expected = (c: CertFiles) => {
+    const x = new X509Certificate(c.certPem);
+    return { names: x.subjectAltName, fingerprint: x.fingerprint256, notAfter: new Date(x.validTo).toISOString() };
+  };
+  assert.equal(shown('edge-77', 'grpc'), expected(edgeAny));
+  assert.equal(shown('edge-1', 'rest'), expected(edge1));
+  // The first to expire of the certificates presented, for an alert before a proxy is locked out.
+  const earliest = Math.min(...[edgeAny, edge1].map((c) => Date.parse(expected(c).notAfter))) / 1000;
+  const metrics = await fetch(`http://127.0.0.1:${server.adminPort}/metrics`, {
+    headers: { authorization: `Bearer ${readTok.token}` },
+  });
+  assert.match(
+    await metrics.text(),
+    new RegExp(`^fleetxds_client_certificate_expiry_earliest_timestamp_seconds ${earliest}$`, 'm'),
+  );
+  s.close();
+  c.close();
 });
 
 async function admin(method: string, path: string, token?: string, body?: object) {

@@ -27,7 +27,8 @@ import http2, {
   type ServerHttp2Stream,
 } from 'node:http2';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
-import { TLSSocket, type PeerCertificate } from 'node:tls';
+import type { PeerCertificate } from 'node:tls';
+import { verifiedPeerCertificate } from '../../security/node-identity.ts';
 import { listenerOptions, type ListenerTls } from '../../security/listener-tls.ts';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { MessageReader, MessageTooLarge } from './message-reader.ts';
@@ -108,10 +109,7 @@ export class ServerCall {
 
   /** The client certificate of a TLS connection that was verified against the CA, else undefined. */
   peerCertificate(): PeerCertificate | undefined {
-    const s = this.stream.session?.socket;
-    if (!(s instanceof TLSSocket) || !s.authorized) return undefined;
-    const cert = s.getPeerCertificate();
-    return cert.raw ? cert : undefined;
+    return verifiedPeerCertificate(this.stream.session?.socket);
   }
 
   /** Whether a message written now can still reach the client. */

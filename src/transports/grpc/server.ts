@@ -20,7 +20,7 @@ import { SotwStream, type SotwRequest } from '../sotw-stream.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import { DeltaStream, type DeltaRequest } from '../delta-stream.ts';
 import type { GroupAckTracker } from '../group-ack-tracker.ts';
-import { checkNodeIdentity } from '../../security/node-identity.ts';
+import { checkNodeIdentity, clientCertificateOf } from '../../security/node-identity.ts';
 import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { NodeInput, StreamBase } from '../stream-base.ts';
 import { grpcVariant, xdsClusterName } from '../../snapshot/config-sources.ts';
@@ -213,7 +213,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
       let unread = 0;
       let finished = false;
       const prefix = opts.identityPrefix;
-      const peerCert = prefix ? call.peerCertificate() : undefined;
+      const peerCert = call.peerCertificate();
       /** Ends the call with a status and lets the stream go (its close event may come later). */
       const fail = (code: StatusCode, details: string) => {
         call.end(code, details);
@@ -221,6 +221,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
       };
       const streamOpts = {
         authorize: prefix ? (node: NodeIdentity) => checkNodeIdentity(node, peerCert, prefix) : undefined,
+        clientCertificate: peerCert && clientCertificateOf(peerCert),
         cache: opts.cache,
         registry: opts.registry,
         acks: opts.acks,

@@ -21,10 +21,9 @@ import type { Logger } from 'pino';
 import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import type { TLSSocket } from 'node:tls';
 import { listenerOptions, type ListenerTls } from '../../security/listener-tls.ts';
 import type { TokenAuth } from '../../security/tokens.ts';
-import { checkNodeIdentity } from '../../security/node-identity.ts';
+import { checkNodeIdentity, clientCertificateOf, verifiedPeerCertificate } from '../../security/node-identity.ts';
 import { shortHash } from '../../shared/hash.ts';
 import {
   restVariant,
@@ -386,9 +385,9 @@ export function createRestServer(opts: RestOptions): RestServer {
       return void reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
     if (kind === 'secret' && !opts.secretsAllowed) return void reply.code(403).send({ error: SECRETS_REFUSED });
     const { node, names, version } = parseRequest(req.body, kind);
+    const cert = verifiedPeerCertificate(req.raw.socket);
     if (tls?.identityPrefix) {
-      const cert = (req.raw.socket as TLSSocket).getPeerCertificate?.();
-      const refusal = checkNodeIdentity(node, cert && Object.keys(cert).length ? cert : undefined, tls.identityPrefix);
+      const refusal = checkNodeIdentity(node, cert, tls.identityPrefix);
       if (refusal) return void reply.code(403).send({ error: refusal });
     }
     const at = current(node);
@@ -400,6 +399,7 @@ export function createRestServer(opts: RestOptions): RestServer {
       transport: 'rest',
       peer: req.ip,
       userAgent: node.userAgent,
+      ...(cert ? { clientCertificate: clientCertificateOf(cert) } : {}),
     });
     let state = pollers.get(status);
     if (!state) pollers.set(status, (state = { subs: new Map() }));
