@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import type { TlsProtocolSettings } from '../security/listener-tls.ts';
 import { parse } from '../shared/yaml.ts';
 
 const TokenList = Type.Array(
@@ -32,6 +33,18 @@ const TlsFiles = Type.Object(
         minLength: 1,
         description:
           'URI SAN prefix binding node ids to client certificates, e.g. spiffe://fleet.example/ (needs clientCaFile).',
+      }),
+    ),
+    minVersion: Type.Optional(
+      Type.Union([Type.Literal('TLSv1.2'), Type.Literal('TLSv1.3')], {
+        description: 'The oldest TLS version accepted (default TLSv1.2).',
+      }),
+    ),
+    ciphers: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          "OpenSSL cipher list for TLS 1.2 connections, e.g. ECDHE-ECDSA-AES256-GCM-SHA384 (default: Node's list).",
       }),
     ),
   },
@@ -271,7 +284,7 @@ export const ServerConfigSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export interface TlsSettings {
+export interface TlsSettings extends TlsProtocolSettings {
   certFile: string;
   keyFile: string;
   clientCaFile?: string;

@@ -8,14 +8,22 @@ import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 
-export interface TlsFileSettings {
+/** The protocol settings of a listener: what OpenSSL negotiates, besides the files. */
+export interface TlsProtocolSettings {
+  /** The oldest TLS version accepted (Node's default: TLSv1.2). */
+  minVersion?: 'TLSv1.2' | 'TLSv1.3';
+  /** OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites are not affected); Node's default list otherwise. */
+  ciphers?: string;
+}
+
+export interface TlsFileSettings extends TlsProtocolSettings {
   certFile: string;
   keyFile: string;
   clientCaFile?: string;
 }
 
 /** What a TLS server needs (plain data: it is cloned into serving threads). */
-export interface ListenerTls {
+export interface ListenerTls extends TlsProtocolSettings {
   cert: Buffer;
   key: Buffer;
   ca?: Buffer;
@@ -73,16 +81,26 @@ export function readListenerTls(files: TlsFileSettings): { tls: ListenerTls; inf
       throw new Error(`${files.clientCaFile}: not a PEM certificate (${(err as Error).message})`, { cause: err });
     }
   }
+  const protocol: TlsProtocolSettings = {
+    ...(files.minVersion && { minVersion: files.minVersion }),
+    ...(files.ciphers && { ciphers: files.ciphers }),
+  };
+  if (protocol.ciphers)
+    try {
+      createSecureContext({ ciphers: protocol.ciphers });
+    } catch (err) {
+      throw new Error(`tls.ciphers "${protocol.ciphers}": ${(err as Error).message}`, { cause: err });
+    }
   try {
     // What setSecureContext will do with them, in every serving thread: it must not fail there.
-    createSecureContext({ cert, key, ...(ca && { ca }) });
+    createSecureContext({ cert, key, ...(ca && { ca }), ...protocol });
   } catch (err) {
     throw new Error(`${files.certFile}: cannot be served (${(err as Error).message})`, { cause: err });
   }
   const digest = createHash('sha256').update(cert).update('\0').update(key).update('\0');
   if (ca) digest.update(ca);
   return {
-    tls: { cert, key, ...(ca && { ca }) },
+    tls: { cert, key, ...(ca && { ca }), ...protocol },
     info: {
       fingerprint: leaf.fingerprint256,
       notAfter: new Date(leaf.validTo),

@@ -93,10 +93,18 @@ test('a reload serves a new usable set once, refuses an unusable or expired one,
 });
 
 /** The certificate a new TLS connection to `port` is shown (with a client certificate: mTLS). */
-function presented(port: number): Promise<string> {
+function presented(port: number, client: tls.ConnectionOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = tls.connect(
-      { host: '127.0.0.1', port, servername: 'localhost', ca: pki.caPem, cert: edge.certPem, key: edge.keyPem },
+      {
+        host: '127.0.0.1',
+        port,
+        servername: 'localhost',
+        ca: pki.caPem,
+        cert: edge.certPem,
+        key: edge.keyPem,
+        ...client,
+      },
       () => {
         resolve(socket.getPeerX509Certificate()!.fingerprint256);
         socket.destroy();
@@ -187,6 +195,62 @@ log: { level: info }
     c.close();
     await server.stop('SIGKILL');
   }
+});
+
+test('TLS version and cipher settings hold on gRPC and REST, after a renewal too; an unknown cipher list stops the start', async () => {
+  const { files, put } = certDir(first);
+  const settings = join(tempDir(), 'fleetxds.yaml');
+  const listenerTls = (extra: string) =>
+    `{ certFile: ${files.certFile}, keyFile: ${files.keyFile}, clientCaFile: ${files.clientCaFile}, ` +
+    `identityPrefix: "${PREFIX}", ${extra} }`;
+  const write = (grpcExtra: string) =>
+    writeFileSync(
+      settings,
+      `configDir: ${writeTree(BASE)}
+database: ${join(tempDir(), 'x.db')}
+grpc: { listen: 127.0.0.1:0, tls: ${listenerTls(grpcExtra)} }
+admin: { listen: 127.0.0.1:0 }
+rest: { listen: 127.0.0.1:0, tls: ${listenerTls('ciphers: ECDHE-ECDSA-AES256-GCM-SHA384')} }
+watch: { enabled: true, debounceMs: 50 }
+log: { level: info }
+`,
+    );
+  write('minVersion: TLSv1.3');
+  const server = await spawnServer(settings);
+  const tls12 = { maxVersion: 'TLSv1.2' } as const;
+  const refused = (p: Promise<string>) =>
+    p.then(
+      () => false,
+      () => true,
+    );
+  try {
+    const check = async (cert: CertFiles) => {
+      assert.is(await presented(server.grpcPort), fingerprint(cert), 'TLS 1.3 is served');
+      assert.ok(await refused(presented(server.grpcPort, tls12)), 'gRPC refuses TLS 1.2 (minVersion TLSv1.3)');
+      const aes256 = { ...tls12, ciphers: 'ECDHE-ECDSA-AES256-GCM-SHA384' };
+      assert.is(await presented(server.restPort, aes256), fingerprint(cert), 'REST: the listed cipher');
+      const aes128 = { ...tls12, ciphers: 'ECDHE-ECDSA-AES128-GCM-SHA256' };
+      assert.ok(await refused(presented(server.restPort, aes128)), 'REST refuses a cipher not listed');
+    };
+    await check(first);
+    put(files.certFile, renewed.certPem);
+    put(files.keyFile, renewed.keyPem);
+    await waitFor('the renewal served', async () => (await presented(server.grpcPort)) === fingerprint(renewed));
+    await waitFor('the renewal served on REST', async () => {
+      const p = presented(server.restPort, { ...tls12, ciphers: 'ECDHE-ECDSA-AES256-GCM-SHA384' });
+      return (await p) === fingerprint(renewed);
+    });
+    await check(renewed);
+  } finally {
+    await server.stop('SIGKILL');
+  }
+  write('ciphers: NOT-A-CIPHER');
+  const err = await spawnServer(settings).then(
+    (s) => (void s.stop('SIGKILL'), undefined),
+    (e: Error) => e,
+  );
+  assert.ok(err, 'the server did not start');
+  assert.match(err.message, /fleetxds: grpc\.tls: tls\.ciphers "NOT-A-CIPHER": .*no cipher match/i);
 });
 
 test('a server whose certificate and key do not match does not start, and says why', async () => {

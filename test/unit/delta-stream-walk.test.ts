@@ -17,6 +17,7 @@ import { makeRevision, revisionGroups } from '../../src/snapshot/revision.ts';
 import { SnapshotCache, type PublishedConfig } from '../../src/snapshot/snapshot-cache.ts';
 import { NodeRegistry } from '../../src/status/node-registry.ts';
 import { DeltaStream, type DeltaRequest } from '../../src/transports/delta-stream.ts';
+import { GroupAckTracker } from '../../src/transports/group-ack-tracker.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { DELTA_DISCOVERY_RESPONSE, TypeUrls, kindOfTypeUrl } from '../../src/xds/resource-types.ts';
 
@@ -122,6 +123,7 @@ class Client {
     private readonly cache: SnapshotCache,
     private readonly registry: NodeRegistry,
     private readonly holdMs: number,
+    private readonly acks?: GroupAckTracker,
   ) {
     this.open();
   }
@@ -134,6 +136,7 @@ class Client {
       transport: 'test-delta',
       peer: 'test',
       warmingHoldMs: this.holdMs,
+      acks: this.acks,
       send: (parts, flushed) => {
         const m = Res.decode(Buffer.concat(parts)) as unknown as {
           type_url: string;
@@ -409,6 +412,50 @@ test('a push after a one-resource change sends that resource alone, to a client 
   client.send('endpoint', { response_nonce: pushed[0]!.nonce });
   assert.equal(client.take(), [], 'the ACK needs no answer');
   client.stream.close();
+});
+
+test('a node served the version its group last ACKed (NACK containment) moves on by the diff from it', () => {
+  const world: World = { cluster: new Map(), endpoint: new Map(), listener: new Map() };
+  for (let i = 0; i < 6; i++) world.cluster.set(`c${i}`, 1);
+  const cache = new SnapshotCache();
+  cache.publish(config(world));
+  const acks = new GroupAckTracker(true);
+  const registry = new NodeRegistry();
+  const none = { cluster: new Set<string>(), endpoint: new Set<string>(), listener: new Set<string>() };
+  const open = () => {
+    const c = new Client(cache, registry, 0, acks);
+    c.subs.cluster.started = c.subs.cluster.wildcard = true;
+    c.send('cluster', {});
+    apply(c, c.take(), none, 'connect');
+    return c;
+  };
+  const first = open();
+  first.send('cluster', { response_nonce: first.lastNonce.get('cluster') }); // the group ACKs version 1
+  const v1 = desired(world, 'cluster', first.subs.cluster);
+  world.cluster.set('c1', 7); // version 2: c1 changed, c2 gone, c9 new
+  world.cluster.delete('c2');
+  world.cluster.set('c9', 1);
+  cache.publish(config(world, cache.current));
+  apply(first, first.take(), none, 'version 2');
+  first.send('cluster', { response_nonce: first.lastNonce.get('cluster'), error_detail: { code: 3, message: 'no' } });
+
+  const second = open(); // a node joining the group now is served version 1, which the group ACKed
+  assert.equal(second.held.cluster, v1);
+  world.cluster.set('c3', 4); // version 3: the pin lifts, the node moves by what differs from version 1
+  world.cluster.delete('c4');
+  cache.publish(config(world, cache.current));
+  const moved = second.take();
+  apply(second, moved, none, 'version 3');
+  checkHolds(second, world, 'version 3');
+  assert.equal(
+    [moved.flatMap((r) => r.upserts.map((u) => u.name)).sort(), moved.flatMap((r) => r.removed).sort()],
+    [
+      ['c1', 'c3', 'c9'],
+      ['c2', 'c4'],
+    ],
+  );
+  first.stream.close();
+  second.stream.close();
 });
 
 test.run();
