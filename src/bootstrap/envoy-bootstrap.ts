@@ -53,15 +53,15 @@ export interface BootstrapTls {
   cert?: string;
   key?: string;
   /**
-   * Where the proxy finds the file-based SDS file that names `cert` and `key` (clientCertificateSds):
-   * Envoy then watches them and takes a renewed certificate without a restart. Without it, Envoy
-   * reads them once, at start.
+   * The directory where the proxy finds the file-based SDS files of its TLS (proxySdsFiles): one
+   * naming `ca`, one naming `cert` and `key`. Envoy then watches those files and takes a renewed
+   * certificate or CA bundle without a restart. Without it, Envoy reads them once, at start.
    */
   sds?: string;
 }
 
-/** The name of the proxy's own certificate in its SDS file. */
-export const CLIENT_CERTIFICATE_SECRET = 'fleetxds-client-certificate';
+/** The secrets of the proxy's TLS to fleetxds, each in a file-based SDS file of its name (.json) in `sds`. */
+export const PROXY_SECRETS = { certificate: 'fleetxds-client-certificate', ca: 'fleetxds-server-ca' } as const;
 
 type Obj = Record<string, unknown>;
 
@@ -74,11 +74,18 @@ export interface Endpoint {
  * TLS from the proxy to fleetxds: the server's certificate checked against `ca` and pinned to the
  * server's name (any certificate of that CA would do otherwise), and the proxy's own for mTLS.
  * gRPC needs ALPN h2: the server's HTTP/2 listener refuses a TLS connection that does not offer it.
- * With `sds`, the proxy's own certificate comes through file-based SDS, renewed in place (Envoy's
- * "certificate rotation for xDS gRPC connection"); otherwise Envoy reads it once, at start.
+ * With `sds`, the proxy's own certificate and the CA come through file-based SDS, renewed in place
+ * (Envoy's "certificate rotation for xDS gRPC connection"); otherwise Envoy reads them once, at start.
  */
 function upstreamTls(t: BootstrapTls, http2: boolean): Obj {
   const ip = isIP(t.serverName) !== 0;
+  const fromFile = (name: string) => ({
+    name,
+    sds_config: { path_config_source: { path: posix.join(t.sds!, `${name}.json`) }, resource_api_version: 'V3' },
+  });
+  const pinned = {
+    match_typed_subject_alt_names: [{ san_type: ip ? 'IP_ADDRESS' : 'DNS', matcher: { exact: t.serverName } }],
+  };
   return {
     name: 'envoy.transport_sockets.tls',
     typed_config: {
@@ -86,21 +93,18 @@ function upstreamTls(t: BootstrapTls, http2: boolean): Obj {
       ...(ip ? {} : { sni: t.serverName }),
       common_tls_context: {
         ...(t.cert && t.key && t.sds
-          ? {
-              tls_certificate_sds_secret_configs: [
-                {
-                  name: CLIENT_CERTIFICATE_SECRET,
-                  sds_config: { path_config_source: { path: t.sds }, resource_api_version: 'V3' },
-                },
-              ],
-            }
+          ? { tls_certificate_sds_secret_configs: [fromFile(PROXY_SECRETS.certificate)] }
           : t.cert && t.key
             ? { tls_certificates: [{ certificate_chain: { filename: t.cert }, private_key: { filename: t.key } }] }
             : {}),
-        validation_context: {
-          trusted_ca: { filename: t.ca },
-          match_typed_subject_alt_names: [{ san_type: ip ? 'IP_ADDRESS' : 'DNS', matcher: { exact: t.serverName } }],
-        },
+        ...(t.sds
+          ? {
+              combined_validation_context: {
+                default_validation_context: pinned,
+                validation_context_sds_secret_config: fromFile(PROXY_SECRETS.ca),
+              },
+            }
+          : { validation_context: { trusted_ca: { filename: t.ca }, ...pinned } }),
         ...(http2 ? { alpn_protocols: ['h2'] } : {}),
       },
     },
@@ -108,31 +112,40 @@ function upstreamTls(t: BootstrapTls, http2: boolean): Obj {
 }
 
 /**
- * The file-based SDS file of `t.sds`: a DiscoveryResponse whose one Secret names the proxy's
- * certificate and key files. Envoy watches those files (and, when they share a directory, reads
- * them as a pair when a file is moved into it, checking that neither changed in between), so a
- * renewal written whole and renamed into place is taken without a restart.
+ * The file-based SDS files of `t.sds`, by path: DiscoveryResponses of one Secret each (Envoy takes
+ * one per file), naming the CA bundle, and the proxy's certificate and key. Envoy watches the files
+ * they name: a CA bundle, or a certificate and key (read as a pair, checked unchanged in between,
+ * when they share a directory), written whole and renamed into place is taken without a restart.
  */
-export function clientCertificateSds(t: BootstrapTls): Obj {
-  if (!t.cert || !t.key) throw new Error('file-based SDS for the proxy certificate needs its certificate and key');
-  const dir = posix.dirname(t.cert);
-  const doc = {
-    resources: [
-      {
-        '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
-        name: CLIENT_CERTIFICATE_SECRET,
+export function proxySdsFiles(t: BootstrapTls): { path: string; doc: Obj }[] {
+  if (!t.sds) return [];
+  const secret = (name: string, body: Obj) => {
+    const doc = {
+      resources: [{ '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret', name, ...body }],
+    };
+    const { issues } = encodeJson('envoy.service.discovery.v3.DiscoveryResponse', doc);
+    if (issues.length)
+      throw new Error(`generated SDS file is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+    return { path: posix.join(t.sds!, `${name}.json`), doc };
+  };
+  const files = [
+    secret(PROXY_SECRETS.ca, {
+      validation_context: { trusted_ca: { filename: t.ca }, watched_directory: { path: posix.dirname(t.ca) } },
+    }),
+  ];
+  if (t.cert && t.key) {
+    const dir = posix.dirname(t.cert);
+    files.push(
+      secret(PROXY_SECRETS.certificate, {
         tls_certificate: {
           certificate_chain: { filename: t.cert },
           private_key: { filename: t.key },
           ...(posix.dirname(t.key) === dir ? { watched_directory: { path: dir } } : {}),
         },
-      },
-    ],
-  };
-  const { issues } = encodeJson('envoy.service.discovery.v3.DiscoveryResponse', doc);
-  if (issues.length)
-    throw new Error(`generated SDS file is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
-  return doc;
+      }),
+    );
+  }
+  return files;
 }
 
 function staticCluster(name: string, servers: readonly Endpoint[], http2: boolean, tls?: BootstrapTls): Obj {

@@ -1,9 +1,9 @@
 import { checkTree } from '../app/check-tree.ts';
 import {
   BOOTSTRAP_MODES,
-  clientCertificateSds,
   envoyBootstrap,
   grpcBootstrap,
+  proxySdsFiles,
   type BootstrapMode,
   type BootstrapTls,
 } from '../bootstrap/envoy-bootstrap.ts';
@@ -11,6 +11,7 @@ import { loadServerConfig, splitListen, type ServerConfig } from '../config/serv
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import { DEFAULT_GROUP } from '../model/types.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
+import { mkdirSync } from 'node:fs';
 import { writeFileAtomic } from '../shared/atomic-write.ts';
 import { FileRenderer } from '../transports/files/file-renderer.ts';
 
@@ -27,7 +28,7 @@ export interface BootstrapArgs {
   tlsServerName?: string;
   tlsCert?: string;
   tlsKey?: string;
-  /** Write the proxy certificate's file-based SDS file here and name it in the bootstrap (renewed in place). */
+  /** Write the file-based SDS files of the proxy's TLS into this directory and name them in the bootstrap. */
   tlsSds?: string;
 }
 
@@ -54,7 +55,6 @@ function proxyTls(
   if (!a.tlsCa)
     return `the server serves TLS (${key}): pass --tls-ca FILE, the CA of its certificate as the proxy sees it`;
   if (Boolean(a.tlsCert) !== Boolean(a.tlsKey)) return '--tls-cert and --tls-key go together';
-  if (a.tlsSds && !a.tlsCert) return '--tls-sds names the files of --tls-cert and --tls-key: pass them too';
   if (served.clientCaFile && !a.tlsCert)
     return `the server requires client certificates (${key}.clientCaFile): pass --tls-cert FILE and --tls-key FILE`;
   return { ca: a.tlsCa, serverName: a.tlsServerName ?? host, cert: a.tlsCert, key: a.tlsKey, sds: a.tlsSds };
@@ -150,9 +150,12 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
     });
   }
   if (tls?.sds) {
-    // Only paths, no key material: readable by the proxy whatever user it runs as.
-    await writeFileAtomic(tls.sds, `${JSON.stringify(clientCertificateSds(tls), null, 2)}\n`, 0o644);
-    process.stderr.write(`wrote ${tls.sds} (the proxy certificate's SDS file: keep it at this path beside Envoy)\n`);
+    mkdirSync(tls.sds, { recursive: true });
+    for (const { path, doc } of proxySdsFiles(tls)) {
+      // Only paths, no key material: readable by the proxy whatever user it runs as.
+      await writeFileAtomic(path, `${JSON.stringify(doc, null, 2)}\n`, 0o644);
+      process.stderr.write(`wrote ${path} (an SDS file of the bootstrap: keep it at this path beside Envoy)\n`);
+    }
   }
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   return 0;

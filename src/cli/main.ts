@@ -22,9 +22,10 @@ const USAGE = `usage: fleetxds <command> [options]
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
   bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc
             [--node-id ID] [--node-cluster C] [--server HOST:PORT ...] (one --server per replica)
-            [--tls-ca FILE [--tls-server-name NAME] [--tls-cert FILE --tls-key FILE [--tls-sds FILE]]]
-                                                (the server serves TLS; --tls-sds: write the proxy certificate's
-                                                file-based SDS file there, so that Envoy takes renewals in place)
+            [--tls-ca FILE [--tls-server-name NAME] [--tls-cert FILE --tls-key FILE] [--tls-sds DIR]]
+                                                (the server serves TLS; --tls-sds: write file-based SDS files
+                                                for the CA and the proxy's certificate into DIR, so that Envoy
+                                                takes renewals in place)
                                                 print an Envoy (or proxyless gRPC) bootstrap for a node of that group
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them

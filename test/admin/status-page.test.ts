@@ -121,6 +121,26 @@ test("the config tree's reads and fleetxds's certificates", async () => {
   );
   assert.match(drawn[1]![1]!, /^grpc: CN=xds.internal, expires \S+ \(in 40 days\), sha256 AB:CD$/);
   assert.match(drawn[3]![1]!, /^grpc: CN=xds.internal, expired at /);
+
+  // Each node's client certificate (mTLS; these clients have none), amber under 14 days, red once expired.
+  const clientCells = (await page.evaluate(`(() => {
+    const cell = (days) => clientCertCell({
+      names: 'URI:spiffe://fleet.example/node/edge-*',
+      fingerprint: '0A:1B:2C:3D:4E:5F:60:71:82:93:A4:B5:C6:D7',
+      notAfter: new Date(Date.now() + days * 86400000 + 60000).toISOString(),
+    });
+    return [cell(40), cell(3), cell(-2)].map((e) => [e.className, e.textContent]).concat([[null, clientCertCell()]]);
+  })()`)) as [string | null, string][];
+  assert.equal(
+    clientCells.map(([cls]) => cls),
+    ['ok', 'warn', 'bad', null],
+  );
+  assert.match(
+    clientCells[0]![1]!,
+    /^URI:spiffe:\/\/fleet.example\/node\/edge-\*, expires \S+ \(in 40 days\), sha256 0A:1B:2C:3D:4E:5F:60:71\.\.\.$/,
+  );
+  assert.is(clientCells[3]![1], '-', 'none without mTLS');
+  assert.match(await text('#nodes'), /client certificate/, 'the column');
 });
 
 test('after a config change: the new version and the ACKs of the clients', async () => {

@@ -202,39 +202,50 @@ test('CLI: a server that serves TLS gets a bootstrap with TLS, or a refusal sayi
   const plain = run(settings(''), '--mode', 'ads', '--tls-ca', '/p/ca.pem');
   assert.match(plain.stderr, /does not serve TLS to this mode \(no grpc\.tls\)/);
 
-  // The proxy's own certificate through file-based SDS: the bootstrap names the SDS file, which names the files.
-  const sdsFile = join(root, 'client-sds.json');
-  const noCert = run(mtls, '--mode', 'ads', '--tls-ca', '/p/ca.pem', '--tls-sds', sdsFile);
-  assert.is(noCert.status, 2);
-  assert.match(noCert.stderr, /--tls-sds names the files of --tls-cert and --tls-key/);
-  assert.not.ok(existsSync(sdsFile), 'nothing written when refused');
-  const flags = ['--tls-ca', '/p/ca.pem', '--tls-cert', '/p/c.pem', '--tls-key', '/p/c.key', '--tls-sds', sdsFile];
+  // The CA and the proxy's own certificate through file-based SDS: the bootstrap names the SDS files, which name the files.
+  const sdsDir = join(root, 'envoy-sds');
+  const flags = ['--tls-ca', '/p/ca.pem', '--tls-cert', '/p/c.pem', '--tls-key', '/k/c.key', '--tls-sds', sdsDir];
   const sds = run(mtls, '--mode', 'ads', ...flags);
   assert.is(sds.status, 0, sds.stderr);
   const context = JSON.parse(sds.stdout).static_resources.clusters[0].transport_socket.typed_config.common_tls_context;
-  assert.is(context.tls_certificates, undefined, 'no certificate read once at start');
-  assert.equal(context.tls_certificate_sds_secret_configs, [
-    {
-      name: 'fleetxds-client-certificate',
-      sds_config: { path_config_source: { path: sdsFile }, resource_api_version: 'V3' },
-    },
-  ]);
-  const written = JSON.parse(readFileSync(sdsFile, 'utf8'));
-  assert.equal(written, {
-    resources: [
-      {
-        '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
-        name: 'fleetxds-client-certificate',
-        tls_certificate: {
-          certificate_chain: { filename: '/p/c.pem' },
-          private_key: { filename: '/p/c.key' },
-          watched_directory: { path: '/p' },
-        },
-      },
-    ],
+  const source = (name: string) => ({
+    name,
+    sds_config: { path_config_source: { path: join(sdsDir, `${name}.json`) }, resource_api_version: 'V3' },
   });
-  assert.equal(encodeJson('envoy.service.discovery.v3.DiscoveryResponse', written).issues, []);
-  assert.is(statSync(sdsFile).mode & 0o777, 0o644, 'paths only: readable by the proxy');
+  assert.is(context.tls_certificates, undefined, 'no certificate read once at start');
+  assert.is(context.validation_context, undefined, 'no CA read once at start');
+  assert.equal(context.tls_certificate_sds_secret_configs, [source('fleetxds-client-certificate')]);
+  assert.equal(context.combined_validation_context, {
+    default_validation_context: {
+      match_typed_subject_alt_names: [{ san_type: 'IP_ADDRESS', matcher: { exact: '10.0.0.5' } }],
+    },
+    validation_context_sds_secret_config: source('fleetxds-server-ca'),
+  });
+  const secret = (name: string) => {
+    const file = join(sdsDir, `${name}.json`);
+    assert.is(statSync(file).mode & 0o777, 0o644, 'paths only: readable by the proxy');
+    const doc = JSON.parse(readFileSync(file, 'utf8'));
+    assert.equal(encodeJson('envoy.service.discovery.v3.DiscoveryResponse', doc).issues, []);
+    assert.is(doc.resources.length, 1, 'one Secret per file, as Envoy takes them');
+    return doc.resources[0];
+  };
+  assert.equal(secret('fleetxds-server-ca'), {
+    '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+    name: 'fleetxds-server-ca',
+    validation_context: { trusted_ca: { filename: '/p/ca.pem' }, watched_directory: { path: '/p' } },
+  });
+  assert.equal(secret('fleetxds-client-certificate').tls_certificate, {
+    certificate_chain: { filename: '/p/c.pem' },
+    private_key: { filename: '/k/c.key' },
+    // Not in one directory: each file is watched on its own.
+  });
+  // Without client certificates (TLS, not mTLS): the CA alone.
+  const tlsOnly = settings(', tls: { certFile: /x/s.pem, keyFile: /x/s.key }');
+  const caDir = join(root, 'ca-only');
+  const caOnly = run(tlsOnly, '--mode', 'ads', '--tls-ca', '/p/ca.pem', '--tls-sds', caDir);
+  assert.is(caOnly.status, 0, caOnly.stderr);
+  assert.ok(existsSync(join(caDir, 'fleetxds-server-ca.json')));
+  assert.not.ok(existsSync(join(caDir, 'fleetxds-client-certificate.json')));
 });
 
 test.run();

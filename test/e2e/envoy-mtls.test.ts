@@ -6,10 +6,12 @@
  * Envoys, made to reconnect by the connection age limit, shake hands again on the renewed
  * certificate and follow a route change; an Envoy started afresh on REST is served too. Last, each
  * ADS Envoy's own certificate (bootstrapped with `--tls-sds`) is renewed in place: Envoy takes it
- * without a restart, and its next connections present it (fleetxds's status shows which one).
+ * without a restart, and its next connections present it (fleetxds's status shows which one). And
+ * the CA they trust for fleetxds: a bundle with a new CA renamed into place, then fleetxds serving a
+ * certificate of the new CA, and the ADS Envoys reconnect to it without a restart.
  */
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, readFileSync, renameSync } from 'node:fs';
+import { copyFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { GRPC_XDS_CLUSTER } from '../../src/bootstrap/config-source.ts';
@@ -22,7 +24,9 @@ import {
   type Lab,
   type LabEnvoySpec,
 } from '../helpers/envoy-lab.ts';
+import { makePki, type CertFiles } from '../helpers/certs.ts';
 import { waitFor } from '../helpers/process.ts';
+import { tempDir } from '../helpers/tree.ts';
 
 let lab: Lab;
 let specs: LabEnvoySpec[];
@@ -61,6 +65,31 @@ async function splitAllTo(to: 'a' | 'b'): Promise<void> {
   lab.write('routes.yaml', routes);
 }
 
+/** How often Envoy's xDS cluster took a secret from its SDS files (certificate or CA). */
+async function updates(s: LabEnvoySpec): Promise<number> {
+  const name = `cluster.${GRPC_XDS_CLUSTER}.client_ssl_socket_factory.ssl_context_update_by_sds`;
+  return Number((await lab.envoys.get(s.id)!.stats(name))[name] ?? 0);
+}
+
+/** fleetxds's certificate replaced as a CA agent writes it: each file whole, renamed into place, the certificate first. */
+function serveCertificate(next: CertFiles): void {
+  const { certFile, keyFile } = lab.serverCertificate!;
+  copyFileSync(next.cert, `${certFile}.new`);
+  renameSync(`${certFile}.new`, certFile);
+  copyFileSync(next.key, `${keyFile}.new`);
+  renameSync(`${keyFile}.new`, keyFile);
+}
+
+/** Waits until every ADS Envoy shook hands twice more (connections end by age): it reconnected over TLS. */
+async function reconnected(what: string): Promise<void> {
+  const before = await Promise.all(ads().map(handshakes));
+  await waitFor(
+    what,
+    async () => (await Promise.all(ads().map(handshakes))).every((n, i) => n >= before[i]! + 2),
+    20_000,
+  );
+}
+
 /** TLS handshakes Envoy made with fleetxds on its xDS cluster. */
 async function handshakes(s: LabEnvoySpec): Promise<number> {
   const stats = await lab.envoys.get(s.id)!.stats(`cluster.${GRPC_XDS_CLUSTER}.ssl.handshake`);
@@ -78,29 +107,19 @@ test('Envoys on mTLS bootstraps get their config, TLS secrets included, and rout
 });
 
 test("fleetxds's certificate renewed in place: reconnecting and new Envoys are served on it", async () => {
-  const { certFile, keyFile } = lab.serverCertificate!;
   const renewed = lab.pki.issue('fleetxds-renewed', 'DNS:localhost,IP:127.0.0.1');
   const reloaded = () =>
     lab.server
       .output()
       .split('\n')
       .filter((l) => l.includes('listener certificate reloaded'));
-  // As a CA agent writes it: each file whole, renamed into place, the certificate first.
-  copyFileSync(renewed.cert, `${certFile}.new`);
-  renameSync(`${certFile}.new`, certFile);
-  copyFileSync(renewed.key, `${keyFile}.new`);
-  renameSync(`${keyFile}.new`, keyFile);
+  serveCertificate(renewed);
   await waitFor('gRPC and REST serving the renewed certificate', () => reloaded().length === 2, 10_000);
   assert.ok(reloaded().some((l) => l.includes('"listener":"grpc"')));
   assert.ok(reloaded().some((l) => l.includes('"listener":"rest"')));
 
   // The ADS Envoys reconnect (connection age) and shake hands again, now on the renewed certificate.
-  const before = await Promise.all(ads().map(handshakes));
-  await waitFor(
-    'every ADS Envoy reconnected over TLS after the renewal',
-    async () => (await Promise.all(ads().map(handshakes))).every((n, i) => n >= before[i]! + 2),
-    20_000,
-  );
+  await reconnected('every ADS Envoy reconnected over TLS after the renewal');
   await splitAllTo('b');
   for (const s of ads()) await lab.routesTo(s, '/split', 'B');
 
@@ -122,10 +141,6 @@ async function presented(s: LabEnvoySpec): Promise<string[]> {
 const fingerprint = (file: string) => new X509Certificate(readFileSync(file)).fingerprint256;
 
 test("each ADS Envoy's own certificate renewed in place (file-based SDS): its next connections present it", async () => {
-  const updates = async (s: LabEnvoySpec) => {
-    const name = `cluster.${GRPC_XDS_CLUSTER}.client_ssl_socket_factory.ssl_context_update_by_sds`;
-    return Number((await lab.envoys.get(s.id)!.stats(name))[name] ?? 0);
-  };
   const renewed = new Map<string, string>();
   for (const s of ads()) {
     const current = lab.clientCertificates.get(s.id)!;
@@ -156,6 +171,22 @@ test("each ADS Envoy's own certificate renewed in place (file-based SDS): its ne
     );
   await splitAllTo('a');
   for (const s of ads()) await lab.routesTo(s, '/split', 'A');
+});
+
+test('the CA the ADS Envoys trust for fleetxds renewed in place (file-based SDS): they reconnect to a new CA', async () => {
+  const next = makePki(tempDir(), 'next-ca');
+  const before = await Promise.all(ads().map(updates));
+  // The bundle first (the old CA and the new one), renamed into place as a CA agent would.
+  writeFileSync(`${lab.pki.caCert}.new`, lab.pki.caPem + next.caPem);
+  renameSync(`${lab.pki.caCert}.new`, lab.pki.caCert);
+  for (const [i, s] of ads().entries())
+    await waitFor(`${s.id} took the CA bundle`, async () => (await updates(s)) > before[i]!, 10_000);
+  // Then fleetxds serves a certificate of the new CA: only a proxy that trusts it can reconnect.
+  serveCertificate(next.issue('fleetxds-next-ca', 'DNS:localhost,IP:127.0.0.1'));
+  await waitFor('fleetxds serving the new CA', () => lab.server.output().includes('fleetxds-next-ca'), 10_000);
+  await reconnected('every ADS Envoy reconnected to the certificate of the new CA');
+  await splitAllTo('b');
+  for (const s of ads()) await lab.routesTo(s, '/split', 'B');
 });
 
 test.run();

@@ -283,7 +283,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
       ? pki.issue(`${spec.id}-client`, `URI:${LAB_IDENTITY_PREFIX}node/${spec.id}-*`)
       : undefined;
     if (client) clientCertificates.set(spec.id, client);
-    const sds = client && spec.mode !== 'rest' ? ['--tls-sds', join(pki.dir, `${spec.id}-client-sds.json`)] : [];
+    const sds = client && spec.mode !== 'rest' ? ['--tls-sds', join(root, `${spec.id}-sds`)] : [];
     const { stdout } = await run(
       process.execPath,
       [
