@@ -175,8 +175,8 @@ if (selected.includes('push-loop')) {
   );
   table(
     "fleetxds's own work per ADS stream, in process without sockets (median of 9 changes per run): the publish " +
-      'loop (deciding what each stream is owed and handing it its bytes) and the handling of its ACK, us; ' +
-      'the JS heap each stream holds once up to date, KB',
+      'loop (deciding what each stream is owed and handing it its bytes), the decoding of its ACK and its ' +
+      'handling, us; the JS heap each stream holds once up to date, KB',
     rows,
   );
 }

@@ -4,7 +4,8 @@
  * as Envoy is (CDS and LDS wildcard, RDS and EDS by name) and up to date. A one-route change, then a
  * one-endpoint change, is published; what is timed is the publish loop (every stream deciding what
  * it is owed and handing its bytes to a send that only keeps them) and then the handling of every
- * stream's ACK (state machine, registry, metrics; the request's decoding is not included).
+ * stream's ACK (state machine, registry, metrics), after the time to decode the ACKs' bytes (as
+ * the gRPC transport does: grpc/requests.ts), which is printed on its own.
  *
  * The peers bench measures the same push end to end, where the one-core client and the kernel add
  * ±25% from run to run; this one isolates what fleetxds's code costs, to a few percent. It runs as
@@ -22,9 +23,16 @@ import pino from 'pino';
 import { startApp, type RunningApp } from '../../src/app/app.ts';
 import { SotwStream, type SotwRequest } from '../../src/transports/sotw-stream.ts';
 import { DeltaStream, type DeltaRequest } from '../../src/transports/delta-stream.ts';
+import { decodeDeltaRequest, decodeSotwRequest } from '../../src/transports/grpc/requests.ts';
+import { requestType } from '../../src/xds/proto-root.ts';
 import type { StreamOptions } from '../../src/transports/stream-base.ts';
 import { GroupAckTracker } from '../../src/transports/group-ack-tracker.ts';
-import { TypeUrls, type ResourceKind } from '../../src/xds/resource-types.ts';
+import {
+  DELTA_DISCOVERY_REQUEST,
+  DISCOVERY_REQUEST,
+  TypeUrls,
+  type ResourceKind,
+} from '../../src/xds/resource-types.ts';
 import { tempDir } from '../../test/helpers/tree.ts';
 import { generateTree, serviceYaml, vhostYaml } from './generate.ts';
 import { median } from './proc.ts';
@@ -36,8 +44,11 @@ export type PushLoopResult = {
   /** Per stream, median of the rounds: the publish loop, then the ACKs' handling, in microseconds. */
   routePushUs: number;
   routeAckUs: number;
+  /** Decoding the route ACKs (the bytes of a DiscoveryRequest as Envoy sends them), per stream, us. */
+  routeAckDecodeUs: number;
   endpointPushUs: number;
   endpointAckUs: number;
+  endpointAckDecodeUs: number;
   /** JS heap held per stream once every stream is subscribed and up to date, KB. */
   heapPerStreamKB: number;
 };
@@ -46,7 +57,7 @@ type Protocol = 'sotw' | 'delta';
 
 /** A held stream and the last response of each type it was sent (version and nonce: its ACK). */
 interface Held {
-  stream: { handle(req: object): void; close(): void };
+  stream: { handle(req: object): void; close(): void; decode(bytes: Uint8Array): object };
   last: Map<string, { version: string; nonce: string }>;
   unread: (readonly Buffer[])[];
   flushed: (() => void)[];
@@ -79,7 +90,11 @@ const PROTOCOLS: Record<
   sotw: {
     make: (o) => {
       const s = new SotwStream(o);
-      return { handle: (req) => s.handle(req as SotwRequest), close: () => s.close() };
+      return {
+        handle: (req) => s.handle(req as SotwRequest),
+        close: () => s.close(),
+        decode: (bytes) => decodeSotwRequest(SOTW_REQUEST, bytes, false, (typeUrl) => s.subscriptionOf(typeUrl)),
+      };
     },
     subscribe: (kind, names) => ({ type_url: TypeUrls[kind], resource_names: names }) satisfies SotwRequest,
     ack: (kind, last, names) =>
@@ -93,12 +108,19 @@ const PROTOCOLS: Record<
   delta: {
     make: (o) => {
       const s = new DeltaStream(o);
-      return { handle: (req) => s.handle(req as DeltaRequest), close: () => s.close() };
+      return {
+        handle: (req) => s.handle(req as DeltaRequest),
+        close: () => s.close(),
+        decode: (bytes) => decodeDeltaRequest(DELTA_REQUEST, bytes, false),
+      };
     },
     subscribe: (kind, names) => ({ type_url: TypeUrls[kind], resource_names_subscribe: names }) satisfies DeltaRequest,
     ack: (kind, last) => ({ type_url: TypeUrls[kind], response_nonce: last.nonce }) satisfies DeltaRequest,
   },
 };
+
+const SOTW_REQUEST = requestType(DISCOVERY_REQUEST);
+const DELTA_REQUEST = requestType(DELTA_DISCOVERY_REQUEST);
 
 /** Responses sent, by every stream: each change must reach every stream, or the figures mean nothing. */
 let sent = 0;
@@ -129,13 +151,16 @@ function namesOf(app: RunningApp, kind: ResourceKind): string[] {
   return [...group.types[kind].resources.keys()];
 }
 
-/** Every stream's writes flushed, then its ACK of `kinds` (as Envoy sends them: same names). */
+/**
+ * Every stream's writes flushed, then its ACK of `kinds` (as Envoy sends them: same names), as
+ * bytes: the time to decode them all, then to handle them all (ms).
+ */
 function ackAll(
   protocol: Protocol,
   streams: Held[],
   kinds: ResourceKind[],
   names: Partial<Record<ResourceKind, string[]>>,
-): number {
+): { decodeMs: number; handleMs: number } {
   for (const h of streams) {
     for (const f of h.flushed.splice(0)) f();
     for (const parts of h.unread.splice(0)) {
@@ -143,19 +168,20 @@ function ackAll(
       h.last.set(r.typeUrl, { version: r.version, nonce: r.nonce });
     }
   }
-  const requests = streams.map((h) =>
+  const type = protocol === 'sotw' ? SOTW_REQUEST : DELTA_REQUEST;
+  const encoded = streams.map((h) =>
     kinds.flatMap((kind) => {
       const last = h.last.get(TypeUrls[kind]);
-      // Names as a decoded request has them: strings of their own, not the ones the server holds.
-      const fresh = names[kind]?.map((n) => Buffer.from(n).toString());
-      return last ? [PROTOCOLS[protocol].ack(kind, last, fresh)] : [];
+      return last ? [type.encode(type.fromObject(PROTOCOLS[protocol].ack(kind, last, names[kind]))).finish()] : [];
     }),
   );
   const t0 = performance.now();
+  const requests = streams.map((h, i) => encoded[i]!.map((bytes) => h.stream.decode(bytes)));
+  const t1 = performance.now();
   streams.forEach((h, i) => {
     for (const req of requests[i]!) h.stream.handle(req);
   });
-  return performance.now() - t0;
+  return { decodeMs: t1 - t0, handleMs: performance.now() - t1 };
 }
 
 /** The JS heap in use after a full collection (the run is not started with --expose-gc). */
@@ -205,11 +231,11 @@ async function pushLoop(n: number, rounds: number, protocol: Protocol, services:
         throw new Error(`change not applied: ${JSON.stringify(result)}`);
       if (sent - before !== n) throw new Error(`a ${kind} change reached ${sent - before} of ${n} streams`);
       const pushMs = ended - started;
-      const ackMs = ackAll(protocol, streams, [kind], names);
-      return { push: (pushMs * 1000) / n, ack: (ackMs * 1000) / n };
+      const { decodeMs, handleMs } = ackAll(protocol, streams, [kind], names);
+      return { push: (pushMs * 1000) / n, ack: (handleMs * 1000) / n, decode: (decodeMs * 1000) / n };
     };
-    const route: { push: number; ack: number }[] = [];
-    const endpoint: { push: number; ack: number }[] = [];
+    const route: { push: number; ack: number; decode: number }[] = [];
+    const endpoint: { push: number; ack: number; decode: number }[] = [];
     for (let k = 1; k <= rounds; k++) {
       route.push(
         await measure(
@@ -240,8 +266,10 @@ async function pushLoop(n: number, rounds: number, protocol: Protocol, services:
       streams: n,
       routePushUs: us(route.map((r) => r.push)),
       routeAckUs: us(route.map((r) => r.ack)),
+      routeAckDecodeUs: us(route.map((r) => r.decode)),
       endpointPushUs: us(endpoint.map((r) => r.push)),
       endpointAckUs: us(endpoint.map((r) => r.ack)),
+      endpointAckDecodeUs: us(endpoint.map((r) => r.decode)),
       heapPerStreamKB,
     };
   } finally {

@@ -11,7 +11,7 @@ import { derive } from '../snapshot/derived.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { diffTypes, makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import { shortHash } from '../shared/hash.ts';
-import { ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
+import { kindOfTypeUrl, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DR, stringField, stringFieldThen } from '../xds/wire.ts';
 import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
@@ -108,6 +108,12 @@ const answered = (ts: TypeState) => ts.nonce !== undefined || ts.resumed === tru
 
 export class SotwStream extends StreamBase {
   private readonly types = new Map<ResourceKind, TypeState>();
+
+  /** What the stream subscribes to of a type (by type URL; the service's own type when empty). */
+  subscriptionOf(typeUrl: string): Subscription | undefined {
+    const kind = typeUrl ? kindOfTypeUrl(typeUrl) : this.opts.fixedKind;
+    return kind && this.types.get(kind)?.sub;
+  }
 
   handle(req: SotwRequest): void {
     if (this.closed) return;

@@ -1,4 +1,5 @@
 import { shortHash } from '../shared/hash.ts';
+import { DREQ, stringField } from '../xds/wire.ts';
 
 /**
  * What one stream has asked for, for one type. Shared by every transport's state machine so the
@@ -103,6 +104,27 @@ export class Subscription {
     return { added, wildcardAdded: this.wildcard && !wasWildcard };
   }
 
+  /**
+   * The names as a SotW request lists them (DiscoveryRequest.resource_names, in this set's order),
+   * encoded once per shared set: what a stream's ACKs repeat, compared as bytes instead of decoded
+   * (grpc/requests.ts). Undefined for a set of its own (few names), a wildcard or nothing named.
+   */
+  encodedNames(): Buffer | undefined {
+    if (!this.shared || this.wildcard) return undefined;
+    let bytes = ENCODED.get(this.named);
+    if (!bytes)
+      ENCODED.set(this.named, (bytes = Buffer.concat([...this.named].map((n) => stringField(DREQ.resourceNames, n)))));
+    return bytes;
+  }
+
+  /** The names in the set's order (for a shared set, one array for every stream). */
+  orderedNames(): readonly string[] {
+    if (!this.shared) return [...this.named];
+    let list = ORDERED.get(this.named);
+    if (!list) ORDERED.set(this.named, (list = [...this.named]));
+    return list;
+  }
+
   /** Whether a resource of that name is of interest. */
   covers(name: string): boolean {
     return this.wildcard || this.names.has(name);
@@ -128,6 +150,10 @@ function inOrder(names: readonly string[], set: ReadonlySet<string>): boolean {
   for (const n of set) if (names[i++] !== n) return false;
   return true;
 }
+
+/** Of shared sets only: they are never changed in place (`own` copies one first). */
+const ENCODED = new WeakMap<ReadonlySet<string>, Buffer>();
+const ORDERED = new WeakMap<ReadonlySet<string>, readonly string[]>();
 
 /** Below this many names a set of one's own costs less than looking one up. */
 const INTERN_FROM = 32;

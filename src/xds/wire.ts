@@ -100,6 +100,8 @@ export function encodeAny(typeUrl: string, value: Uint8Array): Buffer {
 
 // DiscoveryResponse: version_info=1, resources=2, type_url=4, nonce=5
 export const DR = { versionInfo: 1, resources: 2, typeUrl: 4, nonce: 5, controlPlane: 6 } as const;
+// DiscoveryRequest: resource_names=3 (what a request repeats; see Subscription.encodedNames)
+export const DREQ = { resourceNames: 3 } as const;
 // DeltaDiscoveryResponse: system_version_info=1, resources=2, type_url=4, nonce=5, removed_resources=6
 export const DDR = {
   systemVersionInfo: 1,
@@ -127,18 +129,81 @@ export function encodeResourceWrapper(name: string, version: string, anyBytes: U
  * reader, which throws on a truncated or malformed message.
  */
 export function withoutField(message: Uint8Array, field: number): Uint8Array {
-  const reader = protobuf.Reader.create(message);
-  const kept: Uint8Array[] = [];
-  let from = 0;
-  while (reader.pos < reader.len) {
-    const at = reader.pos;
-    const tag = reader.uint32();
-    reader.skipType(tag & 7);
-    if (tag >>> 3 !== field) continue;
-    if (at > from) kept.push(message.subarray(from, at));
-    from = reader.pos;
+  return partitionField(message, field).rest;
+}
+
+const NOTHING = new Uint8Array(0);
+
+/** A varint at `pos` (up to 32 bits of it, as tags and lengths are) and where it ends. */
+function readVarint(b: Uint8Array, pos: number): { value: number; end: number } {
+  let value = 0;
+  for (let shift = 0; ; shift += 7) {
+    if (pos >= b.length) throw new RangeError(`index out of range: ${pos} + 1 > ${b.length}`);
+    const byte = b[pos++]!;
+    if (shift < 32) value |= (byte & 0x7f) << shift;
+    if (byte < 0x80) return { value: value >>> 0, end: pos };
+    if (shift > 63) throw new Error('invalid varint encoding');
   }
-  if (from === 0) return message;
-  if (from < message.length) kept.push(message.subarray(from));
-  return Buffer.concat(kept);
+}
+
+/** Where the value of a field with `tag` that starts at `pos` ends (groups by protobufjs's reader). */
+function skipValue(b: Uint8Array, pos: number, tag: number): number {
+  let end: number;
+  switch (tag & 7) {
+    case 0:
+      return readVarint(b, pos).end;
+    case 1:
+      end = pos + 8;
+      break;
+    case 2: {
+      const len = readVarint(b, pos);
+      end = len.end + len.value;
+      break;
+    }
+    case 5:
+      end = pos + 4;
+      break;
+    default: {
+      const reader = protobuf.Reader.create(b);
+      reader.pos = pos;
+      reader.skipType(tag & 7);
+      return reader.pos;
+    }
+  }
+  if (end > b.length) throw new RangeError(`index out of range: ${pos} + ${end - pos} > ${b.length}`);
+  return end;
+}
+
+/**
+ * `message` split in two, byte for byte: `rest` without any occurrence of a top-level `field`, and
+ * `cut`, those occurrences (tags included) in their order: each a message of its own. Neither is
+ * copied when the field is absent or all in one run (`rest` is `message` itself when absent).
+ */
+export function partitionField(message: Uint8Array, field: number): { rest: Uint8Array; cut: Uint8Array } {
+  // Runs of kept and cut bytes as [start, end) offsets: views are made once at the end.
+  const kept: number[] = [];
+  const cut: number[] = [];
+  let from = 0;
+  let pos = 0;
+  while (pos < message.length) {
+    const at = pos;
+    const tag = readVarint(message, pos);
+    pos = skipValue(message, tag.end, tag.value);
+    if (tag.value >>> 3 !== field) continue;
+    if (at > from) kept.push(from, at);
+    // Repeated fields come in one run: extend it rather than start another.
+    if (cut.length && cut[cut.length - 1] === at) cut[cut.length - 1] = pos;
+    else cut.push(at, pos);
+    from = pos;
+  }
+  if (!cut.length) return { rest: message, cut: NOTHING };
+  if (from < message.length) kept.push(from, message.length);
+  const join = (runs: number[]) => {
+    if (!runs.length) return NOTHING;
+    if (runs.length === 2) return message.subarray(runs[0], runs[1]);
+    const parts: Uint8Array[] = [];
+    for (let i = 0; i < runs.length; i += 2) parts.push(message.subarray(runs[i], runs[i + 1]));
+    return Buffer.concat(parts);
+  };
+  return { rest: join(kept), cut: join(cut) };
 }

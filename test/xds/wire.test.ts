@@ -5,7 +5,14 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { framedAny, framedStoredAny, stringField, stringFieldThen, withoutField } from '../../src/xds/wire.ts';
+import {
+  framedAny,
+  framedStoredAny,
+  partitionField,
+  stringField,
+  stringFieldThen,
+  withoutField,
+} from '../../src/xds/wire.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
 
@@ -86,6 +93,26 @@ test('withoutField cuts every occurrence of one top-level field and keeps the re
     assert.equal(Req.toObject(Req.decode(cut)), Req.toObject(Req.decode(c.expect)), c.name);
   }
   assert.is(withoutField(withoutNode, 2), withoutNode, 'nothing to cut: the same bytes, not a copy');
+});
+
+test('partitionField: the rest and the cut occurrences, each byte for byte, in one piece when in one run', () => {
+  const names = ['a', 'b'.repeat(300), 'c'];
+  const namesOnly = bytesOf({ resource_names: names });
+  const others = bytesOf({ version_info: 'v1', type_url: TYPE_URL, response_nonce: '7' });
+  const encoded = bytesOf({ version_info: 'v1', resource_names: names, type_url: TYPE_URL, response_nonce: '7' });
+  const one = partitionField(encoded, 3);
+  assert.ok(Buffer.from(one.rest).equals(others), 'the rest');
+  assert.ok(Buffer.from(one.cut).equals(namesOnly), 'the names, in order');
+  assert.is(one.cut.buffer, encoded.buffer, 'one run: a view of the message, not a copy');
+  // Names split around other fields (protobuf allows it): the cut joins them in order.
+  const split = Buffer.concat([bytesOf({ resource_names: ['a'] }), others, bytesOf({ resource_names: ['b', 'c'] })]);
+  const two = partitionField(split, 3);
+  assert.ok(Buffer.from(two.rest).equals(others));
+  assert.ok(Buffer.from(two.cut).equals(bytesOf({ resource_names: ['a', 'b', 'c'] })));
+  const none = partitionField(others, 3);
+  assert.is(none.rest, others, 'nothing to cut: the same bytes');
+  assert.is(none.cut.length, 0);
+  assert.is(partitionField(namesOnly, 3).rest.length, 0, 'only the field');
 });
 
 test('withoutField refuses a truncated message as protobufjs does', () => {

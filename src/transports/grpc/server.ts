@@ -3,12 +3,10 @@
  * are decoded with the real Envoy protos; responses are pre-assembled bytes (see sotw-stream.ts),
  * written as they are.
  */
-import type protobuf from 'protobufjs';
 import type { Logger } from 'pino';
 import type { ListenerTls } from '../../security/listener-tls.ts';
 import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
 import type { StreamRegistry, StreamStatus } from '../../status/node-registry.ts';
-import { messageToJson } from '../../xds/proto-json.ts';
 import { requestType } from '../../xds/proto-root.ts';
 import {
   DELTA_DISCOVERY_REQUEST,
@@ -16,16 +14,16 @@ import {
   RESOURCE_TYPES,
   type ResourceKind,
 } from '../../xds/resource-types.ts';
-import { SotwStream, type SotwRequest } from '../sotw-stream.ts';
-import { ErrorCodes, FleetError } from '../../shared/errors.ts';
-import { DeltaStream, type DeltaRequest } from '../delta-stream.ts';
+import { SotwStream } from '../sotw-stream.ts';
+import { FleetError } from '../../shared/errors.ts';
+import { DeltaStream } from '../delta-stream.ts';
 import type { GroupAckTracker } from '../group-ack-tracker.ts';
 import { checkNodeIdentity, clientCertificateOf } from '../../security/node-identity.ts';
 import type { NodeIdentity } from '../../model/node-groups.ts';
-import type { NodeInput, StreamBase } from '../stream-base.ts';
+import type { StreamBase } from '../stream-base.ts';
 import { grpcVariant, xdsClusterName } from '../../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER } from '../../bootstrap/config-source.ts';
-import { withoutField } from '../../xds/wire.ts';
+import { decodeDeltaRequest, decodeSotwRequest } from './requests.ts';
 import { createCallServer, type CallServerOptions, type MethodHandler } from './call-server.ts';
 import { Status, type StatusCode } from './status.ts';
 
@@ -91,68 +89,6 @@ const SERVICES: ServiceSpec[] = [
     { service, method: `Delta${noun}`, kind, transport: `grpc-${short}-delta`, delta: true },
   ]),
 ];
-
-// Decoded protobuf messages (protobufjs objects with snake_case keys), read field by field.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded envoy.config.core.v3.Node
-function toNode(type: protobuf.Type, n: any): NodeInput | undefined {
-  if (!n) return undefined;
-  const nodeType = type.fields.node?.resolvedType as protobuf.Type;
-  const structType = nodeType.fields.metadata?.resolvedType as protobuf.Type;
-  return {
-    id: n.id || '',
-    cluster: n.cluster || '',
-    metadata: n.metadata ? (messageToJson(structType, n.metadata) as Record<string, unknown>) : {},
-    userAgent: [n.user_agent_name, n.user_agent_version || ''].filter(Boolean).join('/'),
-  };
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded google.rpc.Status
-function errorDetail(e: any): { code: number; message: string } | null {
-  return e ? { code: e.code ?? 0, message: e.message ?? '' } : null;
-}
-
-/** DiscoveryRequest -> the plain shape the state machine uses (node metadata as JSON). */
-function toSotwRequest(type: protobuf.Type, msg: protobuf.Message): SotwRequest {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded request message
-  const m = msg as unknown as Record<string, any>;
-  return {
-    version_info: m.version_info || '',
-    resource_names: m.resource_names ?? [],
-    type_url: m.type_url || '',
-    response_nonce: m.response_nonce || '',
-    error_detail: errorDetail(m.error_detail),
-    node: toNode(type, m.node),
-  };
-}
-
-function toDeltaRequest(type: protobuf.Type, msg: protobuf.Message): DeltaRequest {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a decoded request message
-  const m = msg as unknown as Record<string, any>;
-  return {
-    type_url: m.type_url || '',
-    resource_names_subscribe: m.resource_names_subscribe ?? [],
-    resource_names_unsubscribe: m.resource_names_unsubscribe ?? [],
-    initial_resource_versions: m.initial_resource_versions ?? {},
-    response_nonce: m.response_nonce || '',
-    error_detail: errorDetail(m.error_detail),
-    node: toNode(type, m.node),
-  };
-}
-
-/**
- * A request decoded. Envoy sends its whole Node on every request unless its bootstrap sets
- * set_node_on_first_message_only (ours do): Envoy 1.40's is 61 KB (metadata, build version and the
- * 516 extensions it was built with), 129 us to decode per request, where the rest of a CDS request
- * takes under 1 us. Only a stream's first request is read for it (ensureStarted), so once the
- * stream is registered the node is cut out unread.
- */
-function decodeRequest(type: protobuf.Type, bytes: Buffer, withNode: boolean): protobuf.Message {
-  try {
-    return type.decode(withNode ? bytes : withoutField(bytes, type.fields.node!.id));
-  } catch (err) {
-    throw new FleetError(ErrorCodes.BAD_REQUEST, `cannot decode the ${type.name}: ${(err as Error).message}`);
-  }
-}
 
 /** How long the UNAVAILABLE statuses get to go out before a shutdown destroys the connections. */
 const STATUS_FLUSH_MS = 50;
@@ -283,9 +219,11 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
         message: (bytes) => {
           try {
             const opened = stream.streamStatus !== undefined;
-            const msg = decodeRequest(reqType, bytes, !opened);
-            if (spec.delta) (stream as DeltaStream).handle(toDeltaRequest(reqType, msg));
-            else (stream as SotwStream).handle(toSotwRequest(reqType, msg));
+            if (spec.delta) (stream as DeltaStream).handle(decodeDeltaRequest(reqType, bytes, !opened));
+            else {
+              const sotw = stream as SotwStream;
+              sotw.handle(decodeSotwRequest(reqType, bytes, !opened, (typeUrl) => sotw.subscriptionOf(typeUrl)));
+            }
             const s = stream.streamStatus as StreamStatus | undefined;
             if (debug && !opened && s) log().debug({ node: s.nodeId, group: s.group }, 'stream opened');
           } catch (err) {
