@@ -20,7 +20,7 @@ import { Subscription } from './subscription.ts';
 export interface SotwRequest {
   version_info?: string;
   node?: NodeInput;
-  resource_names?: string[];
+  resource_names?: readonly string[];
   type_url?: string;
   response_nonce?: string;
   error_detail?: { code?: number; message?: string } | null;

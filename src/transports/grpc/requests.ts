@@ -112,7 +112,7 @@ function sotwRequest(
     const same = sub?.encodedNames();
     req.resource_names =
       same && Buffer.compare(same, cut) === 0
-        ? (sub!.orderedNames() as string[])
+        ? sub!.orderedNames()
         : ((type.decode(cut) as unknown as { resource_names: string[] }).resource_names ?? []);
   }
   return req;
