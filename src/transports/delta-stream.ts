@@ -56,9 +56,6 @@ function framed(r: EncodedResource): Buffer {
   return derive(r, 'delta-framed', '', () => lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, r.any)));
 }
 
-/** Whether a subscription asks for `r` (a wildcard does not cover resources only sent by name). */
-const selects = (sub: Subscription, r: EncodedResource) => (sub.wildcard && !r.namedOnly) || sub.names.has(r.name);
-
 function holdsAny(except: ReadonlyMap<string, string | null>): boolean {
   for (const v of except.values()) if (v !== null) return true;
   return false;
@@ -178,7 +175,7 @@ export class DeltaStream extends StreamBase {
   /** What the rule (without `except`) says the client holds of `name`. */
   private implied(ts: DeltaTypeState, name: string): string | undefined {
     const r = ts.from && this.view(ts.from).resources.get(name);
-    return r && selects(ts.sub, r) ? r.version : undefined;
+    return r && ts.sub.selects(r) ? r.version : undefined;
   }
 
   private setHeld(ts: DeltaTypeState, name: string, version: string | undefined): void {
@@ -190,7 +187,7 @@ export class DeltaStream extends StreamBase {
   private spellOut(ts: DeltaTypeState): void {
     if (!ts.from) return;
     for (const r of this.view(ts.from).resources.values())
-      if (!ts.except.has(r.name) && selects(ts.sub, r)) ts.except.set(r.name, r.version);
+      if (!ts.except.has(r.name) && ts.sub.selects(r)) ts.except.set(r.name, r.version);
     ts.from = undefined;
   }
 
@@ -278,7 +275,7 @@ export class DeltaStream extends StreamBase {
       const held = this.held(ts, name);
       after.set(name, held);
       if (r) {
-        if (selects(ts.sub, r) && (held !== r.version || force.has(name))) {
+        if (ts.sub.selects(r) && (held !== r.version || force.has(name))) {
           upserts.push(r);
           after.set(name, r.version);
           (held === undefined ? pushed.introduced : pushed.updated).push(name);

@@ -74,9 +74,6 @@ function selectionVersion(t: TypeSnapshot, key: string, selected: readonly Encod
   );
 }
 
-/** Whether a full-state client (LDS/CDS) was sent `r` as part of what it subscribes to. */
-const selects = (sub: Subscription, r: EncodedResource) => (sub.wildcard && !r.namedOnly) || sub.names.has(r.name);
-
 /** What a subscription selects of a type snapshot, in name order. */
 function desiredOf(sub: Subscription, t: TypeSnapshot): readonly EncodedResource[] {
   const desired: EncodedResource[] = [];
@@ -184,8 +181,8 @@ export class SotwStream extends StreamBase {
     const heldBefore = cds?.held?.from;
     if (cds && heldBefore && heldBefore !== snap.types.cluster && !cds.sub.isEmpty()) {
       const d = diffTypes(heldBefore, snap.types.cluster);
-      changed = d.changed.filter((name) => selects(cds.sub, snap.types.cluster.resources.get(name)!));
-      removed = d.removed.filter((old) => selects(cds.sub, old));
+      changed = d.changed.filter((name) => cds.sub.selects(snap.types.cluster.resources.get(name)!));
+      removed = d.removed.filter((old) => cds.sub.selects(old));
     }
     // Make before break: a removed cluster stays in an interim CDS response until listeners and
     // routes that used it have been replaced (afterWarming drops it).
@@ -199,7 +196,7 @@ export class SotwStream extends StreamBase {
     const heldNow = cds?.held?.from;
     const introduced =
       cds && heldBefore && heldNow && heldNow !== heldBefore
-        ? diffTypes(heldBefore, heldNow).added.filter((n) => selects(cds.sub, heldNow.resources.get(n)!))
+        ? diffTypes(heldBefore, heldNow).added.filter((n) => cds.sub.selects(heldNow.resources.get(n)!))
         : NONE;
     if (this.hold?.await(introduced)) return;
     this.afterWarming(snap);

@@ -125,6 +125,11 @@ export class Subscription {
     return list;
   }
 
+  /** Whether the subscription asks for `r`: a wildcard does not cover resources only sent by name. */
+  selects(r: { readonly name: string; readonly namedOnly?: boolean }): boolean {
+    return (this.wildcard && !r.namedOnly) || this.named.has(r.name);
+  }
+
   /** Whether a resource of that name is of interest. */
   covers(name: string): boolean {
     return this.wildcard || this.names.has(name);

@@ -183,6 +183,9 @@ for (const row of ROWS) {
     assert.is(sub.isEmpty(), !row.wildcard && row.names.length === 0, 'isEmpty');
     for (const n of row.names) assert.ok(sub.covers(n), `covers ${n}`);
     assert.is(sub.covers('never-named'), row.wildcard, 'covers an unnamed resource only under the wildcard');
+    assert.is(sub.selects({ name: 'never-named' }), row.wildcard, 'selects an unnamed resource under the wildcard');
+    assert.not.ok(sub.selects({ name: 'never-named', namedOnly: true }), 'never one sent only by name, unnamed');
+    for (const n of row.names) assert.ok(sub.selects({ name: n, namedOnly: true }), `selects ${n}, named`);
   });
 }
 
