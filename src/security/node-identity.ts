@@ -57,18 +57,30 @@ export interface ClientCertificate {
   notAfter: string;
 }
 
-/** What the status keeps of a verified client certificate (tls.TLSSocket#getPeerCertificate()). */
-export function clientCertificateOf(cert: {
+type PeerCertificateFields = {
   subjectaltname?: string;
   subject?: { CN?: string | string[] };
   fingerprint256?: string;
   valid_to?: string;
-}): ClientCertificate | undefined {
+};
+const SUMMARIES = new WeakMap<PeerCertificateFields, ClientCertificate>();
+
+/**
+ * What the status keeps of a verified client certificate (tls.TLSSocket#getPeerCertificate()):
+ * made once per certificate object, so once per connection (see verifiedPeerCertificate), not per
+ * stream or REST poll.
+ */
+export function clientCertificateOf(cert: PeerCertificateFields): ClientCertificate | undefined {
   if (!cert.fingerprint256 || !cert.valid_to) return undefined;
-  const cn = [cert.subject?.CN ?? []].flat()[0];
-  return {
-    names: cert.subjectaltname || (cn ? `CN=${cn}` : ''),
-    fingerprint: cert.fingerprint256,
-    notAfter: new Date(cert.valid_to).toISOString(),
-  };
+  let summary = SUMMARIES.get(cert);
+  if (!summary) {
+    const cn = [cert.subject?.CN ?? []].flat()[0];
+    summary = {
+      names: cert.subjectaltname || (cn ? `CN=${cn}` : ''),
+      fingerprint: cert.fingerprint256,
+      notAfter: new Date(cert.valid_to).toISOString(),
+    };
+    SUMMARIES.set(cert, summary);
+  }
+  return summary;
 }
