@@ -123,10 +123,10 @@ export function proxySdsFiles(t: BootstrapTls): { path: string; doc: Obj }[] {
     const doc = {
       resources: [{ '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret', name, ...body }],
     };
-    const { issues } = encodeJson('envoy.service.discovery.v3.DiscoveryResponse', doc);
-    if (issues.length)
-      throw new Error(`generated SDS file is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
-    return { path: posix.join(t.sds!, `${name}.json`), doc };
+    return {
+      path: posix.join(t.sds!, `${name}.json`),
+      doc: checked('SDS file', 'envoy.service.discovery.v3.DiscoveryResponse', doc),
+    };
   };
   const files = [
     secret(PROXY_SECRETS.ca, {
@@ -240,10 +240,15 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
     dynamic_resources: dynamic,
     ...(clusters.length ? { static_resources: { clusters } } : {}),
   };
-  const { issues } = encodeJson('envoy.config.bootstrap.v3.Bootstrap', bootstrap);
+  return checked('bootstrap', 'envoy.config.bootstrap.v3.Bootstrap', bootstrap);
+}
+
+/** `doc`, once the real proto (`type`) accepts it: what is generated for Envoy is never invalid. */
+function checked(what: string, type: string, doc: Obj): Obj {
+  const { issues } = encodeJson(type, doc);
   if (issues.length)
-    throw new Error(`generated bootstrap is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
-  return bootstrap;
+    throw new Error(`generated ${what} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);
+  return doc;
 }
 
 function serversOf(input: BootstrapInput): Endpoint[] {
