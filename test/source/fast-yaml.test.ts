@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert';
 import { loadPlainYaml } from '../../src/source/fast-yaml.ts';
 import { parseWithYaml, parseYamlFile } from '../../src/source/parse-yaml.ts';
 import { serviceYaml, vhostYaml } from '../../bench/lib/generate.ts';
+import { random } from '../helpers/random.ts';
 
 /** A value written so that equal means equal for yaml: key order, -0, NaN, Infinity, types. */
 function exact(value: unknown): string {
@@ -120,17 +121,6 @@ for (const [what, text] of LEFT_TO_YAML) {
     // parseYamlFile still parses it (with yaml): the same answer as yaml alone.
     assert.equal(parseYamlFile('f.yaml', text, 'h'), parseWithYaml('f.yaml', text, 'h'));
   });
-}
-
-/** A small seeded generator (mulberry32), so every run tries the same mutants. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const ALPHABET = [...' \n\t\r:-#,[]{}?|>\'"!&*%@`\\~.0123456789eExo_+', 'a', 'true', 'null', '\\u0041', '---', '...'];

@@ -20,6 +20,7 @@ import { DeltaStream, type DeltaRequest } from '../../src/transports/delta-strea
 import { GroupAckTracker } from '../../src/transports/group-ack-tracker.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { DELTA_DISCOVERY_RESPONSE, TypeUrls, kindOfTypeUrl } from '../../src/xds/resource-types.ts';
+import { random } from '../helpers/random.ts';
 
 const enc = new ResourceEncoder();
 const Res = lookupType(DELTA_DISCOVERY_RESPONSE);
@@ -31,17 +32,6 @@ const NODE = { id: 'edge-1', cluster: 'edge', metadata: {} };
 const KINDS = ['cluster', 'endpoint', 'listener'] as const;
 type Kind = (typeof KINDS)[number];
 const API_LISTENER = 'grpc-api'; // sent only to clients that name it, even under a wildcard
-
-/** A small seeded generator (mulberry32), so every run tries the same sequences. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The served world: resource name -> a number that makes its version (absent: no such resource). */
 type World = Record<Kind, Map<string, number>>;
