@@ -1,7 +1,8 @@
 /**
  * fleetxds benchmark suite: `npm run bench` (all), or `npm run bench -- pipeline fanout ...`.
  * Options: --runs N (median of N runs, default 3; fan-out defaults to 1 run per point because one
- * point at 5,000 clients takes about a minute), --quick (smaller sizes). Prints tables; numbers
+ * point at 5,000 clients takes about a minute), --changes N (peers and threads: how many one-route
+ * and one-endpoint changes each run measures, median; default 5), --quick (smaller sizes). Prints tables; numbers
  * are figures to compare, not pass/fail.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -12,7 +13,15 @@ import { tempDir } from '../test/helpers/tree.ts';
 import { fanout, type FanoutResult } from './scenarios/fanout.ts';
 import { filesScenario } from './scenarios/files.ts';
 import { buildPushLoop, pushLoop } from './scenarios/push-loop.ts';
-import { buildGoHarness, peerRun, PEERS, type PeerName, type PeerResult } from './scenarios/peers.ts';
+import {
+  buildGoHarness,
+  CHANGES_PER_RUN,
+  ONE_CORE,
+  peerRun,
+  PEERS,
+  type PeerName,
+  type PeerResult,
+} from './scenarios/peers.ts';
 import { restScenario, type RestResult } from './scenarios/rest.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import { rolloutCost } from './scenarios/rollout.ts';
@@ -20,13 +29,14 @@ import { machineInfo, median } from './lib/proc.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { runs: { type: 'string' }, quick: { type: 'boolean', default: false } },
+  options: { runs: { type: 'string' }, changes: { type: 'string' }, quick: { type: 'boolean', default: false } },
 });
 // `peers` and `threads` need Go and the Go module proxy: run them by name.
 const all = ['pipeline', 'restart', 'fanout', 'push-loop', 'rollout', 'rest', 'files', 'envoy-check'];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
 const quick = values.quick;
+const changes = Number(values.changes ?? CHANGES_PER_RUN);
 
 function table(title: string, rows: Record<string, unknown>[]): void {
   console.log(`\n## ${title}\n`);
@@ -229,7 +239,7 @@ if (selected.includes('threads')) {
   const byThread: Record<string, unknown>[] = [];
   for (const l of layouts) {
     const runs: PeerResult[] = [];
-    for (let r = 0; r < threadRuns; r++) runs.push(await peerRun('fleetxds', n, services, bin, l));
+    for (let r = 0; r < threadRuns; r++) runs.push(await peerRun('fleetxds', n, services, bin, l, changes));
     rows.push({ layout: l.label, ...medianOf(runs.map(({ threads: _, ...figures }) => figures)) });
     byThread.push({ layout: l.label, ...splitColumns(runs.map((r) => r.threads!)) });
   }
@@ -289,7 +299,7 @@ if (selected.includes('peers')) {
       // Rotate the order by run and by point, so no server always runs first (right after the
       // build, or on a warmer machine), even with --runs 1.
       const order = PEERS.map((_, i) => PEERS[(i + r + point) % PEERS.length]!);
-      for (const name of order) results.get(name)!.push(await peerRun(name, n, services, bin));
+      for (const name of order) results.get(name)!.push(await peerRun(name, n, services, bin, ONE_CORE, changes));
     }
     const rows = PEERS.map((p) => medianOf(results.get(p)!.map(({ threads: _, ...figures }) => figures)));
     const spread = PEERS.map((p) => ({
@@ -306,7 +316,8 @@ if (selected.includes('peers')) {
     }));
     table(
       `Peers, ${services} services, ${n} SotW ADS streams, server on one core, Go client on the other (median of ` +
-        `${peerRuns}): p99 ms, server CPU s, bytes per stream, KB RSS per stream; ratios below`,
+        `${peerRuns} run(s); route and endpoint: median of ${changes} changes per run): p99 ms, server CPU s, ` +
+        'bytes per stream, KB RSS per stream; ratios below',
       [
         ...rows,
         ratioRow({ server: 'fleetxds / go-control-plane', services, n }, rows[0]!, rows[1]!),

@@ -133,16 +133,12 @@ export function retargetConfigSources(json: Obj, sourceFor: ConfigSourceFor): Ob
 const MAX_VARIANTS = 16;
 
 function resourceView(r: EncodedResource, v: ConfigSourceVariant): EncodedResource {
-  return derive(
-    r,
-    'view',
-    v.key,
-    () => {
-      const json = retargetConfigSources(r.json, v.sourceFor);
-      return JSON.stringify(json) === JSON.stringify(r.json) ? r : encodeVariant(r, json);
-    },
-    MAX_VARIANTS,
-  );
+  return derive(r, 'view', v.key, makeResourceView, v, MAX_VARIANTS);
+}
+
+function makeResourceView(r: EncodedResource, v: ConfigSourceVariant): EncodedResource {
+  const json = retargetConfigSources(r.json, v.sourceFor);
+  return JSON.stringify(json) === JSON.stringify(r.json) ? r : encodeVariant(r, json);
 }
 
 /**
@@ -151,14 +147,10 @@ function resourceView(r: EncodedResource, v: ConfigSourceVariant): EncodedResour
  */
 export function viewOf(t: TypeSnapshot, v: ConfigSourceVariant | undefined): TypeSnapshot {
   if (!v || !ResourceTypes[t.kind].carriesConfigSources) return t;
-  return derive(
-    t,
-    'view',
-    v.key,
-    (): TypeSnapshot => {
-      const resources = new Map([...t.resources].map(([name, r]) => [name, resourceView(r, v)]));
-      return { kind: t.kind, version: t.version, resources, wildcard: t.wildcard.map((r) => resources.get(r.name)!) };
-    },
-    MAX_VARIANTS,
-  );
+  return derive(t, 'view', v.key, makeTypeView, v, MAX_VARIANTS);
+}
+
+function makeTypeView(t: TypeSnapshot, v: ConfigSourceVariant): TypeSnapshot {
+  const resources = new Map([...t.resources].map(([name, r]) => [name, resourceView(r, v)]));
+  return { kind: t.kind, version: t.version, resources, wildcard: t.wildcard.map((r) => resources.get(r.name)!) };
 }

@@ -162,7 +162,7 @@ function patchTypeSnapshot(
   };
   DIGESTS.set(t, digest);
   PATCHED.set(t, { from: new WeakRef(prev), names: [...now.keys()] });
-  if (t.version !== prev.version) diffFrom(prev, t, () => diff);
+  if (t.version !== prev.version) derive(t, DIFF_SPACE, prev.version, given, diff, DIFFS_KEPT);
   return t;
 }
 
@@ -253,6 +253,10 @@ export interface TypeDiff {
 const NO_DIFF: TypeDiff = { changed: [], added: [], removed: [] };
 /** Diffs kept per type snapshot (from the versions streams were on). */
 const DIFFS_KEPT = 16;
+/** The diff from `from` to `to`, kept on `to` by `from`'s version (made by a patch, or computed when first asked). */
+const DIFF_SPACE = 'diff-from';
+/** derive()'s `make` for a value already at hand. */
+const given = <T>(_on: unknown, value: T): T => value;
 
 /**
  * What changed from `from` to `to`, computed once per pair and shared by every stream that moves
@@ -260,21 +264,18 @@ const DIFFS_KEPT = 16;
  */
 export function diffTypes(from: TypeSnapshot, to: TypeSnapshot): TypeDiff {
   if (from === to || from.version === to.version) return NO_DIFF;
-  return diffFrom(from, to, () => {
-    const changed: string[] = [];
-    const added: string[] = [];
-    const removed: EncodedResource[] = [];
-    for (const [name, r] of to.resources) {
-      const before = from.resources.get(name);
-      if (!before) added.push(name);
-      else if (before.version !== r.version) changed.push(name);
-    }
-    for (const [name, r] of from.resources) if (!to.resources.has(name)) removed.push(r);
-    return { changed, added, removed };
-  });
+  return derive(to, DIFF_SPACE, from.version, computeDiff, from, DIFFS_KEPT);
 }
 
-/** The diff from `from` to `to`, kept on `to` (made by a patch, or computed when first asked). */
-function diffFrom(from: TypeSnapshot, to: TypeSnapshot, make: () => TypeDiff): TypeDiff {
-  return derive(to, 'diff-from', from.version, make, DIFFS_KEPT);
+function computeDiff(to: TypeSnapshot, from: TypeSnapshot): TypeDiff {
+  const changed: string[] = [];
+  const added: string[] = [];
+  const removed: EncodedResource[] = [];
+  for (const [name, r] of to.resources) {
+    const before = from.resources.get(name);
+    if (!before) added.push(name);
+    else if (before.version !== r.version) changed.push(name);
+  }
+  for (const [name, r] of from.resources) if (!to.resources.has(name)) removed.push(r);
+  return { changed, added, removed };
 }

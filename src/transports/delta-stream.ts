@@ -53,7 +53,11 @@ interface DeltaTypeState extends PinHolder {
 
 /** Each resource's Resource-wrapper framing, computed once per encoded resource. */
 function framed(r: EncodedResource): Buffer {
-  return derive(r, 'delta-framed', '', () => lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, r.any)));
+  return derive(r, 'delta-framed', '', makeFramed, undefined);
+}
+
+function makeFramed(r: EncodedResource): Buffer {
+  return lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, r.any));
 }
 
 function holdsAny(except: ReadonlyMap<string, string | null>): boolean {
@@ -62,8 +66,8 @@ function holdsAny(except: ReadonlyMap<string, string | null>): boolean {
 }
 
 /** system_version_info of a response cut from `t`, encoded once per type snapshot. */
-const versionField = (t: TypeSnapshot) =>
-  derive(t, 'delta-version', '', () => stringField(DDR.systemVersionInfo, t.version));
+const versionField = (t: TypeSnapshot) => derive(t, 'delta-version', '', makeVersionField, undefined);
+const makeVersionField = (t: TypeSnapshot) => stringField(DDR.systemVersionInfo, t.version);
 const TYPE_URL_FIELDS = Object.fromEntries(
   RESOURCE_KINDS.map((k) => [k, stringField(DDR.typeUrl, TypeUrls[k])]),
 ) as Record<ResourceKind, Buffer>;

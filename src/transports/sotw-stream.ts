@@ -9,7 +9,13 @@
  */
 import { derive } from '../snapshot/derived.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
-import { diffTypes, makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
+import {
+  diffTypes,
+  makeTypeSnapshot,
+  type GroupSnapshot,
+  type TypeDiff,
+  type TypeSnapshot,
+} from '../snapshot/group-snapshot.ts';
 import { shortHash } from '../shared/hash.ts';
 import { kindOfTypeUrl, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DR, stringField, stringFieldThen } from '../xds/wire.ts';
@@ -34,11 +40,15 @@ interface TypeState extends PinHolder {
   /**
    * What the client holds of this type, kept without a per-name copy (at ten thousand clusters a
    * copy per stream cost a megabyte and a walk of every name at every push): for every name it
-   * is subscribed to that exists in `from`, the version in `from`. For LDS/CDS (full state),
-   * `selection` is also the version of the whole set it was last sent, so whether anything changed
-   * for this client is one comparison. Undefined: it holds nothing.
+   * is subscribed to that exists in `heldFrom`, the version in `heldFrom`. Undefined: it holds
+   * nothing. (Two fields, not an object: a push sets them on every stream.)
    */
-  held?: { from: TypeSnapshot; selection?: string };
+  heldFrom?: TypeSnapshot;
+  /**
+   * For LDS/CDS (full state): the version of the whole set it was last sent, so whether anything
+   * changed for this client is one comparison.
+   */
+  heldSelection?: string;
   /** The type snapshot the last response was cut from. */
   sentSnapshot?: TypeSnapshot;
   /** The snapshot the last push decision looked at (whether or not it sent anything). */
@@ -51,27 +61,32 @@ interface TypeState extends PinHolder {
 
 /** Response bodies (all but the nonce) shared by every stream asking for the same selection. */
 function responseBody(t: TypeSnapshot, key: string, selected: readonly EncodedResource[]): Buffer {
-  return derive(t, 'sotw-body', key, () => {
-    const parts: Buffer[] = [stringField(DR.versionInfo, t.version)];
-    for (const r of selected) parts.push(r.framed);
-    parts.push(stringField(DR.typeUrl, TypeUrls[t.kind]));
-    return Buffer.concat(parts);
-  });
+  return derive(t, 'sotw-body', key, makeBody, selected);
+}
+
+function makeBody(t: TypeSnapshot, selected: readonly EncodedResource[]): Buffer {
+  const parts: Buffer[] = [stringField(DR.versionInfo, t.version)];
+  for (const r of selected) parts.push(r.framed);
+  parts.push(stringField(DR.typeUrl, TypeUrls[t.kind]));
+  return Buffer.concat(parts);
 }
 
 /** The cache key of a selection of `t` (what a response body and a selection version are shared by). */
 function selectionKey(sub: Subscription, t: TypeSnapshot, selected: readonly EncodedResource[]): string {
   // Every resource of the type (distinct names, in name order): one key, not thousands of names joined.
   if (selected.length === t.resources.size) return '\u0001all';
+  if (selected.length === 1 && !sub.wildcard) return selected[0]!.name; // the join of one name is that name
   const names = (rs: readonly EncodedResource[]) => rs.map((r) => r.name);
   return (sub.wildcard ? ['*', ...names(selected.filter((r) => r.namedOnly))] : names(selected)).join('\u0000');
 }
 
 /** The version of a whole selection (names and versions), computed once per (snapshot, selection). */
 function selectionVersion(t: TypeSnapshot, key: string, selected: readonly EncodedResource[]): string {
-  return derive(t, 'selection-version', key, () =>
-    shortHash(selected.map((r) => `${r.name}\u0000${r.version}`).join('\n')),
-  );
+  return derive(t, 'selection-version', key, makeSelectionVersion, selected);
+}
+
+function makeSelectionVersion(_t: TypeSnapshot, selected: readonly EncodedResource[]): string {
+  return shortHash(selected.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
 }
 
 /** What a subscription selects of a type snapshot, in name order. */
@@ -96,6 +111,44 @@ function desiredOf(sub: Subscription, t: TypeSnapshot): readonly EncodedResource
   }
   return desired;
 }
+
+/**
+ * What a client holding the older side of `d` is owed of `t` (a type sent by name, not as full
+ * state): the changed and added names it subscribes to, and the forced names that exist, in name
+ * order. Run once per stream per push: when one resource is owed (the common push) it allocates
+ * nothing, the selection being one array per resource shared by every stream sent it alone.
+ */
+function owedSince(
+  sub: Subscription,
+  t: TypeSnapshot,
+  d: TypeDiff,
+  forced: ReadonlySet<string>,
+): readonly EncodedResource[] {
+  if (forced.size > 0) {
+    const names = new Set<string>();
+    for (const list of [d.changed, d.added, forced])
+      for (const n of list) if (sub.covers(n) && t.resources.has(n)) names.add(n);
+    return [...names].sort().map((n) => t.resources.get(n)!);
+  }
+  const { changed, added } = d;
+  let only: EncodedResource | undefined;
+  let more: EncodedResource[] | undefined;
+  for (let i = 0; i < changed.length + added.length; i++) {
+    const n = i < changed.length ? changed[i]! : added[i - changed.length]!;
+    const r = sub.covers(n) ? t.resources.get(n) : undefined;
+    if (!r) continue;
+    if (!only) only = r;
+    else (more ??= [only]).push(r);
+  }
+  if (more) return more.sort(byName);
+  return only ? alone(only) : NONE;
+}
+
+/** A one-resource selection, one array per resource for every stream that is sent it alone. */
+const alone = (r: EncodedResource): readonly EncodedResource[] => derive(r, 'alone', '', makeAlone, undefined);
+const makeAlone = (r: EncodedResource): readonly EncodedResource[] => Object.freeze([r]);
+
+const byName = (a: EncodedResource, b: EncodedResource) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 const NONE: readonly never[] = Object.freeze([]);
 const NO_NAMES: ReadonlySet<string> = new Set();
@@ -163,7 +216,8 @@ export class SotwStream extends StreamBase {
     if (this.snapshotToServe(ts, ts.kind, current, true) !== current) return false; // NACK containment decides
     const view = this.view(current);
     const desired = desiredOf(ts.sub, view);
-    ts.held = { from: current, selection: selectionVersion(view, selectionKey(ts.sub, view, desired), desired) };
+    ts.heldFrom = current;
+    ts.heldSelection = selectionVersion(view, selectionKey(ts.sub, view, desired), desired);
     ts.sentSnapshot = current;
     ts.servedFrom = current;
     ts.resumed = true;
@@ -178,7 +232,7 @@ export class SotwStream extends StreamBase {
     let removed: readonly EncodedResource[] = NONE;
     // From what the client holds (possibly an interim snapshot of a push still held, warming-hold.ts)
     // to now: a diff shared by every stream, empty when the clusters did not change.
-    const heldBefore = cds?.held?.from;
+    const heldBefore = cds?.heldFrom;
     if (cds && heldBefore && heldBefore !== snap.types.cluster && !cds.sub.isEmpty()) {
       const d = diffTypes(heldBefore, snap.types.cluster);
       changed = d.changed.filter((name) => cds.sub.selects(snap.types.cluster.resources.get(name)!));
@@ -193,7 +247,7 @@ export class SotwStream extends StreamBase {
     this.refresh('endpoint', snap, eds && changed.length ? changed.filter((c) => eds.sub.covers(c)) : NONE);
     this.refresh('secret', snap);
     // Clusters this push introduced: routes to them wait until their endpoints are out.
-    const heldNow = cds?.held?.from;
+    const heldNow = cds?.heldFrom;
     const introduced =
       cds && heldBefore && heldNow && heldNow !== heldBefore
         ? diffTypes(heldBefore, heldNow).added.filter((n) => cds.sub.selects(heldNow.resources.get(n)!))
@@ -218,7 +272,7 @@ export class SotwStream extends StreamBase {
     const snap = this.snapshot();
     if (!snap?.types.endpoint.resources.has(cluster)) return true;
     const eds = this.types.get('endpoint');
-    return eds?.held?.from.resources.has(cluster) === true && eds.sub.covers(cluster);
+    return eds?.heldFrom?.resources.has(cluster) === true && eds.sub.covers(cluster);
   }
 
   /**
@@ -257,35 +311,31 @@ export class SotwStream extends StreamBase {
     const t = this.view(base);
     ts.servedFrom = override ? undefined : base;
     if (ts.sub.isEmpty()) {
-      ts.held = undefined;
+      ts.heldFrom = ts.heldSelection = undefined;
       return; // unsubscribed from everything: send nothing further (SOTW-11)
     }
     const fullState = ResourceTypes[kind].wildcard;
-    const held = ts.held;
+    const heldFrom = ts.heldFrom;
     let selected: readonly EncodedResource[];
     let key: string;
     if (fullState) {
       selected = desiredOf(ts.sub, t);
       key = selectionKey(ts.sub, t, selected);
       const selection = selectionVersion(t, key, selected);
-      ts.held = { from: base, selection };
-      if (held?.selection === selection && !force) {
+      const heldSelection = ts.heldSelection;
+      ts.heldFrom = base;
+      ts.heldSelection = selection;
+      if (heldSelection === selection && !force) {
         if (!override) this.unchanged(kind, base); // not for the interim snapshot of a removal
         return;
       }
     } else {
-      if (first || forceNames.has('*') || !held) selected = desiredOf(ts.sub, t);
-      else {
-        // What changed since what the client holds, among what it subscribes to, and what is forced.
-        const d = diffTypes(held.from, base);
-        const names = new Set<string>();
-        const owes = (n: string) => ts.sub.covers(n) && t.resources.has(n) && names.add(n);
-        d.changed.forEach(owes);
-        d.added.forEach(owes);
-        forceNames.forEach(owes);
-        selected = [...names].sort().map((n) => t.resources.get(n)!);
-      }
-      ts.held = { from: base };
+      // What changed since what the client holds, among what it subscribes to, and what is forced.
+      selected =
+        first || forceNames.has('*') || !heldFrom
+          ? desiredOf(ts.sub, t)
+          : owedSince(ts.sub, t, diffTypes(heldFrom, base), forceNames);
+      ts.heldFrom = base;
       if (selected.length === 0) {
         if (!override) this.unchanged(kind, base); // not for the interim snapshot of a removal
         return;

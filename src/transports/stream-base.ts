@@ -72,6 +72,10 @@ const CONTROL_PLANE_SPACES: Record<number, string> = {
   [DDR.controlPlane]: 'control-plane-delta',
 };
 
+/** The encoded control_plane field (`ControlPlane { identifier }`). */
+const makeControlPlane = (_cfg: unknown, field: number, identifier: string) =>
+  lenField(field, stringField(1, identifier));
+
 export abstract class StreamBase {
   protected status?: StreamStatus;
   protected node?: NodeIdentity;
@@ -216,9 +220,7 @@ export abstract class StreamBase {
     const identifier = this.servedControlPlane;
     if (!identifier) return Buffer.alloc(0);
     // Keyed by the config's own identifier string, whose hash V8 keeps: no key is built per stream.
-    return derive(cfg, CONTROL_PLANE_SPACES[field] ?? `control-plane-${field}`, identifier, () =>
-      lenField(field, stringField(1, identifier)),
-    );
+    return derive(cfg, CONTROL_PLANE_SPACES[field] ?? `control-plane-${field}`, identifier, makeControlPlane, field);
   }
 
   /** What this client is sent of a type snapshot: config sources pointed the way it fetches. */
@@ -275,8 +277,11 @@ export abstract class StreamBase {
   protected sendBytes(parts: readonly Buffer[]): void {
     if (this.closed) return;
     this.unflushed++;
-    this.opts.send(parts, () => this.flushed());
+    this.opts.send(parts, this.onFlushed);
   }
+
+  /** One callback for every write of the stream (a push made one per stream before). */
+  private readonly onFlushed = (): void => this.flushed();
 
   close(): void {
     if (this.closed) return;

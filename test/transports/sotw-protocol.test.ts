@@ -176,6 +176,27 @@ test('EDS over SotW carries only what changed ("delta over SotW"), LDS/CDS alway
   s.close();
 });
 
+test('EDS over SotW: every assignment a change brings goes in one push, changed and new alike, in name order', async () => {
+  const s = client.open();
+  const subscribed = ['api', 'web', 'aardvark']; // aardvark does not exist yet
+  s.send({ node: NODE, type_url: T.endpoint, resource_names: subscribed });
+  const r1 = await s.next();
+  assert.equal(names(r1), ['api', 'web']);
+  s.send(ack(r1, { resource_names: subscribed }));
+  await setTree({
+    'services.yaml':
+      BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80').replace('10.0.0.2:8080', '10.0.0.3:8080') +
+      '---\nkind: Service\nname: aardvark\nendpoints: [{ address: 10.0.2.1:80 }]\n',
+    // A group is served the clusters its routes use: route to the new one.
+    'edge.yaml': BASE['edge.yaml']!.replace('  - to: web', '  - match: { prefix: /a }\n    to: aardvark\n  - to: web'),
+  });
+  const e2 = await s.next();
+  assert.equal(names(e2), ['aardvark', 'api', 'web'], 'two changed and one new, sorted across them');
+  s.send(ack(e2, { resource_names: subscribed }));
+  assert.ok(await s.quiet(300), 'nothing more: each went once');
+  s.close();
+});
+
 test('wildcard rules: explicit "*", then names only, then an empty list means nothing', async () => {
   const s = client.open();
   s.send({ node: NODE, type_url: T.cluster, resource_names: ['*'] });

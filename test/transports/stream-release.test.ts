@@ -3,7 +3,8 @@
  * DiscoveryRequest and are reset (RST_STREAM CANCEL) at once, on the next tick, or 20 ms later
  * leave no registered node behind while their connection stays open. A client that stops reading
  * keeps at most the newest undelivered state (intermediate versions are skipped) and is ended
- * once it has not read for grpc.maxBehindMs.
+ * once it has not read for grpc.maxBehindMs; grpc.maxUnreadBytes bounds what is written and not
+ * yet handed to the connection.
  */
 import http2 from 'node:http2';
 import { test } from 'uvu';
@@ -65,6 +66,8 @@ function sleepyStream(port: number) {
   const req = adsRequest(session);
   let status: string | undefined;
   req.on('trailers', (t) => (status = String(t['grpc-status'])));
+  // A call ended before any response carries its status in the headers (gRPC's trailers-only form).
+  req.on('response', (h) => h['grpc-status'] !== undefined && (status = String(h['grpc-status'])));
   req.write(requestFrame('sleepy')); // ... and no 'data' listener: the stream stays paused
   const versions: string[] = [];
   return {
@@ -125,6 +128,47 @@ test('a client that does not read for grpc.maxBehindMs is ended with RESOURCE_EX
     assert.is(sleepy.status(), '8', 'RESOURCE_EXHAUSTED');
   } finally {
     sleepy.session.close();
+    await app.close();
+  }
+});
+
+test('grpc.maxUnreadBytes counts what was handed to the connection: a reading client gets 20 pushes in a row', async () => {
+  const { tree, services } = bigTree();
+  const dir = writeTree(tree);
+  // Room for two of the ~30 KB CDS responses: only a count that goes down as each is written lets 20 through.
+  const app = await startServer(dir, { maxUnreadBytes: 80_000 });
+  const reader = sleepyStream(app.grpcPort);
+  reader.read();
+  try {
+    await waitFor('registered', () => app.registry.connected().length === 1);
+    for (let k = 1; k <= 20; k++) {
+      writeTree(
+        { 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) },
+        dir,
+      );
+      await app.reload();
+      const version = app.cache.current!.groups.get('default')!.types.cluster.version;
+      await waitFor(`push ${k} received`, () => reader.versions.at(-1) === version, 5000);
+    }
+    assert.is(reader.versions.length, 21, 'the first response and every push');
+    assert.is(reader.status(), undefined, 'the stream lives on');
+    assert.is(app.registry.connected().length, 1);
+  } finally {
+    reader.session.close();
+    await app.close();
+  }
+});
+
+test('a response above grpc.maxUnreadBytes ends the stream with RESOURCE_EXHAUSTED', async () => {
+  const app = await startServer(writeTree(bigTree().tree), { maxUnreadBytes: 10_000 });
+  const reader = sleepyStream(app.grpcPort);
+  reader.read();
+  try {
+    await waitFor('its status', () => reader.status() !== undefined, 5000);
+    assert.is(reader.status(), '8', 'RESOURCE_EXHAUSTED');
+    assert.equal(reader.versions, [], 'nothing of the 30 KB response was sent');
+  } finally {
+    reader.session.close();
     await app.close();
   }
 });

@@ -86,6 +86,15 @@ export class ServerCall {
   private deadline: NodeJS.Timeout | undefined;
   private readonly reader: MessageReader;
   private readonly encoding: string;
+  /**
+   * The `done` of each message written and not yet handed to the connection, oldest first (a
+   * stream calls back its writes in order): one callback per call instead of a closure per message.
+   */
+  private readonly writing: (() => void)[] = [];
+  private readonly written = (err?: Error | null): void => {
+    const done = this.writing.shift();
+    if (!err) done?.(); // a failed write ends the stream; its close ends the call
+  };
   /** The `:authority` the client sent (Envoy: the name of its xDS cluster). */
   readonly authority: string;
 
@@ -136,17 +145,15 @@ export class ServerCall {
     prefix[0] = 0; // not compressed
     prefix.writeUInt32BE(length, 1);
     if (head) prefix.set(head, 5);
-    const written = (err?: Error | null) => {
-      if (!err) done(); // a failed write ends the stream; its close ends the call
-    };
+    this.writing.push(done);
     if (parts.length === 0) {
-      s.write(prefix, written);
+      s.write(prefix, this.written);
       return true;
     }
     s.cork();
     s.write(prefix);
     for (let i = head ? 1 : 0; i < parts.length - 1; i++) s.write(parts[i]);
-    s.write(parts[parts.length - 1], written);
+    s.write(parts[parts.length - 1], this.written);
     s.uncork();
     return true;
   }

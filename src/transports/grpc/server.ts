@@ -147,6 +147,14 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
       let child: Logger | undefined;
       const log = () => (child ??= opts.log.child({ transport: spec.transport, peer }));
       let unread = 0;
+      // What each write in flight owes back once handed to the connection, oldest first: one
+      // callback per stream (`afterWrite`), not a closure per message.
+      const lengths: number[] = [];
+      const flushes: (() => void)[] = [];
+      const afterWrite = () => {
+        unread -= lengths.shift()!;
+        flushes.shift()!();
+      };
       let finished = false;
       const prefix = opts.identityPrefix;
       const peerCert = call.peerCertificate();
@@ -197,12 +205,11 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
             );
             return;
           }
-          // The callback runs later (streams call back asynchronously), after the count went up.
-          const written = call.write(parts, length, () => {
-            unread -= length;
-            flushed();
-          });
-          if (written) unread += length;
+          // The callback runs later (streams call back asynchronously), after these went up.
+          if (!call.write(parts, length, afterWrite)) return;
+          unread += length;
+          lengths.push(length);
+          flushes.push(flushed);
         },
       };
       const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);

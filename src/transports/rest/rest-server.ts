@@ -101,26 +101,22 @@ export function selectionKey(kind: ResourceKind, names: readonly string[]): stri
 }
 
 export function restSelection(t: TypeSnapshot, names: readonly string[], variant: ConfigSourceVariant): Selection {
-  const full = ResourceTypes[t.kind].wildcard;
   const key = selectionKey(t.kind, names);
-  return derive(
-    t,
-    'rest-selection',
-    `${variant.key}\u0001${key}`,
-    (): Selection => {
-      const picked = full ? t.wildcard : key.split('\u0000').flatMap((n) => t.resources.get(n) ?? []);
-      // Full-state types carry the type version; a named selection gets a version of its own, so a
-      // change to some other cluster's endpoints does not wake this poller.
-      const version = full ? t.version : shortHash(picked.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
-      const resources = picked.map((r) => ({
-        '@type': TypeUrls[t.kind],
-        ...retargetConfigSources(r.json, variant.sourceFor),
-      }));
-      const body = Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] }));
-      return { version, body };
-    },
-    MAX_SELECTIONS,
-  );
+  return derive(t, 'rest-selection', `${variant.key}\u0001${key}`, makeSelection, { key, variant }, MAX_SELECTIONS);
+}
+
+function makeSelection(t: TypeSnapshot, { key, variant }: { key: string; variant: ConfigSourceVariant }): Selection {
+  const full = ResourceTypes[t.kind].wildcard;
+  const picked = full ? t.wildcard : key.split('\u0000').flatMap((n) => t.resources.get(n) ?? []);
+  // Full-state types carry the type version; a named selection gets a version of its own, so a
+  // change to some other cluster's endpoints does not wake this poller.
+  const version = full ? t.version : shortHash(picked.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
+  const resources = picked.map((r) => ({
+    '@type': TypeUrls[t.kind],
+    ...retargetConfigSources(r.json, variant.sourceFor),
+  }));
+  const body = Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] }));
+  return { version, body };
 }
 
 /** One REST subscription of a node (a type, and for EDS/RDS/SDS one set of names). */
