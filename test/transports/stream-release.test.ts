@@ -8,6 +8,7 @@
  */
 import http2 from 'node:http2';
 import { test } from 'uvu';
+import type { RunningApp } from '../../src/app/app.ts';
 import * as assert from 'uvu/assert';
 import { encodeJson } from '../../src/xds/proto-json.ts';
 import { waitFor } from '../helpers/process.ts';
@@ -59,6 +60,12 @@ function bigTree(): { tree: Record<string, string>; services: string } {
   return { tree: { 'services.yaml': services, 'edge.yaml': edge }, services };
 }
 
+/** Gives every cluster of bigTree's services a connect timeout of k seconds: a full CDS push of ~30 KB. */
+async function retimeClusters(app: RunningApp, dir: string, services: string, k: number): Promise<void> {
+  writeTree({ 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) }, dir);
+  await app.reload();
+}
+
 /** A raw ADS stream that sends one CDS request and does not read until told to. */
 function sleepyStream(port: number) {
   const session = http2.connect(`http://127.0.0.1:${port}`);
@@ -88,11 +95,7 @@ test('a client that stops reading skips intermediate versions and catches up fro
     await waitFor('registered', () => app.registry.connected().length === 1);
     // Each change to every cluster's timeout is a full CDS push of ~30 KB to this stream.
     for (let k = 1; k <= 20; k++) {
-      writeTree(
-        { 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) },
-        dir,
-      );
-      await app.reload();
+      await retimeClusters(app, dir, services, k);
     }
     const status = app.registry.connected()[0]!;
     const sent = Number(status.types[TypeUrls.cluster]?.sentNonce);
@@ -116,11 +119,7 @@ test('a client that does not read for grpc.maxBehindMs is ended with RESOURCE_EX
   try {
     await waitFor('registered', () => app.registry.connected().length === 1);
     for (let k = 1; k <= 5 && app.registry.connected().length; k++) {
-      writeTree(
-        { 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) },
-        dir,
-      );
-      await app.reload();
+      await retimeClusters(app, dir, services, k);
     }
     await waitFor('the non-reading stream ended', () => app.registry.connected().length === 0, 5000);
     sleepy.read();
@@ -142,11 +141,7 @@ test('grpc.maxUnreadBytes counts what was handed to the connection: a reading cl
   try {
     await waitFor('registered', () => app.registry.connected().length === 1);
     for (let k = 1; k <= 20; k++) {
-      writeTree(
-        { 'services.yaml': services.replaceAll('kind: Service\n', `kind: Service\nconnectTimeout: ${k}s\n`) },
-        dir,
-      );
-      await app.reload();
+      await retimeClusters(app, dir, services, k);
       const version = app.cache.current!.groups.get('default')!.types.cluster.version;
       await waitFor(`push ${k} received`, () => reader.versions.at(-1) === version, 5000);
     }
