@@ -127,6 +127,7 @@ test('messages of shared parts arrive whole and in order, through flow control; 
   // A stream's own fields first, then the shared body (a SotW response): the head goes with the prefix.
   const head = Buffer.from('nonce 42|');
   const wrote: boolean[] = [];
+  const pending: number[] = [];
   const s = await serve([
     [
       ECHO,
@@ -136,9 +137,11 @@ test('messages of shared parts arrive whole and in order, through flow control; 
           call.write([shared, Buffer.from('|tail')], shared.length + 5, () => done.push(2));
           call.write([Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], 3, () => done.push(3));
           wrote.push(call.write([head, shared], head.length + shared.length, () => done.push(4)));
+          pending.push(call.pendingBytes);
           const big = Buffer.alloc(300, 'h'); // too big to go with the prefix: written on its own
           call.write([big, Buffer.from('|body')], big.length + 5, () => {
             done.push(5);
+            pending.push(call.pendingBytes);
             call.end(Status.OK);
             wrote.push(call.write([Buffer.from('late')], 4, () => done.push(6)));
           });
@@ -161,6 +164,8 @@ test('messages of shared parts arrive whole and in order, through flow control; 
     assert.is(got[4]!.toString(), `${'h'.repeat(300)}|body`);
     assert.equal(done, [1, 2, 3, 4, 5], 'a write after the status neither sends nor reports');
     assert.equal(wrote, [true, false], 'write says whether it wrote');
+    const total = 5 + shared.length + 5 + 3 + head.length + shared.length;
+    assert.equal(pending, [total, 0], 'pendingBytes: what is written and not handed over, back to 0 once all are');
   } finally {
     client.close();
     await s.close();

@@ -87,11 +87,14 @@ export class ServerCall {
   private readonly reader: MessageReader;
   private readonly encoding: string;
   /**
-   * The `done` of each message written and not yet handed to the connection, oldest first (a
-   * stream calls back its writes in order): one callback per call instead of a closure per message.
+   * Each message written and not yet handed to the connection, oldest first (a stream calls back its
+   * writes in order): its `done` and its length. One callback per call instead of a closure per message.
    */
   private readonly writing: (() => void)[] = [];
+  private readonly writingLengths: number[] = [];
+  private pending = 0;
   private readonly written = (err?: Error | null): void => {
+    this.pending -= this.writingLengths.shift()!;
     const done = this.writing.shift();
     if (!err) done?.(); // a failed write ends the stream; its close ends the call
   };
@@ -121,6 +124,11 @@ export class ServerCall {
     return verifiedPeerCertificate(this.stream.session?.socket);
   }
 
+  /** Bytes of messages written and not yet handed to the connection (a client not reading leaves them here). */
+  get pendingBytes(): number {
+    return this.pending;
+  }
+
   /** Whether a message written now can still reach the client. */
   get writable(): boolean {
     return !this.statusSent && !this.stream.destroyed && this.stream.writable;
@@ -146,6 +154,8 @@ export class ServerCall {
     prefix.writeUInt32BE(length, 1);
     if (head) prefix.set(head, 5);
     this.writing.push(done);
+    this.writingLengths.push(length);
+    this.pending += length;
     if (parts.length === 0) {
       s.write(prefix, this.written);
       return true;

@@ -146,15 +146,6 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
       // A child logger per stream costs its bindings' serialization at every (re)connect; made when one is logged.
       let child: Logger | undefined;
       const log = () => (child ??= opts.log.child({ transport: spec.transport, peer }));
-      let unread = 0;
-      // What each write in flight owes back once handed to the connection, oldest first: one
-      // callback per stream (`afterWrite`), not a closure per message.
-      const lengths: number[] = [];
-      const flushes: (() => void)[] = [];
-      const afterWrite = () => {
-        unread -= lengths.shift()!;
-        flushes.shift()!();
-      };
       let finished = false;
       const prefix = opts.identityPrefix;
       const peerCert = call.peerCertificate();
@@ -193,10 +184,10 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
           let length = 0;
           for (const p of parts) length += p.length;
           // A client that does not read must not make us buffer push after push without bound.
-          if (unread + length > maxUnread) {
+          if (call.pendingBytes + length > maxUnread) {
             if (!call.writable) return;
             log().warn(
-              { node: stream.streamStatus?.nodeId, unreadBytes: unread },
+              { node: stream.streamStatus?.nodeId, unreadBytes: call.pendingBytes },
               'client is not reading its responses; ending the stream',
             );
             fail(
@@ -205,11 +196,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
             );
             return;
           }
-          // The callback runs later (streams call back asynchronously), after these went up.
-          if (!call.write(parts, length, afterWrite)) return;
-          unread += length;
-          lengths.push(length);
-          flushes.push(flushed);
+          call.write(parts, length, flushed);
         },
       };
       const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
