@@ -26,6 +26,7 @@ import { restScenario, type RestResult } from './scenarios/rest.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import { rolloutCost } from './scenarios/rollout.ts';
 import { machineInfo, median } from './lib/proc.ts';
+import { judge, PEER_DOUBLE, PEER_POINTS, peerKey, record, TARGETS } from './lib/targets.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -37,6 +38,8 @@ const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
 const quick = values.quick;
 const changes = Number(values.changes ?? CHANGES_PER_RUN);
+/** What this run measured, for the closing table of targets. */
+const figures = new Map<string, number>();
 
 function table(title: string, rows: Record<string, unknown>[]): void {
   console.log(`\n## ${title}\n`);
@@ -112,6 +115,7 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
       configDir: String(results[results.length - 1]!.configDir),
     };
     const { database: _d, configDir: _c, ...row } = m;
+    record(figures, `pipeline.${n}`, row);
     rows.push(row);
   }
   if (selected.includes('pipeline'))
@@ -125,9 +129,9 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
 if (selected.includes('restart') && lastDb) {
   const results = [];
   for (let r = 0; r < runs; r++) results.push(await restartScenario(lastDb.configDir, lastDb.database));
-  table(`Restart: process start to first ADS response from SQLite (${quick ? '1,000' : '10,000'} services)`, [
-    medianOf(results),
-  ]);
+  const row = medianOf(results);
+  record(figures, `restart.${quick ? 1000 : 10_000}`, row);
+  table(`Restart: process start to first ADS response from SQLite (${quick ? '1,000' : '10,000'} services)`, [row]);
 }
 
 if (selected.includes('fanout')) {
@@ -159,8 +163,10 @@ if (selected.includes('rollout')) {
 
 if (selected.includes('rest')) {
   const results: RestResult[][] = [];
-  for (let r = 0; r < Math.min(runs, 2); r++) results.push(await restScenario(quick ? 2000 : 10_000));
+  const polls = quick ? 2000 : 10_000;
+  for (let r = 0; r < Math.min(runs, 2); r++) results.push(await restScenario(polls));
   const rows = [0, 1].map((i) => medianOf(results.map((r) => r[i]!)));
+  for (const row of rows) record(figures, `rest.${polls}.${row.server}`, row);
   const [ours, floor] = rows as [RestResult, RestResult];
   table(
     'REST long-poll, server on one core, client on the other: server RSS idle / held, KB per held poll, time ' +
@@ -168,7 +174,6 @@ if (selected.includes('rest')) {
       'for it; the floor is bare node:http holding the same polls and answering with the same bytes',
     [...rows, ratioRow({ server: 'fleetxds / bare-http', held: ours.held }, ours, floor)],
   );
-  console.log(`\ntarget: 10,000 held polls in < 150 MB RSS, all answered < 1,000 ms after the change`);
 }
 
 if (selected.includes('push-loop')) {
@@ -240,7 +245,7 @@ if (selected.includes('threads')) {
   for (const l of layouts) {
     const runs: PeerResult[] = [];
     for (let r = 0; r < threadRuns; r++) runs.push(await peerRun('fleetxds', n, services, bin, l, changes));
-    rows.push({ layout: l.label, ...medianOf(runs.map(({ threads: _, ...figures }) => figures)) });
+    rows.push({ layout: l.label, ...medianOf(runs.map(({ threads: _, ...measured }) => measured)) });
     byThread.push({ layout: l.label, ...splitColumns(runs.map((r) => r.threads!)) });
   }
   // Each layout against one thread on one core: above 1 is a gain.
@@ -286,13 +291,7 @@ if (selected.includes('threads')) {
 if (selected.includes('peers')) {
   const bin = buildGoHarness();
   const peerRuns = Number(values.runs ?? 1);
-  // As in the issue that asked for it: many streams of a small config, fewer of a larger one.
-  const points: [number, number][] = quick
-    ? [[100, 1000]]
-    : [
-        [100, 5000],
-        [1000, 1000],
-      ];
+  const points = quick ? [[100, 1000] as const] : PEER_POINTS;
   for (const [point, [services, n]] of points.entries()) {
     const results = new Map<PeerName, PeerResult[]>(PEERS.map((p) => [p, []]));
     for (let r = 0; r < peerRuns; r++) {
@@ -301,7 +300,8 @@ if (selected.includes('peers')) {
       const order = PEERS.map((_, i) => PEERS[(i + r + point) % PEERS.length]!);
       for (const name of order) results.get(name)!.push(await peerRun(name, n, services, bin, ONE_CORE, changes));
     }
-    const rows = PEERS.map((p) => medianOf(results.get(p)!.map(({ threads: _, ...figures }) => figures)));
+    const rows = PEERS.map((p) => medianOf(results.get(p)!.map(({ threads: _, ...measured }) => measured)));
+    for (const row of rows) record(figures, peerKey([services, n], row.server), row);
     const spread = PEERS.map((p) => ({
       server: p,
       ...Object.fromEntries(
@@ -326,4 +326,23 @@ if (selected.includes('peers')) {
     );
     if (peerRuns > 1) table('Peers: every run (spread)', spread);
   }
+  if (!quick) {
+    // fleetxds and the floor at twice the streams of the first point: what doubling the fleet costs.
+    const [services, n] = PEER_DOUBLE;
+    const rows = [];
+    for (const name of ['fleetxds', 'bare-http2'] as const) {
+      const each: PeerResult[] = [];
+      for (let r = 0; r < peerRuns; r++) each.push(await peerRun(name, n, services, bin, ONE_CORE, changes));
+      const row = medianOf(each.map(({ threads: _, ...measured }) => measured));
+      record(figures, peerKey(PEER_DOUBLE, name), row);
+      rows.push(row);
+    }
+    table(`Peers, ${services} services, ${n} SotW ADS streams (median of ${peerRuns} run(s))`, rows);
+  }
 }
+
+// Every target beside its figure; a target whose scenario did not run here says which to run.
+table(
+  'Against the targets (the floor: the same figure for the bare server of this machine, where the run measured one)',
+  judge(TARGETS, figures),
+);

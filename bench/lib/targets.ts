@@ -1,0 +1,181 @@
+/**
+ * The targets the benchmarks answer to, each printed beside its figure at the end of `npm run bench`.
+ *
+ * The scenarios record what they measured under keys (`record`); each target says which figure it
+ * reads, its limit (every target is an upper limit), and, where the run measured one, the same
+ * figure for the floor of this machine: the bare server that does only the transport's work (a
+ * limit that the floor misses too is out of reach of any server on this machine). A target whose
+ * scenario did not run, or ran at other sizes (`--quick`), is reported as not measured.
+ */
+
+/** What a run measured: `scenario.point.server.field` -> value. */
+export type Figures = ReadonlyMap<string, number>;
+
+export interface Target {
+  /** What is asked, in words. */
+  readonly text: string;
+  /** The `npm run bench` scenario that measures it. */
+  readonly scenario: string;
+  readonly limit: number;
+  readonly unit: string;
+  /** fleetxds's figure, and the floor's where one exists; undefined when not measured. */
+  measure(f: Figures): { value: number; floor?: number } | undefined;
+}
+
+export type Verdict = 'met' | 'above' | 'not measured';
+
+export type TargetRow = {
+  target: string;
+  limit: string;
+  fleetxds: string;
+  floor: string;
+  verdict: Verdict;
+};
+
+/** Adds the numeric fields of `row` to `into`, each under `prefix.field`. */
+export function record(into: Map<string, number>, prefix: string, row: object): void {
+  for (const [k, v] of Object.entries(row))
+    if (typeof v === 'number' && Number.isFinite(v)) into.set(`${prefix}.${k}`, v);
+}
+
+/** The ratio of two recorded figures; undefined when either is missing. */
+function ratio(f: Figures, a: string, b: string): number | undefined {
+  const [x, y] = [f.get(a), f.get(b)];
+  return x === undefined || y === undefined || y === 0 ? undefined : x / y;
+}
+const one = (value: number | undefined, floor?: number) => (value === undefined ? undefined : { value, floor });
+
+type Point = readonly [services: number, streams: number];
+/** The peers points, as the issue that asked for them: many streams of a small config, fewer of a larger one. */
+export const PEER_POINTS: readonly Point[] = [
+  [100, 5000],
+  [1000, 1000],
+];
+/** fleetxds and the floor at twice the streams of the first point (go-control-plane left out: 1.3 GB). */
+export const PEER_DOUBLE: Point = [100, 10_000];
+/** Where a peers run's figures are recorded: `peers.<services>x<streams>.<server>`. */
+export const peerKey = ([services, streams]: Point, server: string) => `peers.${services}x${streams}.${server}`;
+
+const [FIRST] = PEER_POINTS as [Point];
+const peer = (point: Point, server: string, field: string) => `${peerKey(point, server)}.${field}`;
+
+/** fleetxds against go-control-plane, per point and figure (the issue asks at most 0.5x for each). */
+const AGAINST_GCP: [field: string, words: string][] = [
+  ['routeP99', 'one-route p99'],
+  ['routeCpu', 'one-route server CPU'],
+  ['endpointP99', 'one-endpoint p99'],
+  ['endpointCpu', 'one-endpoint server CPU'],
+  ['stormP99', 'reconnect storm p99'],
+  ['stormCpu', 'reconnect storm server CPU'],
+  ['kbPerStream', 'RSS per held stream'],
+];
+
+export const TARGETS: readonly Target[] = [
+  {
+    text: 'one-route edit, 10,000 services: apply after the debounce',
+    scenario: 'pipeline',
+    limit: 20,
+    unit: 'ms',
+    measure: (f) => one(f.get('pipeline.10000.oneRouteApplyMs')),
+  },
+  {
+    text: 'cold start, 10,000 services + 10,000 routes, YAML to encoded snapshot',
+    scenario: 'pipeline',
+    limit: 2000,
+    unit: 'ms',
+    measure: (f) => one(f.get('pipeline.10000.coldTotalMs')),
+  },
+  {
+    text: 'restart to the first ADS answer from SQLite, 10,000 services',
+    scenario: 'restart',
+    limit: 500,
+    unit: 'ms',
+    measure: (f) => one(f.get('restart.10000.msToFirstResponse')),
+  },
+  {
+    text: 'one-route push to 5,000 streams: server CPU / the bare-http2 floor',
+    scenario: 'peers',
+    limit: 1.25,
+    unit: 'x',
+    measure: (f) => one(ratio(f, peer(FIRST, 'fleetxds', 'routeCpu'), peer(FIRST, 'bare-http2', 'routeCpu'))),
+  },
+  {
+    text: 'one-route push to 5,000 streams: p99 / the floor p99, same client',
+    scenario: 'peers',
+    limit: 1.1,
+    unit: 'x',
+    measure: (f) => one(ratio(f, peer(FIRST, 'fleetxds', 'routeP99'), peer(FIRST, 'bare-http2', 'routeP99'))),
+  },
+  ...(
+    [
+      ['routeP99', 'one-route p99'],
+      ['routeCpu', 'one-route server CPU'],
+      ['stormP99', 'reconnect storm p99'],
+      ['stormCpu', 'reconnect storm server CPU'],
+    ] as const
+  ).map(([field, words]): Target => ({
+    text: `10,000 streams against 5,000: ${words}`,
+    scenario: 'peers',
+    limit: 2,
+    unit: 'x',
+    measure: (f) =>
+      one(
+        ratio(f, peer(PEER_DOUBLE, 'fleetxds', field), peer(FIRST, 'fleetxds', field)),
+        ratio(f, peer(PEER_DOUBLE, 'bare-http2', field), peer(FIRST, 'bare-http2', field)),
+      ),
+  })),
+  {
+    text: 'RSS per idle stream at 10,000 streams',
+    scenario: 'peers',
+    limit: 40,
+    unit: 'KB',
+    measure: (f) =>
+      one(f.get(peer(PEER_DOUBLE, 'fleetxds', 'kbPerStream')), f.get(peer(PEER_DOUBLE, 'bare-http2', 'kbPerStream'))),
+  },
+  {
+    text: '10,000 held REST polls: server RSS',
+    scenario: 'rest',
+    limit: 150,
+    unit: 'MB',
+    measure: (f) => one(f.get('rest.10000.fleetxds.rssHeldMB'), f.get('rest.10000.bare-http.rssHeldMB')),
+  },
+  {
+    text: '10,000 held REST polls: all answered after the change',
+    scenario: 'rest',
+    limit: 1000,
+    unit: 'ms',
+    measure: (f) => one(f.get('rest.10000.fleetxds.releaseAllMs'), f.get('rest.10000.bare-http.releaseAllMs')),
+  },
+  ...PEER_POINTS.flatMap((point) =>
+    AGAINST_GCP.map(([field, words]): Target => ({
+      text: `${point[0]} services, ${point[1]} streams: ${words} / go-control-plane's`,
+      scenario: 'peers',
+      limit: 0.5,
+      unit: 'x',
+      measure: (f) => {
+        const gcp = peer(point, 'go-control-plane', field);
+        return one(ratio(f, peer(point, 'fleetxds', field), gcp), ratio(f, peer(point, 'bare-http2', field), gcp));
+      },
+    })),
+  ),
+];
+
+function shown(x: number | undefined, unit: string): string {
+  if (x === undefined) return '-';
+  const digits = unit === 'x' ? 2 : x < 10 ? 1 : 0;
+  return `${x.toFixed(digits)}${unit === 'x' ? 'x' : ` ${unit}`}`;
+}
+
+/** Each target beside what the run measured. */
+export function judge(targets: readonly Target[], f: Figures): TargetRow[] {
+  return targets.map((t) => {
+    const m = t.measure(f);
+    return {
+      target: t.text,
+      limit: `<= ${shown(t.limit, t.unit)}`,
+      fleetxds: m ? shown(m.value, t.unit) : `- (run \`${t.scenario}\`)`,
+      floor: shown(m?.floor, t.unit),
+      verdict: !m ? 'not measured' : m.value <= t.limit ? 'met' : 'above',
+    };
+  });
+}
