@@ -26,7 +26,7 @@ import { restScenario, type RestResult } from './scenarios/rest.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import { rolloutCost } from './scenarios/rollout.ts';
 import { machineInfo, median } from './lib/proc.ts';
-import { judge, PEER_DOUBLE, PEER_POINTS, peerKey, record, TARGETS } from './lib/targets.ts';
+import { figureKey, judge, PEER_DOUBLE, PEER_POINTS, record, TARGETS } from './lib/targets.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -75,6 +75,11 @@ function medianOf<T extends Record<string, unknown>>(results: T[]): T {
   return out as T;
 }
 
+/** The median of peers runs, figure by figure (the split by thread is summed up apart: splitColumns). */
+function medianOfRuns(results: readonly PeerResult[]): Omit<PeerResult, 'threads'> {
+  return medianOf(results.map(({ threads: _, ...measured }) => measured));
+}
+
 const SCENARIOS = ['route', 'endpoint', 'storm'] as const;
 
 /** Per scenario, the median split by thread of several runs: `main / serving... / helpers`, and `longest`. */
@@ -115,7 +120,7 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
       configDir: String(results[results.length - 1]!.configDir),
     };
     const { database: _d, configDir: _c, ...row } = m;
-    record(figures, `pipeline.${n}`, row);
+    record(figures, figureKey.pipeline(n), row);
     rows.push(row);
   }
   if (selected.includes('pipeline'))
@@ -130,7 +135,7 @@ if (selected.includes('restart') && lastDb) {
   const results = [];
   for (let r = 0; r < runs; r++) results.push(await restartScenario(lastDb.configDir, lastDb.database));
   const row = medianOf(results);
-  record(figures, `restart.${quick ? 1000 : 10_000}`, row);
+  record(figures, figureKey.restart(quick ? 1000 : 10_000), row);
   table(`Restart: process start to first ADS response from SQLite (${quick ? '1,000' : '10,000'} services)`, [row]);
 }
 
@@ -166,7 +171,7 @@ if (selected.includes('rest')) {
   const polls = quick ? 2000 : 10_000;
   for (let r = 0; r < Math.min(runs, 2); r++) results.push(await restScenario(polls));
   const rows = [0, 1].map((i) => medianOf(results.map((r) => r[i]!)));
-  for (const row of rows) record(figures, `rest.${polls}.${row.server}`, row);
+  for (const row of rows) record(figures, figureKey.rest(polls, row.server), row);
   const [ours, floor] = rows as [RestResult, RestResult];
   table(
     'REST long-poll, server on one core, client on the other: server RSS idle / held, KB per held poll, time ' +
@@ -245,7 +250,7 @@ if (selected.includes('threads')) {
   for (const l of layouts) {
     const runs: PeerResult[] = [];
     for (let r = 0; r < threadRuns; r++) runs.push(await peerRun('fleetxds', n, services, bin, l, changes));
-    rows.push({ layout: l.label, ...medianOf(runs.map(({ threads: _, ...measured }) => measured)) });
+    rows.push({ layout: l.label, ...medianOfRuns(runs) });
     byThread.push({ layout: l.label, ...splitColumns(runs.map((r) => r.threads!)) });
   }
   // Each layout against one thread on one core: above 1 is a gain.
@@ -300,8 +305,8 @@ if (selected.includes('peers')) {
       const order = PEERS.map((_, i) => PEERS[(i + r + point) % PEERS.length]!);
       for (const name of order) results.get(name)!.push(await peerRun(name, n, services, bin, ONE_CORE, changes));
     }
-    const rows = PEERS.map((p) => medianOf(results.get(p)!.map(({ threads: _, ...measured }) => measured)));
-    for (const row of rows) record(figures, peerKey([services, n], row.server), row);
+    const rows = PEERS.map((p) => medianOfRuns(results.get(p)!));
+    for (const row of rows) record(figures, figureKey.peers([services, n], row.server), row);
     const spread = PEERS.map((p) => ({
       server: p,
       ...Object.fromEntries(
@@ -333,8 +338,8 @@ if (selected.includes('peers')) {
     for (const name of ['fleetxds', 'bare-http2'] as const) {
       const each: PeerResult[] = [];
       for (let r = 0; r < peerRuns; r++) each.push(await peerRun(name, n, services, bin, ONE_CORE, changes));
-      const row = medianOf(each.map(({ threads: _, ...measured }) => measured));
-      record(figures, peerKey(PEER_DOUBLE, name), row);
+      const row = medianOfRuns(each);
+      record(figures, figureKey.peers(PEER_DOUBLE, name), row);
       rows.push(row);
     }
     table(`Peers, ${services} services, ${n} SotW ADS streams (median of ${peerRuns} run(s))`, rows);

@@ -53,11 +53,23 @@ export const PEER_POINTS: readonly Point[] = [
 ];
 /** fleetxds and the floor at twice the streams of the first point (go-control-plane left out: 1.3 GB). */
 export const PEER_DOUBLE: Point = [100, 10_000];
-/** Where a peers run's figures are recorded: `peers.<services>x<streams>.<server>`. */
-export const peerKey = ([services, streams]: Point, server: string) => `peers.${services}x${streams}.${server}`;
+/** The sizes the other targets are set at: services in the tree, REST polls held. */
+const TREE = 10_000;
+const POLLS = 10_000;
+
+/** Where each scenario's figures are recorded (`record`'s prefix): the one format scenarios and targets share. */
+export const figureKey = {
+  pipeline: (services: number) => `pipeline.${services}`,
+  restart: (services: number) => `restart.${services}`,
+  rest: (polls: number, server: string) => `rest.${polls}.${server}`,
+  peers: ([services, streams]: Point, server: string) => `peers.${services}x${streams}.${server}`,
+};
 
 const [FIRST] = PEER_POINTS as [Point];
-const peer = (point: Point, server: string, field: string) => `${peerKey(point, server)}.${field}`;
+const peer = (point: Point, server: string, field: string) => `${figureKey.peers(point, server)}.${field}`;
+const rest = (server: string, field: string) => `${figureKey.rest(POLLS, server)}.${field}`;
+/** A count as the targets' texts write it (10,000). */
+const count = (n: number) => n.toLocaleString('en-US');
 
 /** fleetxds against go-control-plane, per point and figure (the issue asks at most 0.5x for each). */
 const AGAINST_GCP: [field: string, words: string][] = [
@@ -72,35 +84,35 @@ const AGAINST_GCP: [field: string, words: string][] = [
 
 export const TARGETS: readonly Target[] = [
   {
-    text: 'one-route edit, 10,000 services: apply after the debounce',
+    text: `one-route edit, ${count(TREE)} services: apply after the debounce`,
     scenario: 'pipeline',
     limit: 20,
     unit: 'ms',
-    measure: (f) => one(f.get('pipeline.10000.oneRouteApplyMs')),
+    measure: (f) => one(f.get(`${figureKey.pipeline(TREE)}.oneRouteApplyMs`)),
   },
   {
-    text: 'cold start, 10,000 services + 10,000 routes, YAML to encoded snapshot',
+    text: `cold start, ${count(TREE)} services + ${count(TREE)} routes, YAML to encoded snapshot`,
     scenario: 'pipeline',
     limit: 2000,
     unit: 'ms',
-    measure: (f) => one(f.get('pipeline.10000.coldTotalMs')),
+    measure: (f) => one(f.get(`${figureKey.pipeline(TREE)}.coldTotalMs`)),
   },
   {
-    text: 'restart to the first ADS answer from SQLite, 10,000 services',
+    text: `restart to the first ADS answer from SQLite, ${count(TREE)} services`,
     scenario: 'restart',
     limit: 500,
     unit: 'ms',
-    measure: (f) => one(f.get('restart.10000.msToFirstResponse')),
+    measure: (f) => one(f.get(`${figureKey.restart(TREE)}.msToFirstResponse`)),
   },
   {
-    text: 'one-route push to 5,000 streams: server CPU / the bare-http2 floor',
+    text: `one-route push to ${count(FIRST[1])} streams: server CPU / the bare-http2 floor`,
     scenario: 'peers',
     limit: 1.25,
     unit: 'x',
     measure: (f) => one(ratio(f, peer(FIRST, 'fleetxds', 'routeCpu'), peer(FIRST, 'bare-http2', 'routeCpu'))),
   },
   {
-    text: 'one-route push to 5,000 streams: p99 / the floor p99, same client',
+    text: `one-route push to ${count(FIRST[1])} streams: p99 / the floor p99, same client`,
     scenario: 'peers',
     limit: 1.1,
     unit: 'x',
@@ -114,7 +126,7 @@ export const TARGETS: readonly Target[] = [
       ['stormCpu', 'reconnect storm server CPU'],
     ] as const
   ).map(([field, words]): Target => ({
-    text: `10,000 streams against 5,000: ${words}`,
+    text: `${count(PEER_DOUBLE[1])} streams against ${count(FIRST[1])}: ${words}`,
     scenario: 'peers',
     limit: 2,
     unit: 'x',
@@ -125,7 +137,7 @@ export const TARGETS: readonly Target[] = [
       ),
   })),
   {
-    text: 'RSS per idle stream at 10,000 streams',
+    text: `RSS per idle stream at ${count(PEER_DOUBLE[1])} streams`,
     scenario: 'peers',
     limit: 40,
     unit: 'KB',
@@ -133,22 +145,22 @@ export const TARGETS: readonly Target[] = [
       one(f.get(peer(PEER_DOUBLE, 'fleetxds', 'kbPerStream')), f.get(peer(PEER_DOUBLE, 'bare-http2', 'kbPerStream'))),
   },
   {
-    text: '10,000 held REST polls: server RSS',
+    text: `${count(POLLS)} held REST polls: server RSS`,
     scenario: 'rest',
     limit: 150,
     unit: 'MB',
-    measure: (f) => one(f.get('rest.10000.fleetxds.rssHeldMB'), f.get('rest.10000.bare-http.rssHeldMB')),
+    measure: (f) => one(f.get(rest('fleetxds', 'rssHeldMB')), f.get(rest('bare-http', 'rssHeldMB'))),
   },
   {
-    text: '10,000 held REST polls: all answered after the change',
+    text: `${count(POLLS)} held REST polls: all answered after the change`,
     scenario: 'rest',
     limit: 1000,
     unit: 'ms',
-    measure: (f) => one(f.get('rest.10000.fleetxds.releaseAllMs'), f.get('rest.10000.bare-http.releaseAllMs')),
+    measure: (f) => one(f.get(rest('fleetxds', 'releaseAllMs')), f.get(rest('bare-http', 'releaseAllMs'))),
   },
   ...PEER_POINTS.flatMap((point) =>
     AGAINST_GCP.map(([field, words]): Target => ({
-      text: `${point[0]} services, ${point[1]} streams: ${words} / go-control-plane's`,
+      text: `${count(point[0])} services, ${count(point[1])} streams: ${words} / go-control-plane's`,
       scenario: 'peers',
       limit: 0.5,
       unit: 'x',

@@ -1,7 +1,17 @@
 /** The benchmark's closing table: each target read from the figures a run recorded, judged against its limit. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { judge, PEER_DOUBLE, PEER_POINTS, peerKey, record, TARGETS, type TargetRow } from '../../bench/lib/targets.ts';
+import {
+  figureKey,
+  judge,
+  PEER_DOUBLE,
+  PEER_POINTS,
+  record,
+  TARGETS,
+  type TargetRow,
+} from '../../bench/lib/targets.ts';
+
+const peerKey = figureKey.peers;
 
 const [first, second] = PEER_POINTS as [readonly [number, number], readonly [number, number]];
 
@@ -41,25 +51,25 @@ test('with nothing measured, every target says which scenario measures it', () =
 const CASES: [name: string, recorded: [string, object][], target: string, expect: Partial<TargetRow>][] = [
   [
     'a figure under its limit',
-    [['pipeline.10000', { oneRouteApplyMs: 16 }]],
+    [[figureKey.pipeline(10_000), { oneRouteApplyMs: 16 }]],
     'one-route edit, 10,000 services: apply after the debounce',
     { verdict: 'met', fleetxds: '16 ms', limit: '<= 20 ms' },
   ],
   [
     'a figure at its limit is met',
-    [['restart.10000', { msToFirstResponse: 500 }]],
+    [[figureKey.restart(10_000), { msToFirstResponse: 500 }]],
     'restart to the first ADS answer from SQLite, 10,000 services',
     { verdict: 'met', fleetxds: '500 ms' },
   ],
   [
     'a figure above its limit',
-    [['pipeline.10000', { coldTotalMs: 2400 }]],
+    [[figureKey.pipeline(10_000), { coldTotalMs: 2400 }]],
     'cold start, 10,000 services + 10,000 routes, YAML to encoded snapshot',
     { verdict: 'above', fleetxds: '2400 ms' },
   ],
   [
     'figures of other sizes (--quick) do not count',
-    [['pipeline.1000', { oneRouteApplyMs: 5 }]],
+    [[figureKey.pipeline(1000), { oneRouteApplyMs: 5 }]],
     'one-route edit, 10,000 services: apply after the debounce',
     { verdict: 'not measured' },
   ],
@@ -110,8 +120,8 @@ const CASES: [name: string, recorded: [string, object][], target: string, expect
   [
     "REST, with the floor's own figure beside it",
     [
-      ['rest.10000.fleetxds', { rssHeldMB: 271, releaseAllMs: 3014 }],
-      ['rest.10000.bare-http', { rssHeldMB: 232, releaseAllMs: 2525 }],
+      [figureKey.rest(10_000, 'fleetxds'), { rssHeldMB: 271, releaseAllMs: 3014 }],
+      [figureKey.rest(10_000, 'bare-http'), { rssHeldMB: 232, releaseAllMs: 2525 }],
     ],
     '10,000 held REST polls: server RSS',
     { verdict: 'above', fleetxds: '271 MB', floor: '232 MB' },
@@ -123,7 +133,7 @@ const CASES: [name: string, recorded: [string, object][], target: string, expect
       [peerKey(first, 'go-control-plane'), { stormP99: 6000 }],
       [peerKey(first, 'bare-http2'), { stormP99: 4900 }],
     ],
-    `${first[0]} services, ${first[1]} streams: reconnect storm p99 / go-control-plane's`,
+    `${first[0].toLocaleString('en-US')} services, ${first[1].toLocaleString('en-US')} streams: reconnect storm p99 / go-control-plane's`,
     { verdict: 'above', fleetxds: '0.80x', floor: '0.82x', limit: '<= 0.50x' },
   ],
   [
@@ -132,7 +142,7 @@ const CASES: [name: string, recorded: [string, object][], target: string, expect
       [peerKey(second, 'fleetxds'), { routeCpu: 0.1 }],
       [peerKey(second, 'go-control-plane'), { routeCpu: 1.0 }],
     ],
-    `${second[0]} services, ${second[1]} streams: one-route server CPU / go-control-plane's`,
+    `${second[0].toLocaleString('en-US')} services, ${second[1].toLocaleString('en-US')} streams: one-route server CPU / go-control-plane's`,
     { verdict: 'met', fleetxds: '0.10x', floor: '-' },
   ],
 ];
@@ -147,7 +157,11 @@ test('every target has its own text, and the go-control-plane ones cover both po
   const texts = TARGETS.map((t) => t.text);
   assert.is(new Set(texts).size, texts.length);
   for (const [s, n] of PEER_POINTS)
-    assert.is(texts.filter((t) => t.startsWith(`${s} services, ${n} streams:`)).length, 7);
+    assert.is(
+      texts.filter((t) => t.startsWith(`${s.toLocaleString('en-US')} services, ${n.toLocaleString('en-US')} streams:`))
+        .length,
+      7,
+    );
 });
 
 test.run();
