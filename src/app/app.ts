@@ -15,7 +15,7 @@ import { ListenerCertificate } from './listener-certificates.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
 import { ConfigPipeline } from './pipeline.ts';
-import { EnvoyChecker } from './envoy-check.ts';
+import { EnvoyChecker, envoyCheckDir } from './envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
 import { TokenAuth } from '../security/tokens.ts';
 import type { RestServer } from '../transports/rest/rest-server.ts';
@@ -84,7 +84,10 @@ export async function startApp(
     });
     rollouts.nacked(n);
   });
-  const envoyCheck = config.envoyCheck ? new EnvoyChecker(config.envoyCheck) : undefined;
+  const envoyCheck = config.envoyCheck
+    ? new EnvoyChecker({ ...config.envoyCheck, workDir: envoyCheckDir(config.database) })
+    : undefined;
+  await envoyCheck?.removeLeftovers();
   const pipeline = new ConfigPipeline(
     stores,
     cache,
@@ -263,8 +266,8 @@ export async function startApp(
       (outcome) => (retry.settled(outcome), outcome),
       (err) => (retry.settled(undefined), log.error({ err }, 'apply failed')),
     );
-  await reload();
-
+  // The watch is armed while the tree is first read, and the tree is read once more when it is:
+  // a file written between the read and the watch would otherwise wait for the periodic reconcile.
   let watcher: TreeWatcher | undefined;
   if (config.watch.enabled) {
     watcher = new TreeWatcher({
@@ -275,7 +278,12 @@ export async function startApp(
       onChange: () => void reload(),
       onError: (err) => log.error({ err }, 'watcher error'),
     });
-    await watcher.start();
+  }
+  const watching = watcher?.start();
+  await reload();
+  if (watching) {
+    await watching;
+    await reload(); // an unchanged tree is only stat'ed
   }
   // Certificate rotation: watch the folders of the served secrets' files.
   let secretWatcher: SecretWatcher | undefined;

@@ -13,10 +13,10 @@
  * Paths inside resources (an upstream CA file) are checked on this host, which is the proxies'
  * file system only when they share it.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Codes, sortDiagnostics, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
@@ -29,6 +29,21 @@ export interface EnvoyCheckSettings {
   /** Envoy binaries to check with (every release the fleet runs). */
   binaries: string[];
   timeoutMs?: number;
+  /**
+   * Where the renderings (which hold private keys) are written, one 0600 file per run. The server
+   * gives a folder of its own and empties it at start (a run cut short by a kill leaves one behind);
+   * by default the system's temporary folder.
+   */
+  workDir?: string;
+}
+
+/**
+ * The server's folder for renderings: under the temporary folder (systemd's PrivateTmp covers it),
+ * one per database file, so one server's start never empties another's. None for an in-memory one.
+ */
+export function envoyCheckDir(database: string): string | undefined {
+  if (database === ':memory:') return undefined;
+  return join(tmpdir(), `fleetxds-envoy-check-${sha256Hex(resolve(database)).slice(0, 16)}`);
 }
 
 // Envoy resource JSON walked structurally (listeners, filter chains): shapes are Envoy's, not ours.
@@ -121,29 +136,86 @@ function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>
   };
 }
 
+/** What became of one `envoy --mode validate` run. */
+export type ValidateOutcome =
+  | { kind: 'exited'; code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+  | { kind: 'timed-out' };
+
+/** Why a configuration was not accepted; `judged`: Envoy read it and refused (worth tracing to a document). */
+export interface Refusal {
+  message: string;
+  judged: boolean;
+}
+
+/**
+ * Envoy's verdict from a finished run: undefined only when it exited 0 and said the configuration
+ * is OK. Everything else fails closed with a reason: a signal, a silent exit, a time-out.
+ */
+export function verdictOf(outcome: ValidateOutcome, timeoutMs: number): Refusal | undefined {
+  const none = (message: string): Refusal => ({ message, judged: false });
+  if (outcome.kind === 'timed-out') return none(`Envoy gave no verdict within ${timeoutMs} ms (killed)`);
+  const { code, signal, stdout, stderr } = outcome;
+  if (code === 0 && / OK\s*$/m.test(stdout)) return undefined;
+  if (signal) return none(`Envoy was ended by ${signal} before giving a verdict`);
+  const text = `${stdout}\n${stderr}`;
+  const m = /error initializing configuration '[^']*': (.*)/.exec(text);
+  if (m) return { message: m[1]!.trim(), judged: true };
+  const last = text.trim().split('\n').pop()?.trim();
+  if (code === 0) return none(`Envoy exited 0 without saying the configuration is OK${last ? `: ${last}` : ''}`);
+  return none(last ? `${last} (exit ${String(code)})` : `Envoy exited ${String(code)} and printed nothing`);
+}
+
+/** Output kept of a run: Envoy's error is on its last lines. */
+const MAX_OUTPUT = 1 << 20;
+
+function runValidate(binary: string, file: string, timeoutMs: number): Promise<ValidateOutcome> {
+  return new Promise((resolve, reject) => {
+    // A process group of its own, so that the kill at the time-out reaches anything it started.
+    const child = spawn(binary, ['--mode', 'validate', '-c', file, '-l', 'critical', '--disable-hot-restart'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout = (stdout + d).slice(-MAX_OUTPUT)));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-MAX_OUTPUT)));
+    let timedOut = false;
+    // A validation holds no state worth a graceful stop: at the time-out it is killed for good.
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL'); // the group is gone already
+      }
+    }, timeoutMs);
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(err.code === 'ENOENT' ? new Error(`Envoy binary not found: ${binary}`) : err);
+    });
+    // 'exit', not 'close': a child of its that outlived the kill may still hold the pipes open.
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (timedOut) return resolve({ kind: 'timed-out' });
+      // Output written just before the exit may still be in the pipes.
+      setImmediate(() => resolve({ kind: 'exited', code, signal, stdout, stderr }));
+    });
+  });
+}
+
 /** Runs `envoy --mode validate`; resolves to Envoy's error text, or undefined when it accepts. */
-async function validate(binary: string, bootstrap: Obj, timeoutMs: number): Promise<string | undefined> {
-  const dir = await mkdtemp(join(tmpdir(), 'fleetxds-envoy-check-'));
+async function validate(
+  binary: string,
+  bootstrap: Obj,
+  timeoutMs: number,
+  workDir: string,
+): Promise<Refusal | undefined> {
+  await mkdir(workDir, { recursive: true, mode: 0o700 });
+  const dir = await mkdtemp(join(workDir, 'fleetxds-envoy-check-'));
   try {
     const file = join(dir, 'bootstrap.json');
     await writeFile(file, JSON.stringify(bootstrap), { mode: 0o600 });
-    return await new Promise((resolve, reject) => {
-      execFile(
-        binary,
-        ['--mode', 'validate', '-c', file, '-l', 'critical', '--disable-hot-restart'],
-        { timeout: timeoutMs, maxBuffer: 4 << 20 },
-        (err, stdout, stderr) => {
-          if (!err) return resolve(undefined);
-          const text = `${stdout}\n${stderr}`;
-          if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-            return reject(new Error(`Envoy binary not found: ${binary}`));
-          const m = /error initializing configuration '[^']*': (.*)/.exec(text);
-          resolve(
-            (m?.[1] ?? text.trim().split('\n').pop() ?? `exit ${String((err as { code?: unknown }).code)}`).trim(),
-          );
-        },
-      );
-    });
+    return verdictOf(await runValidate(binary, file, timeoutMs), timeoutMs);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -174,11 +246,20 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R
 
 export class EnvoyChecker {
   /** Envoy's verdict per (binary, group content): groups with the same resources share one run. */
-  private readonly verdicts = new Map<string, Promise<string | undefined>>();
+  private readonly verdicts = new Map<string, Promise<Refusal | undefined>>();
   private readonly versions = new Map<string, Promise<string>>();
   readonly stats = { runs: 0, skipped: 0 };
 
-  constructor(readonly settings: EnvoyCheckSettings) {}
+  private readonly workDir: string;
+
+  constructor(readonly settings: EnvoyCheckSettings) {
+    this.workDir = settings.workDir ?? tmpdir();
+  }
+
+  /** Removes renderings a killed run left in the checker's own folder (never the system's). */
+  async removeLeftovers(): Promise<void> {
+    if (this.settings.workDir) await rm(this.settings.workDir, { recursive: true, force: true });
+  }
 
   private version(binary: string): Promise<string> {
     let v = this.versions.get(binary);
@@ -201,20 +282,29 @@ export class EnvoyChecker {
       else {
         this.stats.runs++;
         if (this.verdicts.size >= 4096) this.verdicts.clear();
-        this.verdicts.set(key, (verdict = validate(binary, pieces.whole, timeoutMs)));
+        this.verdicts.set(key, (verdict = validate(binary, pieces.whole, timeoutMs, this.workDir)));
       }
-      const error = await verdict;
-      if (!error) return;
+      const refusal = await verdict;
+      if (!refusal) return;
       this.verdicts.delete(key); // a rejected group is checked again next time (and traced each time)
       const envoy = `Envoy ${await this.version(binary)}`;
+      if (!refusal.judged) {
+        sink.error(
+          Codes.ENVOY_REJECTED,
+          undefined,
+          [],
+          `${envoy} could not check node group "${g.group}": ${refusal.message}`,
+        );
+        return;
+      }
       // Find what Envoy rejects: each cluster alone (when the clusters fail), then each listener
       // and virtual host. A virtual host is blamed only when its listener alone passes.
       const run = (pieces: Piece[]) =>
         mapLimit(pieces, availableParallelism(), async (p) => ({
           p,
-          error: await validate(binary, p.bootstrap, timeoutMs),
+          error: (await validate(binary, p.bootstrap, timeoutMs, this.workDir))?.message,
         }));
-      const clusterResults = (await validate(binary, pieces.clustersOnly, timeoutMs))
+      const clusterResults = (await validate(binary, pieces.clustersOnly, timeoutMs, this.workDir))
         ? await run(pieces.clusters())
         : [];
       const bad = new Set(clusterResults.filter((r) => r.error).map((r) => r.p.parent.slice('cluster/'.length)));
@@ -226,7 +316,7 @@ export class EnvoyChecker {
           Codes.ENVOY_REJECTED,
           undefined,
           [],
-          `${envoy} rejects the configuration of node group "${g.group}": ${error}`,
+          `${envoy} rejects the configuration of node group "${g.group}": ${refusal.message}`,
         );
         return;
       }

@@ -1,6 +1,6 @@
 import { DEFAULT_GROUP, type Model } from './types.ts';
 import type { NodeGroupDoc } from './schema.ts';
-import { globToRegExp } from '../shared/glob.ts';
+import { compileGlob, type Glob } from '../shared/glob.ts';
 
 /** What we know of a node when it connects (the first request of a stream, or every REST poll). */
 export interface NodeIdentity {
@@ -12,7 +12,7 @@ export interface NodeIdentity {
 interface CompiledGroup {
   name: string;
   cluster?: string;
-  id?: RegExp;
+  id?: Glob;
   metadata?: [string, string][];
 }
 
@@ -31,7 +31,7 @@ export class NodeGroupResolver {
       .map((g) => ({
         name: g.name,
         cluster: g.match!.cluster,
-        id: g.match!.idPattern ? globToRegExp(g.match!.idPattern) : undefined,
+        id: g.match!.idPattern ? compileGlob(g.match!.idPattern) : undefined,
         metadata: g.match!.metadata ? Object.entries(g.match!.metadata) : undefined,
       }));
   }

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { NodeIdentity } from '../model/node-groups.ts';
 import type { RolloutDoc } from '../model/schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
-import { globToRegExp } from '../shared/glob.ts';
+import { compileGlob } from '../shared/glob.ts';
 
 export interface StageGates {
   /** Share (0..100) of the stage's connected proxies that must ACK every changed type. */
@@ -47,7 +47,7 @@ export function hashPercent(nodeId: string): number {
 export function compilePlan(doc: RolloutDoc): RolloutPlan {
   const stages: Stage[] = doc.stages.map((s) => {
     const groups = s.select?.groups ? new Set(s.select.groups) : undefined;
-    const id = s.select?.idPattern ? globToRegExp(s.select.idPattern) : undefined;
+    const id = s.select?.idPattern ? compileGlob(s.select.idPattern) : undefined;
     const percent = s.select?.percent;
     return {
       name: s.name,

@@ -9,7 +9,7 @@
  */
 import { TLSSocket, type PeerCertificate } from 'node:tls';
 import type { NodeIdentity } from '../model/node-groups.ts';
-import { globToRegExp } from '../shared/glob.ts';
+import { compileGlob } from '../shared/glob.ts';
 
 export interface PeerCertificateLike {
   subjectaltname?: string;
@@ -28,9 +28,9 @@ export function checkNodeIdentity(
     .map((s) => s.slice(4));
   const ids = uris.filter((u) => u.startsWith(`${prefix}node/`)).map((u) => u.slice(prefix.length + 5));
   const clusters = uris.filter((u) => u.startsWith(`${prefix}cluster/`)).map((u) => u.slice(prefix.length + 8));
-  if (!ids.some((p) => globToRegExp(p).test(node.id)))
+  if (!ids.some((p) => compileGlob(p).test(node.id)))
     return `node id "${node.id}" is not allowed by the client certificate`;
-  if (clusters.length && !clusters.some((p) => globToRegExp(p).test(node.cluster)))
+  if (clusters.length && !clusters.some((p) => compileGlob(p).test(node.cluster)))
     return `node cluster "${node.cluster}" is not allowed by the client certificate`;
   return undefined;
 }

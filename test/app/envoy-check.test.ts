@@ -4,17 +4,17 @@
  * cases are things only Envoy knows: a CA file missing on the host, a direct response body over
  * Envoy's 4 KiB limit.
  */
-import { chmodSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { checkTree } from '../../src/app/check-tree.ts';
-import { EnvoyChecker } from '../../src/app/envoy-check.ts';
+import { EnvoyChecker, envoyCheckDir, verdictOf, type ValidateOutcome } from '../../src/app/envoy-check.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { envoyBinary } from '../helpers/envoy.ts';
 import { startServer } from '../helpers/server.ts';
-import { BASE, writeTree } from '../helpers/tree.ts';
+import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
 const binaries = [envoyBinary('1.40'), envoyBinary('1.36')];
 
@@ -42,6 +42,7 @@ function fakeEnvoy(): string {
     envoy: `#!/bin/sh
 if [ "$1" = "--version" ]; then echo "envoy  version: 0/9.9.9/Clean/RELEASE/BoringSSL"; exit 0; fi
 if grep -q '"/forbidden"' "$4"; then echo "[critical][main] error initializing configuration '$4': route prefix /forbidden is refused"; exit 1; fi
+echo "configuration '$4' OK"
 exit 0
 `,
   });
@@ -195,6 +196,94 @@ test('validate --envoy from the command line', async () => {
     { cwd: projectPath(), encoding: 'utf8' },
   );
   assert.is(ok.status, 0, ok.stderr);
+});
+
+const exited = (
+  code: number | null,
+  stdout = '',
+  stderr = '',
+  signal: NodeJS.Signals | null = null,
+): ValidateOutcome => ({
+  kind: 'exited',
+  code,
+  signal,
+  stdout,
+  stderr,
+});
+
+test('a verdict is an acceptance only when Envoy exited 0 and said OK; anything else fails closed', () => {
+  const rows: [string, ValidateOutcome, RegExp | undefined][] = [
+    ['OK', exited(0, "configuration '/x/b.json' OK\n"), undefined],
+    ['its error', exited(1, "[critical] error initializing configuration '/x': bad thing\n"), /^bad thing$/],
+    ['silent non-zero exit', exited(1), /exited 1 and printed nothing/],
+    ['silent exit 0', exited(0), /exited 0 without saying the configuration is OK/],
+    ['exit 0 with something else', exited(0, 'hello'), /without saying .* OK: hello/],
+    ['killed by a signal', exited(null, '', '', 'SIGSEGV'), /ended by SIGSEGV/],
+    ['killed by a signal after saying OK', exited(null, 'configuration OK', '', 'SIGKILL'), /ended by SIGKILL/],
+    ['timed out', { kind: 'timed-out' }, /no verdict within 1000 ms/],
+    ['last line when no error line', exited(2, '', 'unknown option --mode\n'), /unknown option --mode \(exit 2\)/],
+  ];
+  for (const [what, outcome, expected] of rows) {
+    const v = verdictOf(outcome, 1000);
+    if (!expected) assert.is(v, undefined, what);
+    else assert.match(v?.message ?? '(accepted)', expected, what);
+    if (v) assert.is(v.judged, what === 'its error', `${what}: only an error line of Envoy's is traced to a document`);
+  }
+});
+
+/** A stand-in binary running `body` for `--mode validate` (and answering --version). */
+function script(body: string): string {
+  const dir = writeTree({
+    envoy: `#!/bin/sh
+if [ "$1" = "--version" ]; then echo "envoy  version: 0/9.9.9/Clean/RELEASE/BoringSSL"; exit 0; fi
+${body}
+`,
+  });
+  chmodSync(join(dir, 'envoy'), 0o755);
+  return join(dir, 'envoy');
+}
+
+test('a binary that prints nothing, dies by a signal or hangs blocks the tree with the reason', async () => {
+  const cases: [string, string, RegExp][] = [
+    [
+      'silent exit 1',
+      'exit 1',
+      /Envoy 9\.9\.9 could not check node group "default": Envoy exited 1 and printed nothing/,
+    ],
+    ['silent exit 0', 'exit 0', /exited 0 without saying the configuration is OK/],
+    ['killed', 'kill -SEGV $$', /ended by SIGSEGV/],
+    ['ignores SIGTERM and hangs', "trap '' TERM; sleep 30", /no verdict within 1000 ms/],
+  ];
+  for (const [what, body, expected] of cases) {
+    const started = Date.now();
+    const r = await checkTree(writeTree(BASE), undefined, {
+      envoy: new EnvoyChecker({ binaries: [script(body)], timeoutMs: 1000 }),
+    });
+    assert.is(r.config, undefined, `${what}: the tree is refused`);
+    assert.match(r.diagnostics.map(formatDiagnostic).join('\n'), expected, what);
+    assert.ok(Date.now() - started < 10_000, `${what}: killed at its time-out, not waited for`);
+  }
+});
+
+test("renderings go to the server's own folder, which a start empties of what a killed run left", async () => {
+  const database = join(tempDir(), 'fleetxds.db');
+  const own = envoyCheckDir(database)!;
+  mkdirSync(join(own, 'fleetxds-envoy-check-left'), { recursive: true });
+  writeFileSync(join(own, 'fleetxds-envoy-check-left', 'bootstrap.json'), '{"private_key": "..."}');
+  const seen = join(tempDir(), 'seen');
+  const binary = script(`echo "$4" >> ${seen}; echo "configuration '$4' OK"`);
+  const app = await startServer(writeTree(BASE), { database, envoyCheck: { binaries: [binary] } });
+  try {
+    assert.not.ok(existsSync(join(own, 'fleetxds-envoy-check-left')), 'the leftover is gone');
+    const paths = readFileSync(seen, 'utf8').trim().split('\n');
+    assert.ok(paths.length > 0 && paths.every((p) => p.startsWith(`${own}/`)), paths.join(', '));
+    assert.ok(
+      paths.every((p) => !existsSync(p)),
+      'each rendering is removed after its run',
+    );
+  } finally {
+    await app.close();
+  }
 });
 
 test.run();

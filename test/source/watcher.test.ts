@@ -4,6 +4,7 @@
  */
 import { mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
@@ -32,6 +33,38 @@ test('a burst of writes gives one new version', async () => {
       'the last write wins',
     );
   } finally {
+    await app.close();
+  }
+});
+
+test('a file written after the first read, before the watch is armed, is applied without waiting for the reconcile', async () => {
+  // Many plain files make the watch take a while to be armed; the new file is written as soon as
+  // the first version is in the database, while the server is still starting.
+  const notes: Record<string, string> = {};
+  for (let i = 0; i < 3000; i++) notes[`notes/${i % 30}/${i}.txt`] = 'x';
+  const dir = writeTree({ ...BASE, ...notes });
+  const database = join(tempDir(), 'fleetxds.db');
+  let written = false;
+  const writer = setInterval(() => {
+    if (written) return;
+    try {
+      const db = new Database(database, { readonly: true, fileMustExist: true });
+      const n = (db.prepare('SELECT count(*) AS n FROM config_versions').get() as { n: number }).n;
+      db.close();
+      if (n < 1) return;
+    } catch {
+      return;
+    }
+    written = true;
+    writeFileSync(join(dir, 'late.yaml'), 'kind: Service\nname: late\nendpoints: [{ address: 10.9.9.9:80 }]\n');
+  }, 1);
+  const app = await startServer(dir, { watch: true, database });
+  try {
+    clearInterval(writer);
+    assert.ok(written, 'the file was written during the start');
+    await waitFor('the late file applied', () => versions(app) === 2, 5_000);
+  } finally {
+    clearInterval(writer);
     await app.close();
   }
 });
