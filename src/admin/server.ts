@@ -4,7 +4,7 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { FleetError } from '../shared/errors.ts';
+import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import type { AdminControl } from './control.ts';
 import { peerNodes, type ReplicaNode, type ReplicaSettings } from './peers.ts';
 import type { Metrics } from '../status/metrics.ts';
@@ -13,6 +13,7 @@ import { STATUS_PAGE } from './status-page.ts';
 import { groupSnapshotFor, type SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
+import { nestedDeeperThan } from '../shared/json-depth.ts';
 
 export interface AdminDeps {
   control: AdminControl;
@@ -34,6 +35,31 @@ export interface AdminDeps {
   listenerCertificates?: () => { listener: string; subject: string; fingerprint: string; notAfter: Date }[];
 }
 
+/** Decision bodies are flat; anything deeper is refused before a route reads it. */
+const MAX_BODY_DEPTH = 8;
+const MAX_ACTOR_LENGTH = 200;
+
+/** The fields of an operator decision's body, each of its one accepted type, else a 400. */
+function decisionBody(body: unknown): { versionId?: number; actor?: string } {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new FleetError(ErrorCodes.BAD_REQUEST, 'the body must be a JSON object');
+  const { versionId, actor } = body as { versionId?: unknown; actor?: unknown };
+  const out: { versionId?: number; actor?: string } = {};
+  if (versionId !== undefined) {
+    const id = typeof versionId === 'string' && /^[0-9]{1,15}$/.test(versionId) ? Number(versionId) : versionId;
+    if (typeof id !== 'number' || !Number.isSafeInteger(id))
+      throw new FleetError(ErrorCodes.BAD_REQUEST, 'versionId must be a whole number');
+    out.versionId = id;
+  }
+  if (actor !== undefined) {
+    if (typeof actor !== 'string' || actor.length > MAX_ACTOR_LENGTH)
+      throw new FleetError(ErrorCodes.BAD_REQUEST, `actor must be a string of at most ${MAX_ACTOR_LENGTH} characters`);
+    out.actor = actor;
+  }
+  return out;
+}
+
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.log.child({ component: 'admin' }, { level: 'warn' }) as FastifyBaseLogger,
@@ -45,6 +71,11 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   app.setErrorHandler((err, _req, reply) => {
     if (err instanceof FleetError) return reply.code(err.httpStatus).send({ error: err.message, code: err.code });
     return reply.send(err);
+  });
+  // Before any route reads a body: conversions of nested values recurse.
+  app.addHook('preValidation', async (req) => {
+    if (nestedDeeperThan(req.body, MAX_BODY_DEPTH))
+      throw new FleetError(ErrorCodes.BAD_REQUEST, `the body is nested deeper than ${MAX_BODY_DEPTH} levels`);
   });
   app.addHook('onRequest', async (req, reply) => {
     // The page itself holds no data; everything it shows comes from the API, which needs a token.
@@ -152,38 +183,32 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     const d = deps.control.diff(Number(req.params.a), Number(req.params.b));
     return d ?? reply.code(404).send({ error: 'unknown version (or one without stored resources)' });
   });
-  app.post<{ Body: { versionId?: unknown; actor?: unknown } }>('/api/v1/rollback', async (req, reply) => {
-    const id = Number(req.body?.versionId);
-    if (!Number.isInteger(id) || id < 1) return reply.code(400).send({ error: 'body must be {"versionId": <id>}' });
-    return deps.control.rollback(id, actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`)));
+  app.post('/api/v1/rollback', async (req) => {
+    const body = decisionBody(req.body);
+    if (body.versionId === undefined || body.versionId < 1)
+      throw new FleetError(ErrorCodes.BAD_REQUEST, 'body must be {"versionId": <id>}');
+    return deps.control.rollback(body.versionId, actorOf(req, body.actor ?? `admin@${req.ip}`));
   });
   app.get('/api/v1/pins', async () => ({ pins: deps.control.pins() }));
-  app.put<{ Params: { group: string }; Body: { versionId?: unknown; actor?: unknown } }>(
-    '/api/v1/pins/:group',
-    async (req, reply) => {
-      const id = Number(req.body?.versionId);
-      if (!Number.isInteger(id))
-        return reply.code(404).send({ error: 'unknown version', code: 'FXDS_UNKNOWN_VERSION' });
-      const actor = actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`));
-      const result = await deps.control.pin(req.params.group, id, actor);
-      return { pinned: req.params.group, versionId: id, result };
-    },
-  );
+  app.put<{ Params: { group: string } }>('/api/v1/pins/:group', async (req) => {
+    const body = decisionBody(req.body);
+    if (body.versionId === undefined) throw new FleetError(ErrorCodes.UNKNOWN_VERSION, 'unknown version');
+    const actor = actorOf(req, body.actor ?? `admin@${req.ip}`);
+    const result = await deps.control.pin(req.params.group, body.versionId, actor);
+    return { pinned: req.params.group, versionId: body.versionId, result };
+  });
   app.delete<{ Params: { group: string } }>('/api/v1/pins/:group', async (req) => {
     const result = await deps.control.unpin(req.params.group, actorOf(req, `admin@${req.ip}`));
     return { unpinned: req.params.group, result };
   });
   app.get('/api/v1/rollout', async () => deps.control.rollout());
-  app.post<{ Params: { command: string }; Body: { actor?: unknown } }>(
-    '/api/v1/rollout/:command',
-    async (req, reply) => {
-      const command = req.params.command;
-      if (command !== 'promote' && command !== 'halt' && command !== 'resume' && command !== 'abort')
-        return reply.code(404).send({ error: 'command must be promote, halt, resume or abort' });
-      const actor = actorOf(req, String(req.body?.actor ?? `admin@${req.ip}`));
-      return { rollout: await deps.control.rolloutCommand(command, actor) };
-    },
-  );
+  app.post<{ Params: { command: string } }>('/api/v1/rollout/:command', async (req, reply) => {
+    const command = req.params.command;
+    if (command !== 'promote' && command !== 'halt' && command !== 'resume' && command !== 'abort')
+      return reply.code(404).send({ error: 'command must be promote, halt, resume or abort' });
+    const actor = actorOf(req, decisionBody(req.body).actor ?? `admin@${req.ip}`);
+    return { rollout: await deps.control.rolloutCommand(command, actor) };
+  });
   app.get('/api/v1/audit', async () => ({ audit: deps.control.audit() }));
   app.get(
     '/api/v1/rejections/latest',

@@ -1,4 +1,7 @@
-/** Pins name node groups that exist; anything else (a typo, a path) is refused and not audited. */
+/**
+ * Operator decisions over the admin API: pins name node groups that exist; anything else (a typo, a
+ * path, a body of the wrong shape) is refused with its status and code, and not audited.
+ */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startServer } from '../helpers/server.ts';
@@ -24,6 +27,46 @@ test('PUT /api/v1/pins/:group refuses unknown groups (404) and pins known ones',
     const ok = await put('default');
     assert.is(ok.status, 200);
     assert.is(app.stores.pins.list().length, 1);
+  } finally {
+    await app.close();
+  }
+});
+
+test('hostile decision bodies get 400 with a code, never a 500, and nothing is decided', async () => {
+  const app = await startServer(writeTree(BASE));
+  try {
+    const v = app.cache.current!.versionId;
+    const send = (method: string, path: string, body: string) =>
+      fetch(`http://127.0.0.1:${app.adminPort}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+    const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    const cases: [string, string, string, RegExp][] = [
+      ['POST', '/api/v1/rollback', `{"versionId": ${deep(30_000)}}`, /nested deeper than 8 levels/],
+      ['POST', '/api/v1/rollback', `{"versionId": ${v}, "actor": ${deep(30_000)}}`, /nested deeper/],
+      ['PUT', '/api/v1/pins/default', `{"versionId": ${deep(30_000)}}`, /nested deeper/],
+      ['POST', '/api/v1/rollout/halt', `{"actor": ${deep(30_000)}}`, /nested deeper/],
+      ['POST', '/api/v1/rollback', `{"versionId": [${v}]}`, /versionId must be a whole number/],
+      ['POST', '/api/v1/rollback', `{"versionId": {"valueOf": ${v}}}`, /versionId must be a whole number/],
+      ['POST', '/api/v1/rollback', `{"versionId": ${v}, "actor": ["x"]}`, /actor must be a string/],
+      ['POST', '/api/v1/rollback', `{"versionId": ${v}, "actor": "${'a'.repeat(201)}"}`, /at most 200/],
+      ['PUT', '/api/v1/pins/default', `[${v}]`, /must be a JSON object/],
+      ['POST', '/api/v1/rollback', '{}', /body must be \{"versionId": <id>\}/],
+    ];
+    for (const [method, path, body, error] of cases) {
+      const r = await send(method, path, body);
+      const text = await r.text();
+      assert.is(r.status, 400, `${method} ${path} ${body.slice(0, 40)}: ${text.slice(0, 200)}`);
+      const json = JSON.parse(text) as { error: string; code: string };
+      assert.match(json.error, error);
+      assert.is(json.code, 'FXDS_BAD_REQUEST');
+    }
+    assert.equal(app.stores.pins.list(), []);
+    assert.equal(app.stores.audit.list(), [], 'nothing audited');
+    const ok = await send('POST', '/api/v1/rollback', JSON.stringify({ versionId: String(v), actor: 'ops' }));
+    assert.is(ok.status, 200, 'a version id as a string of digits is still accepted');
   } finally {
     await app.close();
   }

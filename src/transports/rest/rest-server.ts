@@ -41,6 +41,7 @@ import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
 import { recordReply } from '../replies.ts';
 import { encodeJson } from '../../xds/proto-json.ts';
+import { nestedDeeperThan } from '../../shared/json-depth.ts';
 import {
   DISCOVERY_REQUEST,
   RESOURCE_TYPES,
@@ -139,18 +140,6 @@ const MAX_SUBSCRIPTIONS_PER_NODE = 20_000;
 
 /** Far more than any DiscoveryRequest needs (node metadata is the deepest part); converters recurse. */
 const MAX_JSON_DEPTH = 64;
-
-/** Iterative, so a hostile body cannot overflow the stack here either. */
-function nestedDeeperThan(root: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[root, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (depth > max) return true;
-    if (v && typeof v === 'object')
-      for (const child of Object.values(v)) if (child && typeof child === 'object') stack.push([child, depth + 1]);
-  }
-  return false;
-}
 
 interface PollRequest {
   node: NodeIdentity & { userAgent: string };
