@@ -1,4 +1,5 @@
-import { hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
+import { Codes, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
+import { sha256Hex } from '../shared/hash.ts';
 import { resolve } from 'node:path';
 import type { SecretMaterial } from '../model/types.ts';
 import { loadSecrets } from '../source/secrets.ts';
@@ -48,8 +49,18 @@ export async function checkTree(
   caches = new PipelineCaches(),
   opts: Parameters<typeof checkTreeUncapped>[2] = {},
 ): Promise<TreeCheck & { unchanged?: true }> {
-  const r = await checkTreeUncapped(dir, caches, opts);
-  return { ...r, diagnostics: capped(r.diagnostics) };
+  try {
+    const r = await checkTreeUncapped(dir, caches, opts);
+    return { ...r, diagnostics: capped(r.diagnostics) };
+  } catch (err) {
+    // A stage that fails on a tree refuses it with the reason, like any error: the operator sees it
+    // in the rejection, `validate` prints it, and what is served stays.
+    const message = `the tree could not be checked: ${(err as Error).message}`;
+    return {
+      treeHash: sha256Hex(`check failed\n${message}`),
+      diagnostics: [{ code: Codes.CHECK_FAILED, severity: 'error', message }],
+    };
+  }
 }
 
 async function checkTreeUncapped(

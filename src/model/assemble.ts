@@ -29,6 +29,7 @@ import {
   type Model,
   type ModelListName,
 } from './types.ts';
+import { appendAll } from '../shared/arrays.ts';
 
 /** One document that passed its own checks, and where it is. */
 export interface Definition {
@@ -107,9 +108,9 @@ export class ModelAssembler {
     setModelFiles(model, layout);
 
     const diagnostics: Diagnostic[] = [];
-    for (const f of files) diagnostics.push(...this.contributions.get(f)!.diagnostics);
+    for (const f of files) appendAll(diagnostics, this.contributions.get(f)!.diagnostics);
     const textOf = (file: string) => this.files.get(file)?.text;
-    for (const key of this.duplicates) diagnostics.push(...duplicateDiagnostics(this.defs.get(key)!, textOf));
+    for (const key of this.duplicates) appendAll(diagnostics, duplicateDiagnostics(this.defs.get(key)!, textOf));
     return {
       model,
       diagnostics,

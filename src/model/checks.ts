@@ -24,6 +24,7 @@ import { editDistance } from '../shared/edit-distance.ts';
 import { sameItems } from '../shared/same-items.ts';
 import { changedNames, findByName } from '../shared/sorted-lists.ts';
 import { parseHostPort } from './addresses.ts';
+import { appendAll } from '../shared/arrays.ts';
 
 /** The model's definition of a document (src/model/assemble.ts). */
 type Lookup = (kind: string, name: string) => { doc: object; ref: DocRef } | undefined;
@@ -145,7 +146,7 @@ function perDocument<T extends { name: string }>(
   } else for (const doc of list) run(doc.name, doc);
   let errors = false;
   for (const ds of state.reported.values()) {
-    sink.diagnostics.push(...ds);
+    appendAll(sink.diagnostics, ds);
     errors ||= ds.some((d) => d.severity === 'error');
   }
   if (!memo) return;
@@ -157,7 +158,7 @@ function perDocument<T extends { name: string }>(
 function once(memo: WeakMap<object, Diagnostic[]> | undefined, doc: object, sink: DiagnosticSink, run: () => void) {
   const hit = memo?.get(doc);
   if (hit) {
-    sink.diagnostics.push(...hit);
+    appendAll(sink.diagnostics, hit);
     return;
   }
   const before = sink.diagnostics.length;
@@ -180,7 +181,7 @@ function onceCiting(
 ): string[] {
   const hit = memo?.get(doc);
   if (hit && (hit.services === services.list || hit.cited.every(([name, s]) => services.get(name) === s))) {
-    sink.diagnostics.push(...hit.diagnostics);
+    appendAll(sink.diagnostics, hit.diagnostics);
     return hit.cited.map(([name]) => name);
   }
   const before = sink.diagnostics.length;
@@ -681,12 +682,12 @@ function checkShadowedRoutes(routes: RouteDoc[], r: DocRef, sink: DiagnosticSink
       for (let len = 1; len <= value.length; len++) {
         const p = value.slice(0, len);
         // A case-sensitive earlier route covers only case-sensitive later ones (see matchCovers).
-        if (b.sensitive) candidates.push(...(index.prefix.get(keyOf(p, true)) ?? []));
-        candidates.push(...(index.prefix.get(keyOf(p, false)) ?? []));
+        if (b.sensitive) appendAll(candidates, index.prefix.get(keyOf(p, true)) ?? []);
+        appendAll(candidates, index.prefix.get(keyOf(p, false)) ?? []);
       }
       if (b.path !== undefined) {
-        if (b.sensitive) candidates.push(...(index.path.get(keyOf(b.path, true)) ?? []));
-        candidates.push(...(index.path.get(keyOf(b.path, false)) ?? []));
+        if (b.sensitive) appendAll(candidates, index.path.get(keyOf(b.path, true)) ?? []);
+        appendAll(candidates, index.path.get(keyOf(b.path, false)) ?? []);
       }
     }
     const j = candidates.filter((k) => matchCovers(shapes[k]!, b)).sort((x, y) => x - y)[0];

@@ -2,6 +2,7 @@ import { Codes, type Diagnostic, type DiagnosticCode, type Severity } from '../s
 import type { PathSegment } from '../shared/diagnostics.ts';
 import { YamlLocator } from './yaml-locate.ts';
 import type { Origin } from './types.ts';
+import { appendAll } from '../shared/arrays.ts';
 
 /** A document as validation sees it: its origin plus the text needed to locate fields lazily. */
 export interface DocRef {
@@ -63,8 +64,8 @@ export class DiagnosticSink {
     this.add('warning', code, ref, path, message);
   }
 
-  push(...ds: Diagnostic[]): void {
-    this.diagnostics.push(...ds);
+  push(ds: readonly Diagnostic[]): void {
+    appendAll(this.diagnostics, ds);
   }
 }
 

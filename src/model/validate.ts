@@ -12,6 +12,7 @@ import { checkModel, type CheckMemo } from './checks.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { SourceSet } from './sources.ts';
 import type { Model } from './types.ts';
+import { appendAll } from '../shared/arrays.ts';
 
 export interface ValidationResult {
   /** Present when there is no error (warnings allowed). */
@@ -30,9 +31,9 @@ export function validateSourceSet(
 ): ValidationResult {
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
   const sink = new DiagnosticSink((file) => texts.get(file));
-  sink.push(...source.diagnostics);
+  sink.push(source.diagnostics);
   const assembly = assembler.assemble(source.files);
-  sink.push(...assembly.diagnostics);
+  sink.push(assembly.diagnostics);
   const { model } = assembly;
   checkModel(model, sink, assembly.lookup, checks);
   const diagnostics = sortDiagnostics(sink.diagnostics);

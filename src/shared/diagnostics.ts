@@ -45,6 +45,8 @@ export const Codes = {
   ENVOY_REJECTED: 'FXDS_ENVOY_REJECTED',
   EMPTY_TREE: 'FXDS_EMPTY_TREE',
   MASS_REMOVAL: 'FXDS_MASS_REMOVAL',
+  /** A stage failed on the tree (a fault of fleetxds's, or a limit it did not foresee): refused with the reason. */
+  CHECK_FAILED: 'FXDS_CHECK_FAILED',
 } as const;
 export type DiagnosticCode = (typeof Codes)[keyof typeof Codes];
 

@@ -9,6 +9,7 @@
 import { shortHash } from '../shared/hash.ts';
 import { lowerBound } from '../shared/sorted-lists.ts';
 import type { EncodedResource } from './encoder.ts';
+import { appendAll } from '../shared/arrays.ts';
 
 export interface KeyChunk {
   /** A run of the type's resources, in name order. */
@@ -79,7 +80,7 @@ export function patchChunks(
   for (let t = 0; t < touched.length; t++) {
     const first = touched[t]!;
     if (first < next) continue; // already joined to the run before
-    out.push(...before.slice(next, first));
+    appendAll(out, before.slice(next, first));
     const from = first === 0 ? 0 : lowerBound(sorted, before[first]!.resources[0]!.name);
     let last = first;
     for (;;) {
@@ -93,11 +94,11 @@ export function patchChunks(
         last++;
         continue;
       }
-      out.push(...cut);
+      appendAll(out, cut);
       break;
     }
     next = last + 1;
   }
-  out.push(...before.slice(next));
+  appendAll(out, before.slice(next));
   return out;
 }

@@ -18,11 +18,10 @@ const MAX_ALIAS_COUNT = 100;
  */
 const MAX_EXPANDED_BYTES = 256 * 1024;
 const MAX_EXPANSION_FACTOR = 8;
-/**
- * Documents per file: far beyond any real file; checked before parsing (a 4 MB file of 690,000
- * documents blocked the loop for 24 s).
- */
+/** Documents per file: far beyond any real file; checked before parsing. */
 export const MAX_DOCUMENTS_PER_FILE = 5000;
+/** Documents in a whole tree (each costs validation and memory however small it is). */
+export const MAX_DOCUMENTS_PER_TREE = 100_000;
 
 /**
  * Parses one file (uncached: the pipeline's SourceCache keeps parses by content hash). With
@@ -38,14 +37,32 @@ export function parseYamlFile(file: string, text: string, hash = sha256Hex(text)
   );
 }
 
-/** The file refused, before any parse, when it has more documents than MAX_DOCUMENTS_PER_FILE. */
+/**
+ * At most how many documents a text holds: one more than its lines that start a document (`---`)
+ * or end one (`...`, after which a bare document may follow).
+ */
+export function documentBound(text: string): number {
+  let n = 1;
+  for (let at = 0; at < text.length;) {
+    const c = text.charCodeAt(at);
+    if ((c === 45 /* - */ && text.startsWith('---', at)) || (c === 46 /* . */ && text.startsWith('...', at))) n++;
+    const eol = text.indexOf('\n', at);
+    if (eol < 0) break;
+    at = eol + 1;
+  }
+  return n;
+}
+
+/** The file refused, before any parse, when it may have more documents than MAX_DOCUMENTS_PER_FILE. */
 function overDocumentLimit(file: string, text: string, hash: string): ParsedFile | undefined {
-  const separators = text.match(/^---/gm)?.length ?? 0;
-  if (separators + 1 <= MAX_DOCUMENTS_PER_FILE) return undefined;
+  const bound = documentBound(text);
+  if (bound <= MAX_DOCUMENTS_PER_FILE) return undefined;
   const diagnostic: Diagnostic = {
     code: Codes.YAML_LIMIT,
     severity: 'error',
-    message: `about ${separators + 1} documents in one file; the limit is ${MAX_DOCUMENTS_PER_FILE} (split the file)`,
+    message:
+      `up to ${bound} documents in one file (counting --- and ... lines); the limit is ` +
+      `${MAX_DOCUMENTS_PER_FILE} (split the file)`,
     location: { file, line: 1, column: 1 },
   };
   return { file, hash, text, documents: [], diagnostics: [diagnostic] };

@@ -5,6 +5,7 @@ import { join, relative, sep } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { PARALLEL_MIN_WORK, parseBatch, parseWork, ParseWorkers, type PoolStats } from './parse-pool.ts';
+import { documentBound, MAX_DOCUMENTS_PER_FILE, MAX_DOCUMENTS_PER_TREE } from './parse-yaml.ts';
 import type { ParseJob } from './parse-worker.ts';
 import { SourceCache } from './source-cache.ts';
 import type { ParsedFile, SourceSet } from '../model/sources.ts';
@@ -237,6 +238,18 @@ async function readTreeWith(
       }
     }
     slots.push(parsed);
+  }
+  // The tree's documents, counted before any parse: those of kept parses, and each new file's bound.
+  let documents = 0;
+  for (const f of slots) documents += f?.documents.length ?? 0;
+  for (const p of pending) documents += Math.min(documentBound(p.job.text), MAX_DOCUMENTS_PER_FILE + 1);
+  if (documents > MAX_DOCUMENTS_PER_TREE) {
+    diagnostics.push({
+      code: Codes.YAML_LIMIT,
+      severity: 'error',
+      message: `the tree holds up to ${documents} documents; the limit is ${MAX_DOCUMENTS_PER_TREE}`,
+    });
+    return { root, treeHash, files: [], diagnostics };
   }
   const parsed = await parseBatch(
     pending.map((p) => p.job),

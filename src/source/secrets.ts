@@ -10,6 +10,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import type { SecretDoc } from '../model/schema.ts';
 import type { Origin, SecretMaterial } from '../model/types.ts';
+import { appendAll } from '../shared/arrays.ts';
 
 export const EXPIRY_WARN_DAYS = 14;
 
@@ -117,7 +118,7 @@ export async function loadSecrets(
   const diagnostics: Diagnostic[] = [];
   for (const doc of docs) {
     const r = await loadSecret(doc, configDir, originOf(doc.name));
-    diagnostics.push(...r.diagnostics);
+    appendAll(diagnostics, r.diagnostics);
     if (r.material) materials.set(doc.name, r.material);
   }
   return { materials, diagnostics };

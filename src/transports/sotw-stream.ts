@@ -21,6 +21,7 @@ import { kindOfTypeUrl, ResourceTypes, TypeUrls, type ResourceKind } from '../xd
 import { DR, stringField, stringFieldThen } from '../xds/wire.ts';
 import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
+import { appendAll } from '../shared/arrays.ts';
 
 /** The fields of a DiscoveryRequest the state machine uses. */
 export interface SotwRequest {
@@ -94,7 +95,7 @@ function desiredOf(sub: Subscription, t: TypeSnapshot): readonly EncodedResource
   const desired: EncodedResource[] = [];
   if (sub.wildcard) {
     if (sub.names.size === 0) return t.wildcard; // Envoy's LDS and CDS: the shared list itself
-    desired.push(...t.wildcard);
+    appendAll(desired, t.wildcard);
     for (const name of [...sub.names].sort()) {
       const r = t.resources.get(name);
       if (r?.namedOnly) desired.push(r); // named explicitly besides the wildcard
