@@ -226,6 +226,7 @@ export async function startApp(
       holdMs: config.rest.holdMs,
       bodyLimit: config.rest.bodyLimit,
       maxHeld: config.rest.maxHeld,
+      maxCachedBytes: config.rest.maxCachedBytes,
       pollerExpiryMs: config.rest.pollerExpiryMs,
       refreshDelayMs: config.rest.refreshDelayMs,
       requestTimeoutMs: config.rest.requestTimeoutMs,

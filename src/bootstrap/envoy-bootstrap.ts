@@ -6,7 +6,7 @@
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { encodeJson } from '../xds/proto-json.ts';
-import { grpcVariant, restVariant } from '../snapshot/config-sources.ts';
+import { XDS_CLUSTER_METADATA, grpcVariant, restVariant } from '../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER, LONG_POLL_METADATA, REST_XDS_CLUSTER } from './config-source.ts';
 
 /**
@@ -203,6 +203,8 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
     case 'per-type-delta': {
       // The same config source the server writes into served clusters and listeners for this proxy.
       const source = grpcVariant(GRPC_XDS_CLUSTER, input.mode === 'per-type-delta').sourceFor('cluster', '');
+      // Served resources name this proxy's cluster for fleetxds, whatever :authority it sends.
+      node.metadata = { [XDS_CLUSTER_METADATA.namespace]: { [XDS_CLUSTER_METADATA.field]: GRPC_XDS_CLUSTER } };
       dynamic = { cds_config: source, lds_config: source };
       clusters.push(staticCluster(GRPC_XDS_CLUSTER, serversOf(input), true, input.tls));
       break;
@@ -215,8 +217,15 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
         refreshDelayMs: input.refreshDelayMs ?? 1000,
         requestTimeoutMs: longPoll > 0 ? (input.requestTimeoutMs ?? 30_000) : undefined,
       }).sourceFor('cluster', '');
-      // The promise that lets the server hold polls: this proxy's request_timeout outlasts it.
-      if (longPoll > 0) node.metadata = { [LONG_POLL_METADATA.namespace]: { [LONG_POLL_METADATA.field]: longPoll } };
+      // The promise that lets the server hold polls (this proxy's request_timeout outlasts it), and
+      // the name served resources give this proxy's cluster for fleetxds, whatever Host it sends.
+      node.metadata = {
+        // One namespace for both (LONG_POLL_METADATA's is the same).
+        [XDS_CLUSTER_METADATA.namespace]: {
+          [XDS_CLUSTER_METADATA.field]: REST_XDS_CLUSTER,
+          ...(longPoll > 0 && { [LONG_POLL_METADATA.field]: longPoll }),
+        },
+      };
       dynamic = { cds_config: source, lds_config: source };
       clusters.push(staticCluster(REST_XDS_CLUSTER, serversOf(input), false, input.tls));
       break;

@@ -149,6 +149,16 @@ export const ServerConfigSchema = Type.Object(
           requestTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
           bodyLimit: Type.Optional(Type.Integer({ minimum: 1024, maximum: 67108864 })),
           maxHeld: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000000 })),
+          maxCachedBytes: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 17179869184,
+              description:
+                'Response bodies kept per type and version for reuse by other polls, in bytes (default 64 MiB). ' +
+                'What is kept is keyed by what pollers send, so it is bounded; a body past the bound is made for ' +
+                'its poll alone.',
+            }),
+          ),
           pollerExpiryMs: Type.Optional(
             Type.Integer({
               minimum: 100,
@@ -300,6 +310,7 @@ export interface RestSettings {
   requestTimeoutMs: number;
   bodyLimit: number;
   maxHeld: number;
+  maxCachedBytes: number;
   pollerExpiryMs?: number;
 }
 
@@ -328,6 +339,7 @@ export function restSettings(r: Partial<RestSettings> & { listen: string }): Res
     refreshDelayMs: r.refreshDelayMs ?? 1_000,
     bodyLimit: r.bodyLimit ?? 1024 * 1024,
     maxHeld: r.maxHeld ?? 100_000,
+    maxCachedBytes: r.maxCachedBytes ?? 64 << 20,
     pollerExpiryMs: r.pollerExpiryMs,
     tokens: r.tokens,
     tls: r.tls,

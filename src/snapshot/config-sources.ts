@@ -31,13 +31,35 @@ export interface ConfigSourceVariant {
 
 type Obj = Record<string, unknown>;
 
-/** Cluster names a proxy may use for its xDS server; anything else falls back to the default. */
-const CLUSTER_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
-/** `host:port` is what curl and other HTTP clients send; Envoy sends the bare cluster name. */
-const HOST_AND_PORT = /:\d+$/;
+/**
+ * Node metadata by which a proxy states the name of the static cluster it reaches fleetxds through
+ * (`fleetxds bootstrap` writes it): `{fleetxds: {xds_cluster: NAME}}`.
+ */
+export const XDS_CLUSTER_METADATA = { namespace: 'fleetxds', field: 'xds_cluster' } as const;
 
-export function xdsClusterName(candidate: string | undefined, fallback: string): string {
-  return candidate && CLUSTER_NAME.test(candidate) && !HOST_AND_PORT.test(candidate) ? candidate : fallback;
+/**
+ * What a cluster name may be here: printable, without spaces, at most 255 characters. Envoy takes
+ * almost any string as a cluster name (`xds.example.com:21002`, `rest@dc1`), so nothing narrower.
+ */
+const CLUSTER_NAME = /^[\x21-\x7e]{1,255}$/;
+
+function statedClusterName(metadata: Readonly<Record<string, unknown>> | undefined): string | undefined {
+  const ns = metadata?.[XDS_CLUSTER_METADATA.namespace];
+  const v = ns && typeof ns === 'object' ? (ns as Record<string, unknown>)[XDS_CLUSTER_METADATA.field] : undefined;
+  return typeof v === 'string' && CLUSTER_NAME.test(v) ? v : undefined;
+}
+
+/**
+ * The proxy's own cluster for fleetxds: the name its node metadata states; else the request's
+ * Host (REST) or :authority (per-type gRPC), which Envoy sets to that cluster's name unless the
+ * bootstrap sets `envoy_grpc.authority`; else `fallback`.
+ */
+export function xdsClusterName(
+  metadata: Readonly<Record<string, unknown>> | undefined,
+  header: string | undefined,
+  fallback: string,
+): string {
+  return statedClusterName(metadata) ?? (header && CLUSTER_NAME.test(header) ? header : fallback);
 }
 
 /** Per-type gRPC (no ADS): references go to the same service kind over the proxy's xDS cluster. */

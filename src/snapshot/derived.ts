@@ -34,3 +34,44 @@ export function derive<O extends Derivable, A, T>(
   values.set(key, value);
   return value;
 }
+
+/** Bytes held per space of deriveWithin (beside the space, so the space stays a plain Map). */
+const HELD_BYTES = new WeakMap<Map<string, unknown>, number>();
+
+export interface DeriveLimits<T> {
+  entries: number;
+  bytes: number;
+  /** What keeping the value holds, in bytes. */
+  weigh(value: T): number;
+}
+
+/**
+ * derive() for values keyed by what clients send: the space holds at most `entries` values and
+ * `bytes` bytes (oldest dropped first), and a value larger than `bytes` alone is returned unkept.
+ */
+export function deriveWithin<O extends Derivable, A, T>(
+  on: O,
+  space: string,
+  key: string,
+  make: (on: O, arg: A, key: string) => T,
+  arg: A,
+  limits: DeriveLimits<T>,
+): T {
+  on.derived ??= new Map();
+  let values = on.derived.get(space);
+  if (!values) on.derived.set(space, (values = new Map()));
+  const hit = values.get(key);
+  if (hit !== undefined) return hit as T;
+  const value = make(on, arg, key);
+  const weight = limits.weigh(value);
+  if (weight > limits.bytes) return value;
+  let held = HELD_BYTES.get(values) ?? 0;
+  while (values.size > 0 && (values.size >= limits.entries || held + weight > limits.bytes)) {
+    const oldest = values.keys().next().value as string;
+    held -= limits.weigh(values.get(oldest) as T);
+    values.delete(oldest);
+  }
+  values.set(key, value);
+  HELD_BYTES.set(values, held + weight);
+  return value;
+}

@@ -60,8 +60,8 @@ export interface StreamOptions {
   secretsAllowed?: boolean;
   /** Told when a request is refused without ending the stream (an ADS request for secrets). */
   onRefusal?: (reason: string) => void;
-  /** How references in served resources must point for this client; undefined keeps ADS. */
-  variant?: ConfigSourceVariant;
+  /** How references in served resources must point for this client (from its node); none keeps ADS. */
+  variantFor?: (node: NodeIdentity) => ConfigSourceVariant;
   /** Longest wait of listeners and routes for the endpoints of new clusters (ADS only; warming-hold.ts). */
   warmingHoldMs?: number;
 }
@@ -80,6 +80,8 @@ export abstract class StreamBase {
   protected status?: StreamStatus;
   protected node?: NodeIdentity;
   protected group?: string;
+  /** How this client fetches what resources reference (set with its node). */
+  private variant?: ConfigSourceVariant;
   protected closed = false;
   private nonceCounter = 0;
   private secretsRefused = false;
@@ -137,6 +139,7 @@ export abstract class StreamBase {
     const refusal = this.opts.authorize?.(node);
     if (refusal) throw new FleetError(ErrorCodes.FORBIDDEN, refusal);
     this.node = node;
+    this.variant = this.opts.variantFor?.(node);
     const cfg = this.opts.cache.current;
     this.group = cfg ? cfg.resolver.resolve(this.node) : 'default';
     this.status = this.opts.registry.open({
@@ -225,7 +228,7 @@ export abstract class StreamBase {
 
   /** What this client is sent of a type snapshot: config sources pointed the way it fetches. */
   protected view(t: TypeSnapshot): TypeSnapshot {
-    return viewOf(t, this.opts.variant);
+    return viewOf(t, this.variant);
   }
 
   /** The client answered a response of ours (ACK or NACK). */

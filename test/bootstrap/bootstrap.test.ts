@@ -96,9 +96,13 @@ test('key properties per mode', () => {
   const rest = (envoyBootstrap(cases.rest!) as any).dynamic_resources.cds_config.api_config_source;
   assert.equal({ t: rest.api_type, r: rest.refresh_delay, q: rest.request_timeout }, { t: 'REST', r: '1s', q: '30s' });
   // Long polling is opted into by node metadata, and only with a request_timeout that outlasts the hold.
-  assert.equal((envoyBootstrap(cases.rest!) as any).node.metadata, { fleetxds: { long_poll_ms: 25000 } });
+  // The node also states its cluster for fleetxds, which served config sources must name.
+  assert.equal((envoyBootstrap(cases.rest!) as any).node.metadata, {
+    fleetxds: { xds_cluster: 'fleetxds_rest', long_poll_ms: 25000 },
+  });
   const plain = envoyBootstrap(cases['rest-no-long-poll']!) as any;
-  assert.is(plain.node.metadata, undefined);
+  assert.equal(plain.node.metadata, { fleetxds: { xds_cluster: 'fleetxds_rest' } });
+  assert.equal((envoyBootstrap(cases['per-type']!) as any).node.metadata, { fleetxds: { xds_cluster: 'fleetxds' } });
   assert.is(plain.dynamic_resources.cds_config.api_config_source.request_timeout, undefined);
   const perType = (envoyBootstrap(cases['per-type-delta']!) as any).dynamic_resources;
   assert.is(perType.ads_config, undefined);

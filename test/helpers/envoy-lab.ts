@@ -58,6 +58,12 @@ export interface LabEnvoySpec {
   httpsPort: number;
   /** Delays what this Envoy sends to the server (slow-link.ts): its requests arrive late. */
   uplinkDelayMs?: number;
+  /**
+   * The bootstrap's cluster for fleetxds named as an operator may name it (`rest-legacy`, `rest`,
+   * `per-type*`): `authority` sets envoy_grpc.authority; `stated` keeps the node metadata that
+   * names it (as `fleetxds bootstrap` writes it), else the server has only Host or :authority.
+   */
+  xdsCluster?: { name: string; authority?: string; stated?: boolean };
 }
 
 export interface Response {
@@ -240,7 +246,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
         api_config_source: {
           api_type: 'REST',
           transport_api_version: 'V3',
-          cluster_names: ['ops_xds'],
+          cluster_names: [spec.xdsCluster?.name ?? 'ops_xds'],
           refresh_delay: '1s',
         },
       };
@@ -250,11 +256,11 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
         static_resources: {
           clusters: [
             {
-              name: 'ops_xds',
+              name: spec.xdsCluster?.name ?? 'ops_xds',
               type: 'STATIC',
               connect_timeout: '1s',
               load_assignment: {
-                cluster_name: 'ops_xds',
+                cluster_name: spec.xdsCluster?.name ?? 'ops_xds',
                 endpoints: [
                   {
                     lb_endpoints: [
@@ -307,6 +313,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     );
     const bootstrap = JSON.parse(stdout);
     if (spec.mode === 'ads-node-always') bootstrap.dynamic_resources.ads_config.set_node_on_first_message_only = false;
+    if (spec.xdsCluster) renameXdsCluster(bootstrap, spec.xdsCluster);
     return bootstrap;
   };
 
@@ -394,6 +401,26 @@ export function steadyLoad(specs: LabEnvoySpec[], paths: string[], workersPerEnv
     await Promise.all(all);
   };
   return load;
+}
+
+/** Renames the bootstrap's one static cluster (fleetxds) everywhere it is named. */
+function renameXdsCluster(bootstrap: any, to: NonNullable<LabEnvoySpec['xdsCluster']>): void {
+  const from: string = bootstrap.static_resources.clusters[0].name;
+  const walk = (v: any): void => {
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => (x === from ? (v[i] = to.name) : walk(x)));
+      return;
+    }
+    if (!v || typeof v !== 'object') return;
+    for (const [k, x] of Object.entries(v)) {
+      if (x === from && (k === 'name' || k === 'cluster_name')) v[k] = to.name;
+      else walk(x);
+      if (k === 'envoy_grpc' && to.authority) (x as any).authority = to.authority;
+    }
+  };
+  walk(bootstrap);
+  if (to.stated) bootstrap.node.metadata.fleetxds.xds_cluster = to.name;
+  else delete bootstrap.node.metadata?.fleetxds?.xds_cluster;
 }
 
 /** Specs with fresh ports for each (mode, version). */

@@ -72,17 +72,26 @@ test('variants: per-type gRPC names the proxy cluster and protocol; REST carries
   assert.not.ok('request_timeout' in short.api_config_source, "without long polling, Envoy's default timeout");
 });
 
-const CLUSTER_NAMES: [string | undefined, string][] = [
-  ['xds_cluster', 'xds_cluster'],
-  ['fleetxds.internal:grpc', 'fleetxds.internal:grpc'],
-  ['127.0.0.1:18000', 'fallback'],
-  ['a b', 'fallback'],
-  ['x'.repeat(129), 'fallback'],
-  [undefined, 'fallback'],
+const stated = (name: unknown) => ({ fleetxds: { xds_cluster: name } });
+const CLUSTER_NAMES: [metadata: Record<string, unknown> | undefined, header: string | undefined, want: string][] = [
+  [undefined, 'xds_cluster', 'xds_cluster'],
+  [undefined, 'fleetxds.internal:grpc', 'fleetxds.internal:grpc'],
+  // Envoy sends its cluster's name verbatim, whatever it is: a port or an @ in it included.
+  [undefined, 'xds.example.com:21002', 'xds.example.com:21002'],
+  [undefined, 'rest@dc1', 'rest@dc1'],
+  [undefined, 'a b', 'fallback'],
+  [undefined, 'x'.repeat(256), 'fallback'],
+  [undefined, 'x'.repeat(255), 'x'.repeat(255)],
+  [undefined, undefined, 'fallback'],
+  // What the node states wins over the header (an envoy_grpc.authority bootstrap sends another name).
+  [stated('cp.example.com:21000'), 'fleetxds.example.com', 'cp.example.com:21000'],
+  [stated(42), 'from-header', 'from-header'],
+  [stated('bad name'), undefined, 'fallback'],
+  [{ fleetxds: 'xds' }, 'from-header', 'from-header'],
 ];
-for (const [candidate, want] of CLUSTER_NAMES) {
-  test(`xdsClusterName(${JSON.stringify(candidate)?.slice(0, 20)}) -> ${want}`, () => {
-    assert.is(xdsClusterName(candidate, 'fallback'), want);
+for (const [metadata, header, want] of CLUSTER_NAMES) {
+  test(`xdsClusterName(${JSON.stringify(metadata) ?? '-'}, ${JSON.stringify(header)?.slice(0, 24)}) -> ${want.slice(0, 24)}`, () => {
+    assert.is(xdsClusterName(metadata, header, 'fallback'), want);
   });
 }
 

@@ -165,9 +165,11 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
         fixedKind: spec.kind,
         secretsAllowed: opts.secretsAllowed ?? false,
         onRefusal: (reason: string) => log().warn({ node: stream.streamStatus?.nodeId }, reason),
-        // A per-type client has no ADS: point references at the same services over its own xDS
-        // cluster, whose name Envoy sends as the :authority.
-        variant: spec.kind ? grpcVariant(xdsClusterName(call.authority, GRPC_XDS_CLUSTER), spec.delta) : undefined,
+        // A per-type client has no ADS: point references at the same services over its own xDS cluster.
+        variantFor: spec.kind
+          ? (node: NodeIdentity) =>
+              grpcVariant(xdsClusterName(node.metadata, call.authority, GRPC_XDS_CLUSTER), spec.delta)
+          : undefined,
         maxBehindMs: opts.maxBehindMs ?? DEFAULT_MAX_BEHIND_MS,
         warmingHoldMs: opts.warmingHoldMs,
         onStuck: (behindMs: number) => {

@@ -36,7 +36,7 @@ import { SECRETS_REFUSED } from '../stream-base.ts';
 import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
 import { groupSnapshotFor, type PublishedConfig, type SnapshotCache } from '../../snapshot/snapshot-cache.ts';
-import { derive } from '../../snapshot/derived.ts';
+import { deriveWithin } from '../../snapshot/derived.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
 import { recordReply } from '../replies.ts';
@@ -58,6 +58,8 @@ export interface RestOptions {
   holdMs: number;
   bodyLimit: number;
   maxHeld: number;
+  /** Bytes of response bodies kept per type snapshot (restSelection). */
+  maxCachedBytes: number;
   /** How long a silent node stays in the status (default from the hold and refresh delay). */
   pollerExpiryMs?: number;
   /** refresh_delay given to REST config sources in served resources. */
@@ -94,16 +96,36 @@ interface Held {
   timer?: NodeJS.Timeout;
 }
 
-/** Distinct selections kept per type snapshot (bodies computed once per version, shared by every poll). */
+/**
+ * Selection bodies kept per type snapshot, computed once per version and shared by every poll. A
+ * selection is keyed by what the client sends (names, its xDS cluster), so what is kept is bounded
+ * in count and in bytes: a body past the bound is made for its poll and not held.
+ */
 const MAX_SELECTIONS = 10_000;
 
 export function selectionKey(kind: ResourceKind, names: readonly string[]): string {
   return ResourceTypes[kind].wildcard ? '*' : [...new Set(names)].sort().join('\u0000');
 }
 
-export function restSelection(t: TypeSnapshot, names: readonly string[], variant: ConfigSourceVariant): Selection {
+export function restSelection(
+  t: TypeSnapshot,
+  names: readonly string[],
+  variant: ConfigSourceVariant,
+  maxCachedBytes: number,
+): Selection {
   const key = selectionKey(t.kind, names);
-  return derive(t, 'rest-selection', `${variant.key}\u0001${key}`, makeSelection, { key, variant }, MAX_SELECTIONS);
+  return deriveWithin(
+    t,
+    'rest-selection',
+    `${variant.key}\u0001${key}`,
+    makeSelection,
+    { key, variant },
+    {
+      entries: MAX_SELECTIONS,
+      bytes: maxCachedBytes,
+      weigh: (s) => s.body.length + key.length,
+    },
+  );
 }
 
 function makeSelection(t: TypeSnapshot, { key, variant }: { key: string; variant: ConfigSourceVariant }): Selection {
@@ -323,7 +345,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     for (const h of [...held.values()]) {
       const t = servedTo(cfg, h.node).snapshot?.types[h.kind];
       if (!t) continue;
-      const sel = restSelection(t, h.names, h.variant);
+      const sel = restSelection(t, h.names, h.variant, opts.maxCachedBytes);
       if (sel.version !== h.version && sel.version !== h.sub.nackedSent) answer(h, { t, sel });
       else maybeAcked(h.status, pollers.get(h.status)!, t);
     }
@@ -393,12 +415,12 @@ export function createRestServer(opts: RestOptions): RestServer {
 
     // Long polling only for proxies that said their request_timeout allows it.
     const holdMs = Math.min(opts.holdMs, longPollMs(node.metadata));
-    const variant = variantFor(xdsClusterName(req.headers.host, REST_XDS_CLUSTER), holdMs > 0);
+    const variant = variantFor(xdsClusterName(node.metadata, req.headers.host, REST_XDS_CLUSTER), holdMs > 0);
     status.stage = at.stage;
     const t = at.snapshot!.types[kind];
-    const sel = restSelection(t, names, variant);
-    // A version this proxy rejected is not sent again (it keeps its last good one) until the next change.
-    const rejected = sub.nackedSent === sel.version && version !== '' && version === sub.acked;
+    const sel = restSelection(t, names, variant, opts.maxCachedBytes);
+    // A version this proxy rejected is not sent again (it keeps its last good one, or none) until the next change.
+    const rejected = sub.nackedSent === sel.version && version === (sub.acked ?? '');
     if (!rejected && (version === '' || version !== sel.version)) return sendSelection(reply, status, sub, t, sel);
     maybeAcked(status, state, t);
     if (holdMs === 0 || held.size >= opts.maxHeld) return void reply.code(304).send();
