@@ -12,7 +12,6 @@ import { checkModel, type CheckMemo } from './checks.ts';
 import { DiagnosticSink } from './diagnostic-sink.ts';
 import type { SourceSet } from './sources.ts';
 import type { Model } from './types.ts';
-import { appendAll } from '../shared/arrays.ts';
 
 export interface ValidationResult {
   /** Present when there is no error (warnings allowed). */
