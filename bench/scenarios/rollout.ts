@@ -66,7 +66,7 @@ export async function rolloutCost(n: number): Promise<RolloutCost> {
     writeFileSync(
       join(cfg, 'rollout.yaml'),
       'kind: Rollout\nname: bench\nstages:\n  - name: canary\n    select: { idPattern: "c0-*" }\n' +
-        '    gates: { soak: 1h }\n',
+        '    gates: { soak: 1h }\nacceptUnauthenticatedNodes: true\n',
     );
     await new Promise((r) => setTimeout(r, 1000)); // the policy alone: applied, nothing served changes
     const rssBefore = procStats(server.child.pid!).rssMB;

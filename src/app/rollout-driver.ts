@@ -47,6 +47,14 @@ export class RolloutDriver {
   nacked(n: NackReport): void {
     const a = this.pipeline.rollout;
     if (!a) return;
+    if (!n.stream.authenticated && !a.plan.acceptsUnauthenticated) {
+      // Anyone may claim a node id without credentials: such a NACK is recorded, but steers nothing.
+      this.log.warn(
+        { node: n.stream.nodeId, typeUrl: n.typeUrl },
+        'NACK from a node the transport did not authenticate: the rollout does not count it',
+      );
+      return;
+    }
     const node = { id: n.stream.nodeId, cluster: n.stream.nodeCluster, metadata: {} };
     const nodeStage = a.plan.stageOf(node, n.stream.group);
     void this.pipeline

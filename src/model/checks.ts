@@ -385,6 +385,14 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
   }
   for (const ro of model.rollouts ?? []) {
     const r = ref('Rollout', ro.name);
+    if (ro.acceptUnauthenticatedNodes)
+      sink.warn(
+        Codes.INVALID_VALUE,
+        r,
+        ['acceptUnauthenticatedNodes'],
+        'proxies the transport does not authenticate count in gates and halt on NACK: any client that can ' +
+          'reach fleetxds can claim a node id and promote or halt this rollout',
+      );
     const seen = new Set<string>();
     ro.stages.forEach((st, i) => {
       if (seen.has(st.name) || st.name === 'rest')

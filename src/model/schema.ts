@@ -481,6 +481,14 @@ export const Rollout = Type.Object(
           'previous version (default "halt": the stage keeps the new version).',
       }),
     ),
+    acceptUnauthenticatedNodes: Type.Optional(
+      Type.Boolean({
+        description:
+          'Count proxies whose node id the transport did not authenticate (no client certificate bound to it, ' +
+          'no REST token) in gates, and let their NACKs halt the rollout. Default false: any client could ' +
+          'claim a node id and steer the rollout with forged ACKs or NACKs.',
+      }),
+    ),
   },
   { ...strict, description: 'Staged delivery of every new version. At most one per tree.' },
 );

@@ -30,6 +30,8 @@ export interface RolloutPlan {
   readonly doc: RolloutDoc;
   readonly stages: readonly Stage[];
   readonly onNack: 'halt' | 'rollback';
+  /** Whether proxies the transport did not authenticate count in gates and halt on NACK. */
+  readonly acceptsUnauthenticated: boolean;
   /** Index of the proxy's stage; `stages.length` for "rest". */
   stageOf(node: NodeIdentity, group: string): number;
   /** Stage names with "rest" last. */
@@ -67,6 +69,7 @@ export function compilePlan(doc: RolloutDoc): RolloutPlan {
     doc,
     stages,
     onNack: doc.onNack ?? 'halt',
+    acceptsUnauthenticated: doc.acceptUnauthenticatedNodes ?? false,
     names: [...stages.map((s) => s.name), 'rest'],
     stageOf(node, group) {
       const i = stages.findIndex((s) => s.selects(node, group));

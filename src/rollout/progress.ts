@@ -14,6 +14,8 @@ import { servesNew, type RolloutState } from './state.ts';
 export interface NodeView {
   nodeId: string;
   group: string;
+  /** Whether the transport authenticated the node (see StreamStatus.authenticated). */
+  authenticated: boolean;
   types: Readonly<Record<string, { ackedVersion?: string } | undefined>>;
 }
 
@@ -25,6 +27,8 @@ export interface StageProgress {
   nodes: number;
   /** Of those, proxies that ACKed the version they are served, for every type they subscribe to. */
   upToDate: number;
+  /** Connected proxies of the stage not counted: the transport did not authenticate them. */
+  unauthenticated: number;
 }
 
 export interface RolloutProgress {
@@ -53,10 +57,15 @@ export function rolloutProgress(
     onNewVersion: servesNew(state, i),
     nodes: 0,
     upToDate: 0,
+    unauthenticated: 0,
   }));
   for (const n of nodes) {
     const i = plan.stageOf({ id: n.nodeId, cluster: '', metadata: {} }, n.group);
     const s = stages[i]!;
+    if (!n.authenticated && !plan.acceptsUnauthenticated) {
+      s.unauthenticated++;
+      continue;
+    }
     s.nodes++;
     const staged = cfg?.staged?.groups.get(n.group);
     const target = s.onNewVersion && staged ? staged : cfg?.groups.get(n.group);

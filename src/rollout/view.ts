@@ -25,6 +25,8 @@ export interface RolloutView {
   startedAt: string;
   stageSince: string;
   onNack: 'halt' | 'rollback';
+  /** Which proxies gates and NACK halts count. */
+  counts: 'authenticated nodes' | 'all nodes';
   halt?: HaltInfo;
   stages: RolloutStageView[];
 }
@@ -45,6 +47,7 @@ export function rolloutView(
   const stages = progress.stages.map((p, i): RolloutStageView => {
     const version = p.onNewVersion ? state.to : state.from;
     let summary = `${p.name}: ${p.nodes} node${p.nodes === 1 ? '' : 's'} on version ${version}, ${p.upToDate} ACKed`;
+    if (p.unauthenticated) summary += ` (${p.unauthenticated} unauthenticated, not counted)`;
     const view: RolloutStageView = { ...p, summary };
     const gates = plan.stages[i]?.gates;
     if (i === state.stage && state.status === 'progressing' && gates) {
@@ -73,6 +76,7 @@ export function rolloutView(
     startedAt: state.startedAt,
     stageSince: state.stageSince,
     onNack: plan.onNack,
+    counts: plan.acceptsUnauthenticated ? 'all nodes' : 'authenticated nodes',
     ...(state.halt ? { halt: state.halt } : {}),
     stages,
   };

@@ -29,6 +29,11 @@ export interface StreamStatus {
   userAgent: string;
   /** The client certificate the connection was verified with (mTLS). */
   clientCertificate?: ClientCertificate;
+  /**
+   * Whether the transport authenticated the node: a client certificate bound to the claimed node
+   * id, or a REST bearer token. Rollout gates and NACK halts count only such nodes by default.
+   */
+  authenticated: boolean;
   connectedAt: string;
   disconnectedAt?: string;
   types: Record<string, TypeStatus>;
@@ -227,6 +232,7 @@ export class NodeRegistry implements StreamRegistry {
       peer: info.peer,
       userAgent: info.userAgent,
       clientCertificate: info.clientCertificate,
+      authenticated: info.authenticated,
       nodeCluster: info.nodeCluster,
       lastSeenAt: nowIso(),
     });

@@ -149,6 +149,8 @@ export abstract class StreamBase {
       transport: this.opts.transport,
       peer: this.opts.peer,
       userAgent: displayUserAgent(n.userAgent ?? ''),
+      // A node the transport bound to a client certificate (authorize) is authenticated.
+      authenticated: this.opts.authorize !== undefined,
       ...(this.opts.clientCertificate ? { clientCertificate: this.opts.clientCertificate } : {}),
     });
     this.unsubscribe = this.opts.cache.onPublish((next) => this.publish(next));

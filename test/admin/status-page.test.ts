@@ -171,7 +171,7 @@ test('a staged rollout: the stage line with its progress, each node with its sta
   writeFileSync(
     join(root, 'services', 'rollout.yaml'),
     'kind: Rollout\nname: staged\nstages:\n  - name: canary\n    select: { idPattern: "page-client-1" }\n' +
-      '    gates: { soak: 10m }\n',
+      '    gates: { soak: 10m }\nacceptUnauthenticatedNodes: true\n',
   );
   await waitFor('the policy applied', async () => /version 4 applied/.test(await text('#version')), 15_000);
   editGrpc((docs) => {

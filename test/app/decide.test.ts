@@ -15,7 +15,8 @@ const tree = (timeout: string) => ({
   ...BASE,
   'services.yaml': BASE['services.yaml']!.replace('name: api\n', `name: api\nconnectTimeout: ${timeout}\n`),
 });
-const ROLLOUT = 'kind: Rollout\nname: r\nstages:\n  - name: canary\n    select: { idPattern: "canary-*" }\n';
+const ROLLOUT =
+  'kind: Rollout\nname: r\nstages:\n  - name: canary\n    select: { idPattern: "canary-*" }\nacceptUnauthenticatedNodes: true\n';
 const NEVER = 'f'.repeat(64);
 
 interface World {

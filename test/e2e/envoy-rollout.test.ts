@@ -35,6 +35,8 @@ test.before(async () => {
     {
       kind: 'Rollout',
       name: 'staged',
+      // The lab's Envoys connect without client certificates: the rollout must count them.
+      acceptUnauthenticatedNodes: true,
       stages: [
         { name: 'canary', select: { groups: [canary.id] }, gates: { soak: '10m' } },
         { name: 'wave', select: { groups: [wave.id] }, gates: { soak: '1s' } },

@@ -60,6 +60,8 @@ stages:
   - name: canary
     select: { idPattern: "canary-*" }
     gates: { soak: 3s }
+# The gRPC clients here connect without credentials: the rollout must count them.
+acceptUnauthenticatedNodes: true
 `,
   );
   server = await spawnServer(join(root, 'fleetxds.yaml'), { FLEETXDS_DATABASE: join(root, 'state', 'x.db') });

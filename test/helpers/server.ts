@@ -25,6 +25,7 @@ export interface StartOptions {
     maxConnectionAgeGraceMs?: number;
     warmingHoldMs?: number;
     threads?: number | 'auto';
+    tls?: ServerConfig['grpc']['tls'];
   };
   replica?: ServerConfig['replica'];
   /** host:port for gRPC (default: a free port on 127.0.0.1). */

@@ -26,6 +26,7 @@ stages:
   - name: canary
     select: { idPattern: "canary-*" }
     gates: { approval: manual }
+acceptUnauthenticatedNodes: true
 `;
 const tree = (timeout: string, rollout = false) => ({
   ...BASE,

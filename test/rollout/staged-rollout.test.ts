@@ -18,6 +18,8 @@ name: staged
 stages:
   - name: canary
     select: { idPattern: "canary-*" }
+# The scripted clients here connect without credentials: the rollout must count them.
+acceptUnauthenticatedNodes: true
 `;
 const tree = (timeout: string) => ({
   ...BASE,

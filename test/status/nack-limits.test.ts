@@ -54,6 +54,7 @@ test('NACKs of many versions from one node: at most NACK_REPORTS_PER_MINUTE repo
     transport: 'grpc-ads',
     peer: 'p',
     userAgent: '',
+    authenticated: false,
   });
   for (let v = 0; v < 100; v++) reg.nacked(s, T.cluster, `v${v}`, String(v), 13, 'bad');
   assert.is(reported.length, NACK_REPORTS_PER_MINUTE);

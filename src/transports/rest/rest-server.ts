@@ -406,6 +406,7 @@ export function createRestServer(opts: RestOptions): RestServer {
       transport: 'rest',
       peer: req.ip,
       userAgent: node.userAgent,
+      authenticated: Boolean(tls?.identityPrefix) || Boolean(opts.tokens?.enabled),
       ...(cert ? { clientCertificate: clientCertificateOf(cert) } : {}),
     });
     let state = pollers.get(status);
