@@ -24,6 +24,12 @@ import { RolloutDriver } from './rollout-driver.ts';
 import { DecisionDesk } from './decisions.ts';
 import type { PostgresDecisionLog } from '../decisions/postgres-log.ts';
 import type { SharedDecisionStatus } from '../decisions/decision.ts';
+import { LineBudget } from '../shared/line-budget.ts';
+import { retentionOf } from '../store/retention.ts';
+import { MAX_NACK_MESSAGE } from '../store/nacks.ts';
+
+/** NACK lines written to the log per minute at most (each is in the NACK log too). */
+const NACK_LINES_PER_MINUTE = 60;
 
 export interface RunningApp {
   grpcPort: number;
@@ -63,14 +69,11 @@ export async function startApp(
   };
   const grpcCertificate = certificate('grpc', config.grpc.tls);
   const restCertificate = certificate('rest', config.rest?.tls);
-  const stores = openStores(config.database);
+  const stores = openStores(config.database, retentionOf(config.retention));
   const cache = new SnapshotCache();
+  const nackLines = new LineBudget(NACK_LINES_PER_MINUTE, 60_000);
   const registry = new NodeRegistry((n) => {
-    log.warn(
-      { node: n.stream.nodeId, group: n.stream.group, typeUrl: n.typeUrl, version: n.version, error: n.message },
-      'NACK',
-    );
-    stores.nacks.record({
+    const stored = stores.nacks.record({
       at: n.at,
       nodeId: n.stream.nodeId,
       nodeCluster: n.stream.nodeCluster,
@@ -82,6 +85,19 @@ export async function startApp(
       errorCode: n.code,
       message: n.message,
     });
+    const line = stored ? nackLines.take() : undefined;
+    if (line?.allowed)
+      log.warn(
+        {
+          node: n.stream.nodeId,
+          group: n.stream.group,
+          typeUrl: n.typeUrl,
+          version: n.version,
+          error: n.message.slice(0, MAX_NACK_MESSAGE),
+          ...(line.droppedBefore ? { nackLinesDropped: line.droppedBefore } : {}),
+        },
+        'NACK',
+      );
     rollouts.nacked(n);
   });
   const envoyCheck = config.envoyCheck

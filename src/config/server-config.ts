@@ -21,6 +21,12 @@ const TokenList = Type.Array(
   ),
   { description: 'Bearer tokens, by sha256 digest (fleetxds token prints a token and its digest).' },
 );
+/** Bounds of one log table (src/store/retention.ts). */
+const LogRetentionFields = {
+  rows: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
+  days: Type.Optional(Type.Integer({ minimum: 1, maximum: 36_500 })),
+};
+
 const TlsFiles = Type.Object(
   {
     certFile: Type.String({ minLength: 1 }),
@@ -278,6 +284,40 @@ export const ServerConfigSchema = Type.Object(
           ),
         },
         { additionalProperties: false },
+      ),
+    ),
+    retention: Type.Optional(
+      Type.Object(
+        {
+          nacks: Type.Optional(
+            Type.Object(
+              {
+                ...LogRetentionFields,
+                perNode: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Default 20.' })),
+                perVersion: Type.Optional(
+                  Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Default 1,000.' }),
+                ),
+              },
+              {
+                additionalProperties: false,
+                description: 'NACKs (default 10,000 rows, 30 days): one per node, type and version.',
+              },
+            ),
+          ),
+          rejections: Type.Optional(
+            Type.Object(LogRetentionFields, {
+              additionalProperties: false,
+              description: 'Rejected trees (default 1,000 rows, 90 days).',
+            }),
+          ),
+          audit: Type.Optional(
+            Type.Object(LogRetentionFields, {
+              additionalProperties: false,
+              description: 'Operator decisions (default 100,000 rows, 400 days).',
+            }),
+          ),
+        },
+        { additionalProperties: false, description: 'How much of each log the database keeps.' },
       ),
     ),
     log: Type.Optional(

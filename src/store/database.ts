@@ -17,6 +17,7 @@ import { RejectionLog } from './rejections.ts';
 import { RevisionStore } from './revisions.ts';
 import { ReplicaStateStore } from './replica-state.ts';
 import { RolloutStore } from './rollouts.ts';
+import { DEFAULT_RETENTION, type RetentionSettings } from './retention.ts';
 
 /** Every store of one database file, and the few things done across them. */
 export interface Stores {
@@ -40,7 +41,11 @@ export interface Stores {
   close(): void;
 }
 
-export function openStores(path: string, migrationsDir = projectPath('migrations')): Stores {
+export function openStores(
+  path: string,
+  retention: RetentionSettings = DEFAULT_RETENTION,
+  migrationsDir = projectPath('migrations'),
+): Stores {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path, { timeout: 5000 });
   db.pragma('journal_mode = WAL');
@@ -50,9 +55,9 @@ export function openStores(path: string, migrationsDir = projectPath('migrations
   return {
     revisions: new RevisionStore(db),
     pins: new PinStore(db),
-    audit: new AuditLog(db),
-    nacks: new NackLog(db),
-    rejections: new RejectionLog(db),
+    audit: new AuditLog(db, retention.audit),
+    nacks: new NackLog(db, retention.nacks),
+    rejections: new RejectionLog(db, retention.rejections),
     rollouts: new RolloutStore(db),
     replicaState: new ReplicaStateStore(db),
     parses: new ParseStore(db),

@@ -1,4 +1,5 @@
-import type { Sqlite } from './sqlite.ts';
+import { TablePruner, type RetentionSettings } from './retention.ts';
+import type { Sqlite, Statement } from './sqlite.ts';
 
 export interface NackEvent {
   at: string;
@@ -26,32 +27,59 @@ interface NackRow {
   message: string;
 }
 
+/** Envoy's reasons are a few hundred bytes; a longer message is cut (it still says what failed first). */
+export const MAX_NACK_MESSAGE = 2048;
+
 /**
- * NACKs as reported by the node registry (already deduplicated, capped and rate-limited there),
- * kept so an operator can read Envoy's reason after the proxy moved on.
+ * NACKs as reported by the node registry (already deduplicated, capped and rate-limited per stream
+ * there), kept so an operator can read Envoy's reason after the proxy moved on. Node ids are the
+ * client's to choose, so the log is bounded per node, per version and overall, and expires.
  */
 export class NackLog {
-  constructor(private readonly db: Sqlite) {}
+  private readonly insert: Statement;
+  private readonly seen: Statement;
+  private readonly ofVersion: Statement;
+  private readonly trimNode: Statement;
+  private readonly pruner: TablePruner;
 
-  record(e: NackEvent): void {
-    this.db
-      .prepare(
-        `INSERT INTO nack_events
-         (at, node_id, node_cluster, node_group, transport, type_url, version, nonce, error_code, message)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        e.at,
-        e.nodeId,
-        e.nodeCluster,
-        e.nodeGroup,
-        e.transport,
-        e.typeUrl,
-        e.version,
-        e.nonce,
-        e.errorCode,
-        e.message,
-      );
+  constructor(
+    private readonly db: Sqlite,
+    private readonly retention: RetentionSettings['nacks'],
+  ) {
+    this.insert = db.prepare(
+      `INSERT INTO nack_events
+       (at, node_id, node_cluster, node_group, transport, type_url, version, nonce, error_code, message)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.seen = db.prepare('SELECT 1 FROM nack_events WHERE node_id = ? AND type_url = ? AND version = ? LIMIT 1');
+    this.ofVersion = db.prepare('SELECT count(*) AS n FROM nack_events WHERE type_url = ? AND version = ?');
+    this.trimNode = db.prepare(
+      `DELETE FROM nack_events WHERE node_id = ? AND id NOT IN
+       (SELECT id FROM nack_events WHERE node_id = ? ORDER BY id DESC LIMIT ?)`,
+    );
+    this.pruner = new TablePruner(db, 'nack_events', 'at', retention);
+  }
+
+  /** Whether it was stored: once per node, type and version; not past the version's bound. */
+  record(e: NackEvent): boolean {
+    if (this.seen.get(e.nodeId, e.typeUrl, e.version)) return false;
+    if ((this.ofVersion.get(e.typeUrl, e.version) as { n: number }).n >= this.retention.perVersion) return false;
+    const message = e.message.length > MAX_NACK_MESSAGE ? `${e.message.slice(0, MAX_NACK_MESSAGE)}...` : e.message;
+    this.insert.run(
+      e.at,
+      e.nodeId,
+      e.nodeCluster,
+      e.nodeGroup,
+      e.transport,
+      e.typeUrl,
+      e.version,
+      e.nonce,
+      e.errorCode,
+      message,
+    );
+    this.trimNode.run(e.nodeId, e.nodeId, this.retention.perNode);
+    this.pruner.added();
+    return true;
   }
 
   /** Newest first; of one node when `nodeId` is given. */

@@ -1,4 +1,5 @@
 import type { Diagnostic } from '../shared/diagnostics.ts';
+import { TablePruner, type LogRetention } from './retention.ts';
 import type { Sqlite } from './sqlite.ts';
 
 export interface Rejection {
@@ -11,12 +12,20 @@ export interface Rejection {
 
 /** Trees (and secret renewals) that were refused, with the diagnostics that say why. */
 export class RejectionLog {
-  constructor(private readonly db: Sqlite) {}
+  private readonly pruner: TablePruner;
+
+  constructor(
+    private readonly db: Sqlite,
+    retention: LogRetention,
+  ) {
+    this.pruner = new TablePruner(db, 'rejected_trees', 'rejected_at', retention);
+  }
 
   record(treeHash: string, source: string, diagnostics: Diagnostic[], at = new Date()): number {
     const info = this.db
       .prepare('INSERT INTO rejected_trees (tree_hash, source, rejected_at, diagnostics_json) VALUES (?, ?, ?, ?)')
       .run(treeHash, source, at.toISOString(), JSON.stringify(diagnostics));
+    this.pruner.added();
     return Number(info.lastInsertRowid);
   }
 

@@ -135,14 +135,11 @@ test('a Rollout that accepts unauthenticated nodes counts them: the same forged 
     await waitFor('halted', async () => (await rolloutOf(app)).rollout?.status === 'halted', 5000);
     assert.is((await rolloutOf(app)).rollout!.counts, 'all nodes');
     const check = await checkTree(dir);
-    assert.equal(
-      check.diagnostics.map(formatDiagnostic),
-      [
-        'rollout.yaml:6:29: warning FXDS_INVALID_VALUE: Rollout/staged acceptUnauthenticatedNodes: proxies the ' +
-          'transport does not authenticate count in gates and halt on NACK: any client that can reach fleetxds ' +
-          'can claim a node id and promote or halt this rollout',
-      ],
-    );
+    assert.equal(check.diagnostics.map(formatDiagnostic), [
+      'rollout.yaml:6:29: warning FXDS_INVALID_VALUE: Rollout/staged acceptUnauthenticatedNodes: proxies the ' +
+        'transport does not authenticate count in gates and halt on NACK: any client that can reach fleetxds ' +
+        'can claim a node id and promote or halt this rollout',
+    ]);
   } finally {
     canary.close();
     await app.close();

@@ -17,7 +17,15 @@ import {
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 
 const CDS = TypeUrls.cluster;
-const INFO = { nodeId: 'n1', nodeCluster: 'c', group: 'edge', transport: 'grpc-ads', peer: 'p', userAgent: 'envoy', authenticated: true };
+const INFO = {
+  nodeId: 'n1',
+  nodeCluster: 'c',
+  group: 'edge',
+  transport: 'grpc-ads',
+  peer: 'p',
+  userAgent: 'envoy',
+  authenticated: true,
+};
 
 /** The same calls on a registry directly and through a relay give the same status. */
 const CALLS: { what: string; run: (r: RelayRegistry | NodeRegistry, s: StreamStatus) => void }[] = [
