@@ -26,7 +26,6 @@ import type { PostgresDecisionLog } from '../decisions/postgres-log.ts';
 import type { SharedDecisionStatus } from '../decisions/decision.ts';
 import { LineBudget } from '../shared/line-budget.ts';
 import { retentionOf } from '../store/retention.ts';
-import { MAX_NACK_MESSAGE } from '../store/nacks.ts';
 
 /** NACK lines written to the log per minute at most (each is in the NACK log too). */
 const NACK_LINES_PER_MINUTE = 60;
@@ -93,7 +92,7 @@ export async function startApp(
           group: n.stream.group,
           typeUrl: n.typeUrl,
           version: n.version,
-          error: n.message.slice(0, MAX_NACK_MESSAGE),
+          error: n.message,
           ...(line.droppedBefore ? { nackLinesDropped: line.droppedBefore } : {}),
         },
         'NACK',

@@ -27,12 +27,9 @@ interface NackRow {
   message: string;
 }
 
-/** Envoy's reasons are a few hundred bytes; a longer message is cut (it still says what failed first). */
-export const MAX_NACK_MESSAGE = 2048;
-
 /**
  * NACKs as reported by the node registry (already deduplicated, capped and rate-limited per stream
- * there), kept so an operator can read Envoy's reason after the proxy moved on. Node ids are the
+ * there, messages capped), kept so an operator can read Envoy's reason after the proxy moved on. Node ids are the
  * client's to choose, so the log is bounded per node, per version and overall, and expires.
  */
 export class NackLog {
@@ -64,7 +61,6 @@ export class NackLog {
   record(e: NackEvent): boolean {
     if (this.seen.get(e.nodeId, e.typeUrl, e.version)) return false;
     if ((this.ofVersion.get(e.typeUrl, e.version) as { n: number }).n >= this.retention.perVersion) return false;
-    const message = e.message.length > MAX_NACK_MESSAGE ? `${e.message.slice(0, MAX_NACK_MESSAGE)}...` : e.message;
     this.insert.run(
       e.at,
       e.nodeId,
@@ -75,7 +71,7 @@ export class NackLog {
       e.version,
       e.nonce,
       e.errorCode,
-      message,
+      e.message,
     );
     this.trimNode.run(e.nodeId, e.nodeId, this.retention.perNode);
     this.pruner.added();

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { openStores } from '../../src/store/database.ts';
-import { MAX_NACK_MESSAGE, type NackEvent } from '../../src/store/nacks.ts';
+import type { NackEvent } from '../../src/store/nacks.ts';
 import { retentionOf } from '../../src/store/retention.ts';
 import { LineBudget } from '../../src/shared/line-budget.ts';
 import { tempDir } from '../helpers/tree.ts';
@@ -33,7 +33,6 @@ test('3,000 made-up node ids with 5 KB NACKs each: the log keeps its bound in ro
   for (let i = 0; i < 3000; i++) stores.nacks.record(nack(`forged-${i}`, `v${i % 7}`, undefined, big));
   const rows = stores.nacks.list(undefined, 100_000);
   assert.ok(rows.length <= 500 + 64, `${rows.length} rows`);
-  assert.ok(rows.every((r) => r.message.length <= MAX_NACK_MESSAGE + 3));
   assert.is(rows[0]!.nodeId, 'forged-2999', 'the newest are kept');
   stores.checkpoint();
   assert.ok(statSync(path).size < 4 << 20, `database ${statSync(path).size} bytes`);
