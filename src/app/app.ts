@@ -49,7 +49,7 @@ export interface RunningApp {
   sharedDecisions(): SharedDecisionStatus | undefined;
   reload(): Promise<unknown>;
   /** Reads the gRPC and REST listeners' certificate files again (the watcher does on a change; SIGHUP too). */
-  reloadCertificates(): void;
+  reloadCertificates(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -313,15 +313,17 @@ export async function startApp(
     await secretWatcher.sync();
     cache.onPublish(() => void secretWatcher!.sync());
   }
-  const reloadCertificates = () => {
-    grpcCertificate?.reload((tls) => grpc.setTls(tls));
-    restCertificate?.reload((tls) => restServer!.setTls(tls));
+  const reloadCertificates = async () => {
+    await Promise.all([
+      grpcCertificate?.reload((tls) => grpc.setTls(tls)),
+      restCertificate?.reload((tls) => restServer!.setTls(tls)),
+    ]);
   };
   let certificateWatcher: SecretWatcher | undefined;
   if (config.watch.enabled && (grpcCertificate || restCertificate)) {
     certificateWatcher = new SecretWatcher(
       () => [...(grpcCertificate?.paths ?? []), ...(restCertificate?.paths ?? [])],
-      reloadCertificates,
+      () => void reloadCertificates().catch((err) => log.error({ err }, 'listener certificate reload failed')),
       config.watch.debounceMs,
       (err) => log.error({ err }, 'listener certificate watcher error'),
     );

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import {
+  completesHandshake,
   readListenerTls,
   type ListenerTls,
   type ListenerTlsInfo,
@@ -12,7 +13,8 @@ export type CertificateReload = 'unchanged' | 'served' | 'refused';
  * Keeps one of fleetxds's own TLS listeners (gRPC or REST) on the certificate its files hold now.
  * Read at start (an unusable set fails the start, naming the file); read again when a file changes
  * (the watcher) or on SIGHUP. A new set is served to new connections only if it can serve: it
- * parses, the key is the certificate's, and the certificate has not expired. Otherwise the one
+ * parses within its size and chain bounds, the key is the certificate's, the certificate has not
+ * expired, and a TLS handshake with it completes. Otherwise the one
  * served stays and the reason is logged, so a renewal caught half-written (certificate replaced,
  * key not yet) or a wrong file never breaks the listener; the write that completes it is a change
  * of its own and is read then.
@@ -44,8 +46,19 @@ export class ListenerCertificate {
     return this.current;
   }
 
-  /** Reads the files again; hands a new, usable set to `serve` (the listener's setTls). */
-  reload(serve: (tls: ListenerTls) => void): CertificateReload {
+  /**
+   * Reads the files again; hands a new, usable set to `serve` (the listener's setTls) once a TLS
+   * handshake with it has completed. Reloads run one at a time, in order.
+   */
+  reload(serve: (tls: ListenerTls) => void): Promise<CertificateReload> {
+    const next = this.reloading.then(() => this.reloadNow(serve));
+    this.reloading = next.catch(() => undefined);
+    return next;
+  }
+
+  private reloading: Promise<unknown> = Promise.resolve();
+
+  private async reloadNow(serve: (tls: ListenerTls) => void): Promise<CertificateReload> {
     const listener = this.listener;
     const refuse = (reason: string): CertificateReload => {
       this.log.warn(
@@ -63,6 +76,11 @@ export class ListenerCertificate {
     if (next.info.digest === this.current.digest) return 'unchanged';
     if (next.info.notAfter <= this.now())
       return refuse(`${this.files.certFile}: the certificate expired at ${next.info.notAfter.toISOString()}`);
+    try {
+      await completesHandshake(next.tls);
+    } catch (err) {
+      return refuse(`${this.files.certFile}: a TLS handshake with it fails (${(err as Error).message})`);
+    }
     try {
       serve(next.tls);
     } catch (err) {

@@ -23,7 +23,8 @@ export async function serveCommand(configFile: string): Promise<number | undefin
     void sdNotify('RELOADING=1', 'STATUS=re-reading the config directory and listener certificates')
       .then(() => app!.reloadCertificates())
       .then(() => app!.reload())
-      .then(() => sdNotify('READY=1', `STATUS=serving version ${app!.cache.current?.versionId ?? 'none'}`));
+      .then(() => sdNotify('READY=1', `STATUS=serving version ${app!.cache.current?.versionId ?? 'none'}`))
+      .catch((err) => log.error({ err }, 'reload on SIGHUP failed'));
   });
   app = await startApp(config, log);
   // Ready only now: the last good version is being served and every listener is bound.

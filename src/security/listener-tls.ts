@@ -5,8 +5,8 @@
  * stream). Open connections keep the certificate they were established with.
  */
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createSecureContext } from 'node:tls';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { connect, createSecureContext, createServer } from 'node:tls';
 
 /** The protocol settings of a listener: what OpenSSL negotiates, besides the files. */
 export interface TlsProtocolSettings {
@@ -43,12 +43,41 @@ export function listenerOptions(tls: ListenerTls): ListenerTls & { requestCert?:
   return { ...tls, ...(tls.ca && { requestCert: true, rejectUnauthorized: true }) };
 }
 
-function read(file: string): Buffer {
+/**
+ * What a listener's files may hold: far beyond any real certificate chain, key or CA bundle, and
+ * small enough that reading and parsing them cannot stall the server (a "valid" chain of 85,000
+ * copies of the CA is 52 MB and took OpenSSL seconds on every handshake).
+ */
+export const TLS_FILE_LIMITS = {
+  certBytes: 256 * 1024,
+  keyBytes: 64 * 1024,
+  caBytes: 2 * 1024 * 1024,
+  /** Certificates in the served chain (leaf and intermediates). */
+  chainLength: 10,
+  /** Certificates in the client CA bundle. */
+  caCertificates: 1000,
+} as const;
+
+/** Reads `file` if it is at most `max` bytes (checked on the open file, before reading it). */
+function read(file: string, max: number): Buffer {
+  let fd: number | undefined;
   try {
-    return readFileSync(file);
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    if (size > max) throw new Error(`${size} bytes; at most ${max} are accepted`);
+    return readFileSync(fd);
   } catch (err) {
     throw new Error(`${file}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
+}
+
+function pemCertificates(pem: Buffer): number {
+  let n = 0;
+  const marker = '-----BEGIN CERTIFICATE-----';
+  for (let at = pem.indexOf(marker); at >= 0; at = pem.indexOf(marker, at + marker.length)) n++;
+  return n;
 }
 
 /**
@@ -57,9 +86,16 @@ function read(file: string): Buffer {
  * be served). Throws an error naming the file and what is wrong.
  */
 export function readListenerTls(files: TlsFileSettings): { tls: ListenerTls; info: ListenerTlsInfo } {
-  const cert = read(files.certFile);
-  const key = read(files.keyFile);
-  const ca = files.clientCaFile ? read(files.clientCaFile) : undefined;
+  const cert = read(files.certFile, TLS_FILE_LIMITS.certBytes);
+  const key = read(files.keyFile, TLS_FILE_LIMITS.keyBytes);
+  const ca = files.clientCaFile ? read(files.clientCaFile, TLS_FILE_LIMITS.caBytes) : undefined;
+  const chain = pemCertificates(cert);
+  if (chain > TLS_FILE_LIMITS.chainLength)
+    throw new Error(`${files.certFile}: a chain of ${chain} certificates; at most ${TLS_FILE_LIMITS.chainLength}`);
+  if (ca && pemCertificates(ca) > TLS_FILE_LIMITS.caCertificates)
+    throw new Error(
+      `${files.clientCaFile}: ${pemCertificates(ca)} certificates; at most ${TLS_FILE_LIMITS.caCertificates}`,
+    );
   let leaf: X509Certificate;
   try {
     leaf = new X509Certificate(cert);
@@ -108,4 +144,36 @@ export function readListenerTls(files: TlsFileSettings): { tls: ListenerTls; inf
       digest: digest.digest('hex'),
     },
   };
+}
+
+/**
+ * Whether a TLS server with `tls` completes a handshake: a loopback server of its own and one
+ * client, the way the listener would serve it (client certificates are not asked for here: what is
+ * tried is the server's side). Rejects with the reason, or when it takes longer than `timeoutMs`.
+ */
+export function completesHandshake(tls: ListenerTls, timeoutMs = 5000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = createServer({ ...tls, ca: undefined });
+    let timer: NodeJS.Timeout | undefined;
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      server.close();
+      if (err) reject(err);
+      else resolve();
+    };
+    server.on('tlsClientError', (err) => done(err));
+    server.on('secureConnection', (socket) => socket.end());
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      timer = setTimeout(() => {
+        client.destroy();
+        done(new Error(`no TLS handshake within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const client = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+        client.end();
+        done();
+      });
+      client.on('error', (err) => done(err));
+    });
+  });
 }

@@ -12,7 +12,7 @@ import pino from 'pino';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ListenerCertificate } from '../../src/app/listener-certificates.ts';
-import { readListenerTls } from '../../src/security/listener-tls.ts';
+import { TLS_FILE_LIMITS, completesHandshake, readListenerTls } from '../../src/security/listener-tls.ts';
 import { connect, names, T } from '../helpers/ads-client.ts';
 import { makePki, type CertFiles } from '../helpers/certs.ts';
 import { spawnServer, waitFor } from '../helpers/process.ts';
@@ -53,7 +53,7 @@ test('a certificate set is read only if it can serve, and says which file is wro
   assert.throws(() => readListenerTls({ ...files, certFile: '/nonexistent/x.crt' }), /\/nonexistent\/x\.crt: ENOENT/);
 });
 
-test('a reload serves a new usable set once, refuses an unusable or expired one, and keeps the one served', () => {
+test('a reload serves a new usable set once, refuses an unusable or expired one, and keeps the one served', async () => {
   const { files, put } = certDir(first);
   const lines: { msg: string; reason?: string }[] = [];
   const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
@@ -74,7 +74,7 @@ test('a reload serves a new usable set once, refuses an unusable or expired one,
   ];
   for (const [what, change, outcome, fp] of steps) {
     change();
-    assert.is(cert.reload(serve), outcome, what);
+    assert.is(await cert.reload(serve), outcome, what);
     assert.is(cert.served.fingerprint, fp, what);
   }
   assert.equal(served, [fingerprint(renewed)], 'the listener was handed the renewed set, once');
@@ -85,11 +85,44 @@ test('a reload serves a new usable set once, refuses an unusable or expired one,
   const later = new ListenerCertificate('grpc', { ...files }, log, () => new Date(Date.now() + 40 * 86_400_000));
   put(files.certFile, renewed.certPem);
   put(files.keyFile, renewed.keyPem);
-  assert.is(later.reload(serve), 'served', 'valid for 60 days: 40 days from now it still is');
+  assert.is(await later.reload(serve), 'served', 'valid for 60 days: 40 days from now it still is');
   put(files.certFile, first.certPem);
   put(files.keyFile, first.keyPem);
-  assert.is(later.reload(serve), 'refused', 'valid for 30 days: expired 40 days from now');
+  assert.is(await later.reload(serve), 'refused', 'valid for 30 days: expired 40 days from now');
   assert.match(lines.at(-1)!.reason ?? '', /expired/);
+});
+
+test('certificate files past their bounds are refused before they are parsed; a reload keeps the one served', async () => {
+  const { files, put } = certDir(first);
+  const cert = new ListenerCertificate('grpc', files, pino({ level: 'silent' }));
+  const served: string[] = [];
+  const serve = (t: { cert: Buffer }) => void served.push(new X509Certificate(t.cert).fingerprint256);
+  // A valid leaf followed by thousands of copies of the CA: a "valid" chain OpenSSL would take.
+  const started = performance.now();
+  put(files.certFile, renewed.certPem + pki.caPem.repeat(20_000));
+  put(files.keyFile, renewed.keyPem);
+  assert.throws(() => readListenerTls(files), /server\.crt: \d+ bytes; at most 262144 are accepted/);
+  assert.is(await cert.reload(serve), 'refused');
+  assert.ok(performance.now() - started < 2000, 'refused without parsing it');
+  put(files.certFile, renewed.certPem + pki.caPem.repeat(TLS_FILE_LIMITS.chainLength));
+  assert.throws(() => readListenerTls(files), /server\.crt: a chain of 11 certificates; at most 10/);
+  put(files.certFile, renewed.certPem + pki.caPem);
+  assert.is(await cert.reload(serve), 'served', 'a leaf and its CA are fine');
+  assert.equal(served, [fingerprint(renewed)]);
+  assert.throws(
+    () => readListenerTls({ ...files, clientCaFile: writeTree({ 'ca.pem': pki.caPem.repeat(1001) }) + '/ca.pem' }),
+    /ca\.pem: 1001 certificates; at most 1000/,
+  );
+});
+
+test('a handshake is tried before a set is served: one that completes passes, a broken one is refused', async () => {
+  const good = readListenerTls({ certFile: first.cert, keyFile: first.key }).tls;
+  await completesHandshake(good);
+  const mismatched = { ...good, key: readListenerTls({ certFile: renewed.cert, keyFile: renewed.key }).tls.key };
+  await completesHandshake(mismatched).then(
+    () => assert.unreachable('a certificate with another key cannot complete a handshake'),
+    (err: Error) => assert.match(err.message, /key values mismatch|mismatch/i),
+  );
 });
 
 /** The certificate a new TLS connection to `port` is shown (with a client certificate: mTLS). */
