@@ -31,6 +31,8 @@ export interface AdminDeps {
   fileFailures?: () => { group: string; error: string; versionId: number; at: string }[];
   /** While the config tree cannot be read completely (app/read-retry.ts). */
   unreadableTree?: () => { since: string; reason: string; failedReads: number; nextReadAt: string } | undefined;
+  /** /readyz answers 503 while this replica cannot know whether it missed shared decisions. */
+  notReadyWhileUnknown?: boolean;
   /** The certificates fleetxds's own TLS listeners serve now. */
   listenerCertificates?: () => { listener: string; subject: string; fingerprint: string; notAfter: Date }[];
 }
@@ -116,6 +118,15 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   app.get('/readyz', async (_req, reply) => {
     const cur = deps.cache.current;
     if (!cur) return reply.code(503).send({ ready: false, reason: 'no config version applied yet' });
+    const shared = deps.control.sharedDecisions();
+    if (deps.notReadyWhileUnknown && shared && shared.behind === null)
+      return reply.code(503).send({
+        ready: false,
+        reason:
+          'cannot know whether operator decisions were missed: the shared decision store ' +
+          (shared.connected ? 'is not read to its end yet' : `is unreachable (${shared.lastError ?? 'not connected'})`),
+        versionId: cur.versionId,
+      });
     return { ready: true, versionId: cur.versionId };
   });
 

@@ -219,6 +219,7 @@ export async function startApp(
     tokens: new TokenAuth(config.admin.tokens ?? []),
     restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined,
     replica: config.replica,
+    notReadyWhileUnknown: config.replica?.postgres?.notReadyWhileUnknown ?? false,
     fileFailures: () => [...(files?.failures ?? new Map())].map(([group, f]) => ({ group, ...f })),
     unreadableTree: () => retry.unreadable,
     listenerCertificates: () =>

@@ -20,6 +20,8 @@ export class DecisionDesk {
   private again = false;
   private readonly results = new Map<number, DecisionResult>();
   private readonly unapplied: UnappliedDecision[] = [];
+  /** The connection (its `since`) over which the log was last read to its end. */
+  private readToEndOn?: string;
 
   constructor(
     private readonly pipeline: ConfigPipeline,
@@ -73,8 +75,12 @@ export class DecisionDesk {
     const shared = this.shared;
     if (!shared) return;
     for (;;) {
+      const connection = shared.status().since;
       const page = await shared.since(this.appliedSeq);
-      if (!page.length) return;
+      if (!page.length) {
+        this.readToEndOn = connection;
+        return;
+      }
       for (const entry of page) {
         const result: DecisionResult = entry.decision
           ? await this.pipeline.decide(entry.decision, entry.actor)
@@ -106,6 +112,13 @@ export class DecisionDesk {
   /** Undefined when decisions are not shared. */
   status(): SharedDecisionStatus | undefined {
     if (!this.shared) return undefined;
-    return { ...this.shared.status(), appliedSeq: this.appliedSeq, unapplied: [...this.unapplied] };
+    const store = this.shared.status();
+    const known = store.connected && this.readToEndOn === store.since;
+    return {
+      ...store,
+      appliedSeq: this.appliedSeq,
+      behind: known ? Math.max(0, store.newestSeq - this.appliedSeq) : null,
+      unapplied: [...this.unapplied],
+    };
   }
 }

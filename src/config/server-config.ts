@@ -278,6 +278,14 @@ export const ServerConfigSchema = Type.Object(
                     description: 'A store that does not answer within this counts as unreachable (default 3 s).',
                   }),
                 ),
+                notReadyWhileUnknown: Type.Optional(
+                  Type.Boolean({
+                    description:
+                      'Answer /readyz with 503 while this replica cannot know whether it missed decisions (the ' +
+                      'store unreachable, or not read to its end since it was reached). Either way the replica ' +
+                      'serves the decisions it applied last (default false: it stays ready).',
+                  }),
+                ),
               },
               { additionalProperties: false },
             ),

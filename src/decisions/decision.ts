@@ -102,6 +102,12 @@ export interface UnappliedDecision {
 export interface SharedDecisionStatus extends SharedLogStatus {
   /** The last decision applied here: behind `newestSeq` while catching up. */
   appliedSeq: number;
+  /**
+   * Decisions in the store not applied here; null while this replica cannot know: the store is
+   * unreachable, or has not been read to its end since it was reached (a replica started while the
+   * store was down knows nothing of what was decided meanwhile).
+   */
+  behind: number | null;
   /** The newest decisions this replica skipped or could not apply (at most 20). */
   unapplied: UnappliedDecision[];
 }

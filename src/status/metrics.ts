@@ -182,11 +182,13 @@ export class Metrics {
     });
     new client.Gauge({
       name: 'fleetxds_shared_decisions_behind',
-      help: 'Shared decisions in the store this replica has not applied yet',
+      help:
+        'Shared decisions in the store this replica has not applied yet; -1 while it cannot know (the store ' +
+        'unreachable, or not read to its end since it was reached)',
       registers: [reg],
       collect() {
         const s = shared();
-        this.set(s ? Math.max(0, s.newestSeq - s.appliedSeq) : 0);
+        this.set(s ? (s.behind ?? -1) : 0);
       },
     });
     cache.onPublish((cfg) => {

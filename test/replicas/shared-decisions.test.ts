@@ -39,10 +39,18 @@ let dir: string;
 let databases: string[];
 let replicas: RunningApp[];
 
-const start = (i: number) =>
+const start = (i: number, notReadyWhileUnknown?: boolean) =>
   startServer(dir, {
     database: databases[i],
-    replica: { name: `r${i + 1}`, postgres: { url: pg.url, pollMs: 500, queryTimeoutMs: 1000 } },
+    replica: {
+      name: `r${i + 1}`,
+      postgres: {
+        url: pg.url,
+        pollMs: 500,
+        queryTimeoutMs: 1000,
+        ...(notReadyWhileUnknown && { notReadyWhileUnknown }),
+      },
+    },
   });
 
 test.before(async () => {
@@ -278,6 +286,38 @@ test('a replica that was down applies the decisions it missed when it starts, be
   s.send({ node: { id: 'came-back', cluster: 'c' }, type_url: T.cluster });
   assert.is(timeoutOf(await s.next()), '11s', 'the rollback made while it was down');
   c.close();
+});
+
+test('a replica started while PostgreSQL is down serves what it applied last and says it cannot know; back: it catches up', async () => {
+  const [v] = await push('14s');
+  assert.is((await admin(replicas[0]!, 'PUT', '/api/v1/pins/default', { versionId: v })).status, 200);
+  await waitFor('pinned everywhere', () => replicas.every((r) => r.stores.pins.list().length === 1), PROPAGATION_MS);
+  await replicas[2]!.close();
+  assert.is((await admin(replicas[0]!, 'DELETE', '/api/v1/pins/default')).status, 200);
+  await pg.stop();
+  replicas[2] = await start(2, true);
+  const r3 = replicas[2]!;
+  // The documented choice: it serves the decisions it applied last (the pin the others removed) ...
+  assert.is(r3.stores.pins.list().length, 1, 'still pinned here: it cannot read the unpin');
+  // ... and says it cannot know how far behind that is.
+  const status = await admin(r3, 'GET', '/api/v1/status');
+  assert.is(status.json.sharedDecisions.behind, null);
+  assert.is(status.json.sharedDecisions.connected, false);
+  const metrics = await (await fetch(`http://127.0.0.1:${r3.adminPort}/metrics`)).text();
+  assert.match(metrics, /^fleetxds_shared_decisions_behind(\{[^}]*\})? -1$/m);
+  const ready = await fetch(`http://127.0.0.1:${r3.adminPort}/readyz`);
+  assert.is(ready.status, 503, 'not ready, as configured');
+  assert.match(
+    ((await ready.json()) as { reason: string }).reason,
+    /cannot know whether operator decisions were missed/,
+  );
+  // r1 (without the setting) stays ready while the store is down.
+  assert.is((await fetch(`http://127.0.0.1:${replicas[0]!.adminPort}/readyz`)).status, 200);
+  await pg.start();
+  await waitFor('caught up', () => r3.sharedDecisions()?.behind === 0, 15_000);
+  assert.equal(r3.stores.pins.list(), [], 'the unpin applied once it could be read');
+  assert.is((await fetch(`http://127.0.0.1:${r3.adminPort}/readyz`)).status, 200);
+  await waitFor('every replica connected', () => replicas.every((r) => connected(r)), 15_000);
 });
 
 const connected = (r: RunningApp) => r.sharedDecisions()?.connected;
