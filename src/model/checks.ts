@@ -3,7 +3,7 @@
  * "did you mean"), per-group conflicts, and what proxyless gRPC clients can consume.
  */
 import { isIP } from 'node:net';
-import { RE2JS } from 're2js';
+import { ENVOY_RE2_MAX_PROGRAM_SIZE, ENVOY_REGEX_RELEASES, envoyRegexRefusal } from './re2-program.ts';
 import { Codes } from '../shared/diagnostics.ts';
 import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
@@ -495,45 +495,38 @@ function checkStringMatch(
 }
 
 /**
- * Envoy refuses a regex whose compiled RE2 program is larger than this (runtime key
- * `re2.max_program_size.error_level`, default 100): `RE2 program size of 130 > max program size of 100`.
- */
-export const ENVOY_RE2_MAX_PROGRAM_SIZE = 100;
-/**
- * re2js (a port of RE2) counts two instructions fewer than C++ RE2 for the same pattern (its
- * program has no leading fail and match bookkeeping): measured against Envoy 1.36 and 1.40 for
- * ASCII patterns. Classes of non-ASCII characters compile larger in C++ RE2 (UTF-8 byte
- * automata), so for those this is a lower bound; the optional Envoy pre-check is exact.
- */
-const RE2JS_PROGRAM_SIZE_OFFSET = 2;
-
-/**
  * Envoy and gRPC use RE2: its syntax (no lookaround, no backreferences, repeats up to 1000) and
- * Envoy's program size limit.
+ * Envoy's program size limit, as each Envoy release applies them (re2-program.ts).
  */
 function checkRegex(re: string, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
-  let size: number;
-  try {
-    size = RE2JS.compile(re).programSize() + RE2JS_PROGRAM_SIZE_OFFSET;
-  } catch (err) {
+  const refusals = ENVOY_REGEX_RELEASES.map((v) => ({ ...v, refusal: envoyRegexRefusal(re, v.encoding) })).filter(
+    (v) => v.refusal,
+  );
+  if (!refusals.length) return;
+  const syntax = refusals.filter((v) => v.refusal!.syntax);
+  if (syntax.length) {
+    const who =
+      syntax.length === ENVOY_REGEX_RELEASES.length ? '' : ` (Envoy ${syntax.map((v) => v.release).join(', ')})`;
     sink.error(
       Codes.INVALID_VALUE,
       r,
       path,
-      `invalid RE2 regular expression (the syntax Envoy and gRPC use): ${(err as Error).message}`,
+      `invalid RE2 regular expression (the syntax Envoy and gRPC use)${who}: ${syntax[0]!.refusal!.syntax}` +
+        (syntax.some((v) => v.encoding === 'latin1') && syntax.length < ENVOY_REGEX_RELEASES.length
+          ? '; Envoy 1.40 reads patterns as Latin-1: no escape above \\x{FF}'
+          : ''),
     );
     return;
   }
-  if (size > ENVOY_RE2_MAX_PROGRAM_SIZE) {
-    sink.error(
-      Codes.INVALID_VALUE,
-      r,
-      path,
-      `RE2 program size of about ${size} is over Envoy's limit of ${ENVOY_RE2_MAX_PROGRAM_SIZE}, so Envoy would ` +
-        `reject it; simplify the pattern (a bounded repeat like {1,60} costs an instruction per repetition: ` +
-        `prefer + or *)`,
-    );
-  }
+  const sizes = refusals.map((v) => `${v.refusal!.size} for Envoy ${v.release}`).join(', ');
+  sink.error(
+    Codes.INVALID_VALUE,
+    r,
+    path,
+    `RE2 program size of ${sizes} is over Envoy's limit of ${ENVOY_RE2_MAX_PROGRAM_SIZE}, so Envoy would ` +
+      `reject it; simplify the pattern (a bounded repeat like {1,60} costs its body once per repetition: ` +
+      `prefer + or *)`,
+  );
 }
 
 type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;

@@ -379,4 +379,37 @@ test('regexes are RE2, not JavaScript: (?i) is accepted, a repeat over 1000 and 
   assert.match(look.map(formatDiagnostic).join('\n'), /invalid RE2 regular expression/);
 });
 
+test('regexes are judged as each Envoy release judges them, at file:line', async () => {
+  const withRegex = (re: string) => ({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml']!.replace(
+      '  - match: { prefix: /api }',
+      `  - match: { regex: ${JSON.stringify(re)} }`,
+    ),
+  });
+  const rows: [regex: string, expected: RegExp | undefined][] = [
+    // Envoy 1.40 reads patterns as Latin-1: no escape above \x{FF}; 1.36 takes it.
+    [
+      '/\\x{100}',
+      /10:\d+: error .*invalid RE2 regular expression .*\(Envoy 1\.40\): invalid escape sequence: \\x\{100\}; Envoy 1\.40 reads patterns as Latin-1/,
+    ],
+    ['/\\x{FF}', undefined],
+    // \C (any byte) is RE2's own, accepted by both.
+    ['/\\C', undefined],
+    // Three ranges in a class cost three instructions per repetition: 109 for both releases.
+    [
+      '/api/[a-z0-9-]{20,30}',
+      /RE2 program size of 109 for Envoy 1\.36, 109 for Envoy 1\.40 is over Envoy's limit of 100/,
+    ],
+    // Case folding adds ſ and K to [a-z] in UTF-8 (1.36) but not in Latin-1 (1.40).
+    ['(?i)/api/[a-z0-9-]{8,20}', /RE2 program size of 181 for Envoy 1\.36 is over/],
+    ['/api/[a-z0-9-]{8,10}', undefined],
+  ];
+  for (const [re, expected] of rows) {
+    const text = (await diagnosticsOf(withRegex(re))).map(formatDiagnostic).join('\n');
+    if (expected) assert.match(text, expected, re);
+    else assert.is(text, '', re);
+  }
+});
+
 test.run();
