@@ -1,14 +1,19 @@
 /**
  * Soak test (loopback only, bounded): for `--minutes` (default 10), 1,000 ADS streams at a time
  * (two client processes) connect, subscribe, ACK and disconnect in waves, while the config changes
- * every 3 s; 2% of the streams NACK every cluster set, 1% stop reading. The server's RSS, open
- * file descriptors and registered streams are sampled throughout. After the load stops they must
- * return to baseline within the stated bounds, and the status API must show no stale node.
+ * every 3 s; 2% of the streams NACK every cluster set, 1% stop reading. Clients without
+ * credentials poll over REST with a Host and a node id of their own each (and report no version
+ * after it: REST's NACK), and claim canary node ids of the rollout under way to NACK it. The
+ * server's RSS, open file descriptors, registered streams and database are sampled throughout.
+ * After the load stops they must return to baseline within the stated bounds, the status API must
+ * show no stale node, the NACK log must be within its retention, and the rollout must not have
+ * been halted by the forged NACKs.
  *   npm run soak [-- --minutes 10]
  * Exits 1 when a bound is missed.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectPath } from '../src/shared/paths.ts';
@@ -23,7 +28,25 @@ const SETTLE_MS = 120_000;
 const RSS_BOUND_MB = 96;
 const FD_BOUND = 8;
 
-const { server, cfg } = await benchServer(100, '', '{ listen: 127.0.0.1:0, maxBehindMs: 20000 }');
+// REST response bodies kept for reuse are bounded (rest.maxCachedBytes, per type and version) and
+// held until the next change: set small here, so that the RSS bound after the load measures leaks
+// rather than that cache, which the hostile pollers fill.
+const { server, cfg, database } = await benchServer(
+  100,
+  'rest: { listen: 127.0.0.1:0, holdMs: 0, pollerExpiryMs: 5000, maxCachedBytes: 8388608 }\n',
+  '{ listen: 127.0.0.1:0, maxBehindMs: 20000 }',
+);
+/** The NACK log's row bound (retention.nacks.rows default) and what the database may grow by. */
+const NACK_ROWS_BOUND = 10_000 + 64;
+const DB_GROWTH_BOUND_MB = 64;
+// A rollout whose canary stage only forged clients claim: it must stay progressing.
+writeFileSync(
+  join(cfg, 'rollout.yaml'),
+  'kind: Rollout\nname: soak\nstages:\n  - name: canary\n    select: { idPattern: "canary-*" }\n' +
+    '    gates: { soak: 1h }\n',
+);
+const dbMB = () =>
+  statSync(database).size / 1e6 + (existsSync(`${database}-wal`) ? statSync(`${database}-wal`).size / 1e6 : 0);
 const pid = server.child.pid!;
 const fds = () => readdirSync(`/proc/${pid}/fd`).length;
 const streams = async () => (await server.admin('/api/v1/transports')).grpc.streams as number;
@@ -31,6 +54,7 @@ const sample = async () => ({ rssMB: Math.round(procStats(pid).rssMB), fds: fds(
 
 await sleep(2000);
 const baseline = await sample();
+const baselineDbMB = dbMB();
 console.log(`# fleetxds soak: ${values.minutes} min, 1,000 streams per wave\n\nmachine: ${machineInfo()}\n`);
 console.log(`baseline: RSS ${baseline.rssMB} MB, ${baseline.fds} fds, ${baseline.streams} streams`);
 
@@ -44,6 +68,16 @@ const children: ChildProcess[] = [0, 1].map((p) =>
     },
   ),
 );
+const hostile = fork(
+  projectPath('bench', 'lib', 'soak-hostile.ts'),
+  [String(server.restPort), String(server.grpcPort), String(seconds)],
+  { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+);
+children.push(hostile);
+let forged = { polls: 0, restNacks: 0, forgedNacks: 0, errors: 0 };
+hostile.on('message', (m: { type: string } & typeof forged) => {
+  if (m.type === 'hostile') forged = m;
+});
 let waves = 0;
 let done = 0;
 for (const c of children)
@@ -76,7 +110,13 @@ const stoppedAt = Date.now();
 let after = await sample();
 while (Date.now() - stoppedAt < SETTLE_MS) {
   after = await sample();
-  if (after.streams === 0 && after.fds <= baseline.fds + FD_BOUND && after.rssMB <= baseline.rssMB + RSS_BOUND_MB)
+  const shown = ((await server.admin('/api/v1/status')) as { nodes: unknown[] }).nodes.length;
+  if (
+    after.streams === 0 &&
+    shown === 0 &&
+    after.fds <= baseline.fds + FD_BOUND &&
+    after.rssMB <= baseline.rssMB + RSS_BOUND_MB
+  )
     break;
   if ((Date.now() - stoppedAt) % 10_000 < 1000) console.log(`settling: RSS ${after.rssMB} MB, ${after.fds} fds`);
   await sleep(1000);
@@ -86,6 +126,11 @@ const status = await server.admin('/api/v1/status');
 const nodes = await server.admin('/api/v1/nodes?limit=10');
 const staleNodes = status.nodes.length;
 const behind = status.rollout.reduce((n: number, r: { behind: number }) => n + r.behind, 0);
+const rollout = ((await server.admin('/api/v1/rollout')) as { rollout: { status: string } | null }).rollout;
+const db = new Database(database, { readonly: true });
+const nackRows = (db.prepare('SELECT count(*) AS n FROM nack_events').get() as { n: number }).n;
+db.close();
+const grownMB = dbMB() - baselineDbMB;
 await server.stop('SIGKILL');
 
 const rows = [
@@ -100,11 +145,19 @@ console.log(
   `waves: ${waves} (x 500 streams), config edits: ${edits}, status after: ${staleNodes} connected nodes shown, ` +
     `${behind} behind, ${nodes.total.recentlyDisconnected} recently disconnected kept`,
 );
+console.log(
+  `unauthenticated: ${forged.polls} REST polls with a Host and node id each, ${forged.restNacks} REST NACKs, ` +
+    `${forged.forgedNacks} forged canary NACKs; NACK log ${nackRows} rows (bound ${NACK_ROWS_BOUND}), ` +
+    `database +${grownMB.toFixed(1)} MB (bound ${DB_GROWTH_BOUND_MB}), rollout ${rollout?.status ?? 'none'}`,
+);
 const ok =
   after.streams === 0 &&
   after.fds <= baseline.fds + FD_BOUND &&
   after.rssMB <= baseline.rssMB + RSS_BOUND_MB &&
   staleNodes === 0 &&
-  behind === 0;
+  behind === 0 &&
+  nackRows <= NACK_ROWS_BOUND &&
+  grownMB <= DB_GROWTH_BOUND_MB &&
+  rollout?.status === 'progressing';
 console.log(ok ? 'soak: within bounds' : 'soak: BOUND MISSED');
 process.exit(ok ? 0 : 1);

@@ -11,15 +11,16 @@ export async function benchServer(
   services = 100,
   extra = '',
   grpc = '{ listen: 127.0.0.1:0 }',
-): Promise<{ server: ServerProcess; cfg: string }> {
+): Promise<{ server: ServerProcess; cfg: string; database: string }> {
   const dir = tempDir('fleetxds-bench-');
   const cfg = join(dir, 'cfg');
   generateTree(cfg, { services, routesPerVhost: 100 });
   const settings = join(dir, 'fleetxds.yaml');
+  const database = join(dir, 'db', 'x.db');
   writeFileSync(
     settings,
-    `configDir: ${cfg}\ndatabase: ${join(dir, 'db', 'x.db')}\ngrpc: ${grpc}\nadmin: { listen: 127.0.0.1:0 }\n` +
+    `configDir: ${cfg}\ndatabase: ${database}\ngrpc: ${grpc}\nadmin: { listen: 127.0.0.1:0 }\n` +
       `watch: { debounceMs: 50, maxWaitMs: 200 }\nlog: { level: info }\n${extra}`,
   );
-  return { server: await spawnServer(settings, {}, { entry: SERVER_ENTRY }), cfg };
+  return { server: await spawnServer(settings, {}, { entry: SERVER_ENTRY }), cfg, database };
 }

@@ -8,8 +8,7 @@ export function re2Corpus(): string[] {
   const add = (p: string) => out.add(p);
   for (const hex of ['41', '7F', '80', 'FF', '100', '17F', '7FF', '800', 'FFFF', '10000', '10FFFF'])
     for (const form of [`/\\x{${hex}}`, `/[\\x{${hex}}]`, `(?i)/\\x{${hex}}`, `/[a\\x{${hex}}]`]) add(form);
-  for (const p of ['/\\C', '/a\\Cb', '/\\C+', '/é', '/[é]', '/[àé]', '(?i)/é', '/ü+', '/€', '/[€$]', '/日本'])
-    add(p);
+  for (const p of ['/\\C', '/a\\Cb', '/\\C+', '/é', '/[é]', '/[àé]', '(?i)/é', '/ü+', '/€', '/[€$]', '/日本']) add(p);
   const classes = [
     '[a-z]',
     '[a-z0-9]',
