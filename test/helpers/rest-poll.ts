@@ -53,3 +53,30 @@ export function pollClusters(port: number, body: object): Promise<PollResult> {
     req.end(data);
   });
 }
+
+/** One REST discovery request as any client may send it (its own Host): the status and the parsed body. */
+export function restRequest(
+  port: number,
+  body: object,
+  opts: { host?: string; path?: string; agent?: http.Agent } = {},
+): Promise<{ status: number; json?: any }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: opts.path ?? '/v3/discovery:clusters',
+        ...(opts.agent && { agent: opts.agent }),
+        headers: { 'content-type': 'application/json', ...(opts.host && { host: opts.host }) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : undefined }));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}

@@ -361,14 +361,13 @@ test('shadowing, case by case: which earlier match hides which later one', async
   }
 });
 
+/** BASE with its first route matched by `re`. */
+const withRegex = (re: string) => ({
+  ...BASE,
+  'edge.yaml': BASE['edge.yaml']!.replace('  - match: { prefix: /api }', `  - match: { regex: ${JSON.stringify(re)} }`),
+});
+
 test('regexes are RE2, not JavaScript: (?i) is accepted, a repeat over 1000 and lookahead are refused', async () => {
-  const withRegex = (re: string) => ({
-    ...BASE,
-    'edge.yaml': BASE['edge.yaml']!.replace(
-      '  - match: { prefix: /api }',
-      `  - match: { regex: ${JSON.stringify(re)} }`,
-    ),
-  });
   assert.equal((await diagnosticsOf(withRegex('(?i)/abc'))).map(formatDiagnostic), []);
   const over = await diagnosticsOf(withRegex('x{1001}'));
   assert.match(
@@ -380,13 +379,6 @@ test('regexes are RE2, not JavaScript: (?i) is accepted, a repeat over 1000 and 
 });
 
 test('regexes are judged as each Envoy release judges them, at file:line', async () => {
-  const withRegex = (re: string) => ({
-    ...BASE,
-    'edge.yaml': BASE['edge.yaml']!.replace(
-      '  - match: { prefix: /api }',
-      `  - match: { regex: ${JSON.stringify(re)} }`,
-    ),
-  });
   const rows: [regex: string, expected: RegExp | undefined][] = [
     // Envoy 1.40 reads patterns as Latin-1: no escape above \x{FF}; 1.36 takes it.
     [

@@ -5,13 +5,13 @@
  * shown, but neither halts the rollout with its (inferred) NACK nor promotes it with its ACK.
  */
 import * as grpc from '@grpc/grpc-js';
-import http from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { connect, T, type Json } from '../helpers/ads-client.ts';
 import { makePki } from '../helpers/certs.ts';
 import { waitFor } from '../helpers/process.ts';
+import { restRequest } from '../helpers/rest-poll.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 import { checkTree } from '../../src/app/check-tree.ts';
@@ -31,28 +31,9 @@ const tree = (timeout: string, rollout = ROLLOUT) => ({
 });
 
 /** A REST poll of CDS as any client can send one, claiming `id`. */
-function poll(port: number, id: string, version: string): Promise<{ status: number; version?: string }> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ node: { id, cluster: 'c' }, type_url: T.cluster, version_info: version });
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/v3/discovery:clusters',
-        headers: { 'content-type': 'application/json' },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (d: string) => (text += d));
-        res.on('end', () =>
-          resolve({ status: res.statusCode!, version: text ? (JSON.parse(text) as Json).version_info : undefined }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+async function poll(port: number, id: string, version: string): Promise<{ status: number; version?: string }> {
+  const r = await restRequest(port, { node: { id, cluster: 'c' }, type_url: T.cluster, version_info: version });
+  return { status: r.status, version: (r.json as Json | undefined)?.version_info };
 }
 
 async function setup(rollout?: string): Promise<{ app: RunningApp; dir: string; canary: ReturnType<typeof connect> }> {

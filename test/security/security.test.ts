@@ -119,6 +119,8 @@ function restPoll(
         port: server.restPort,
         path: '/v3/discovery:clusters',
         method: 'POST',
+        // A connection per poll: each is a proxy's first (a second '' on one connection is a rejection).
+        agent: false,
         servername: 'localhost',
         ca: pki.caPem,
         cert: client?.certPem,

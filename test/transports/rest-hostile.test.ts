@@ -6,6 +6,7 @@
 import http from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { restRequest } from '../helpers/rest-poll.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
@@ -13,27 +14,7 @@ import type { Derivable } from '../../src/snapshot/derived.ts';
 
 const NODE = { id: 'rest-1', cluster: 'c', user_agent_name: 'envoy' };
 
-function post(port: number, host: string, body: object): Promise<{ status: number; json?: any }> {
-  return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/v3/discovery:clusters',
-        headers: { host, 'content-type': 'application/json' },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (d: string) => (text += d));
-        res.on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : undefined }));
-      },
-    );
-    req.on('error', reject);
-    req.end(data);
-  });
-}
+const post = (port: number, host: string, body: object, agent?: http.Agent) => restRequest(port, body, { host, agent });
 
 /** A tree whose CDS body is about 40 KB. */
 function bigTree(): Record<string, string> {
@@ -87,22 +68,35 @@ test('a node that states its xDS cluster in metadata gets that name whatever Hos
 test('a first version the proxy rejected is not sent again on every poll, only the next change is', async () => {
   const dir = writeTree(BASE);
   const app = await startServer(dir, { rest: { holdMs: 0 } });
+  // One connection, as Envoy's REST client keeps it.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   try {
-    const first = await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster });
+    const first = await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster }, agent);
     assert.is(first.status, 200);
     // Envoy rejected it: it polls again with no version (it holds none).
     for (let i = 0; i < 5; i++) {
-      const again = await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster });
+      const again = await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster }, agent);
       assert.is(again.status, 304, `poll ${i + 1} after the rejection`);
     }
     const nacks = app.stores.nacks.list('rest-1', 10);
     assert.is(nacks.length, 1, 'one inferred rejection recorded');
     writeTree({ 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nprotocol: http2\n') }, dir);
     await app.reload();
-    const next = await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster });
+    const next = await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster }, agent);
     assert.is(next.status, 200, 'the next change is sent');
     assert.is.not(next.json.version_info, first.json.version_info);
+    // A proxy restarted (after its bootstrap was fixed, say) polls over a new connection: it is
+    // sent the version it holds none of, though an earlier run rejected it.
+    assert.is(
+      (await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster }, agent)).status,
+      304,
+    );
+    const restarted = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const fresh = await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster }, restarted);
+    assert.is(fresh.status, 200, 'a new run gets the config');
+    restarted.destroy();
   } finally {
+    agent.destroy();
     await app.close();
   }
 });

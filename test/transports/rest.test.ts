@@ -70,10 +70,11 @@ test('first poll (no version_info) gets 200 with the full state; resources carry
   );
   for (const res of r.json.resources) assert.is(res['@type'], CDS);
   assert.equal(encodeJson('envoy.service.discovery.v3.DiscoveryResponse', r.json).issues, []);
-  // A REST proxy cannot use ADS: references point at the REST cluster.
+  // A REST proxy cannot use ADS: references point at its REST cluster, which a node that does not
+  // name it in its metadata names by the Host it polls with.
   const eds = r.json.resources[0].eds_cluster_config.eds_config;
   assert.is(eds.api_config_source.api_type, 'REST');
-  assert.equal(eds.api_config_source.cluster_names, ['fleetxds_rest']);
+  assert.equal(eds.api_config_source.cluster_names, [`127.0.0.1:${app.restPort}`]);
 });
 
 test('endpoints/routes polls get exactly the named resource', async () => {

@@ -151,7 +151,19 @@ interface SubscriptionState {
   acked?: string;
   /** The sent version already recorded as NACKed (once per version). */
   nackedSent?: string;
+  /** The connection the last 200 answer went out on (connectionId). */
+  sentOn?: number;
   lastPollAt: number;
+}
+
+const CONNECTION_IDS = new WeakMap<object, number>();
+let nextConnectionId = 1;
+
+/** A number per client connection: a proxy that restarts polls over a new one. */
+function connectionId(socket: object): number {
+  let id = CONNECTION_IDS.get(socket);
+  if (id === undefined) CONNECTION_IDS.set(socket, (id = nextConnectionId++));
+  return id;
 }
 
 interface PollerState {
@@ -277,6 +289,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     sel: Selection,
   ) => {
     sub.sent = sel.version;
+    sub.sentOn = connectionId(reply.request.raw.socket);
     opts.registry.sent(status, TypeUrls[t.kind], t.version, '');
     reply.code(200).type('application/json').send(sel.body);
   };
@@ -314,6 +327,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     kind: ResourceKind,
     key: string,
     version: string,
+    connection: number,
   ): SubscriptionState => {
     let sub = state.subs.get(key);
     if (!sub) {
@@ -325,8 +339,9 @@ export function createRestServer(opts: RestOptions): RestServer {
       if (version !== '' && version === sub.sent) sub.acked = version;
       return sub;
     }
-    if (version === '' && sub.acked !== undefined) {
-      // Envoy never forgets an accepted version while it runs: this proxy restarted.
+    if (version === '' && (sub.acked !== undefined || sub.sentOn !== connection)) {
+      // Envoy never forgets an accepted version while it runs, and a proxy that restarted polls
+      // over a new connection: no version then is a new run, not a rejection.
       opts.registry.newRun(status);
       state.subs.clear();
       state.subs.set(key, (sub = { kind, lastPollAt: Date.now() }));
@@ -411,7 +426,14 @@ export function createRestServer(opts: RestOptions): RestServer {
     });
     let state = pollers.get(status);
     if (!state) pollers.set(status, (state = { subs: new Map() }));
-    const sub = observe(status, state, kind, `${kind}\u0001${selectionKey(kind, names)}`, version);
+    const sub = observe(
+      status,
+      state,
+      kind,
+      `${kind}\u0001${selectionKey(kind, names)}`,
+      version,
+      connectionId(req.raw.socket),
+    );
     opts.log.debug({ node: node.id, kind, names: names.length, version }, 'REST poll');
 
     // Long polling only for proxies that said their request_timeout allows it.
