@@ -306,7 +306,8 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     needGroups(r, l.groups);
     if (l.address !== undefined && !isIP(l.address))
       sink.error(Codes.INVALID_VALUE, r, ['address'], `"${l.address}" is not an IP address`);
-    l.virtualHosts.forEach((v, i) => {
+    checkTcpListener(l, r, sink, needService);
+    (l.virtualHosts ?? []).forEach((v, i) => {
       usedVhosts.add(v);
       if (!vhosts.get(v))
         sink.error(
@@ -530,6 +531,55 @@ function checkRegex(re: string, path: PathSegment[], r: DocRef, sink: Diagnostic
 }
 
 type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;
+
+/**
+ * What a port carries: HTTP (virtualHosts) or TCP (tcp: one service or a split), and the server
+ * names passed through untouched to services. A passthrough name cannot also be terminated here.
+ */
+function checkTcpListener(l: ListenerDoc, r: DocRef, sink: DiagnosticSink, needService: NeedService): void {
+  if (!l.virtualHosts === !l.tcp)
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      [],
+      l.tcp
+        ? 'a listener carries HTTP (virtualHosts) or TCP (tcp), not both'
+        : 'a listener needs virtualHosts (HTTP) or tcp (TCP proxying)',
+    );
+  if (l.tcp) {
+    if ((l.tcp.to === undefined) === (l.tcp.split === undefined))
+      sink.error(Codes.INVALID_VALUE, r, ['tcp'], 'tcp needs one of to and split');
+    for (const s of checkTargets(l.tcp, ['tcp'], r, sink, needService))
+      if (s.dns?.mode === 'logical' && l.tcp.split)
+        sink.warn(
+          Codes.INVALID_VALUE,
+          r,
+          ['tcp'],
+          `service "${s.name}" resolves one address at a time (dns.mode logical)`,
+        );
+    if (l.tls?.sni)
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        ['tls', 'sni'],
+        'a TCP listener terminates TLS with one certificate (tls.secret)',
+      );
+  }
+  const terminated = new Set((l.tls?.sni ?? []).flatMap((e) => e.serverNames.map((n) => n.toLowerCase())));
+  const passed = new Map<string, number>();
+  l.passthrough?.forEach((p, i) => {
+    needService(r, ['passthrough', i, 'to'], p.to);
+    p.serverNames.forEach((n, j) => {
+      const key = n.toLowerCase();
+      const at: PathSegment[] = ['passthrough', i, 'serverNames', j];
+      if (passed.has(key))
+        sink.error(Codes.CONFLICT, r, at, `server name "${n}" is also in passthrough[${passed.get(key)}]`);
+      else if (terminated.has(key))
+        sink.error(Codes.CONFLICT, r, at, `server name "${n}" is terminated here (tls.sni) and passed through`);
+      passed.set(key, i);
+    });
+  });
+}
 
 function checkTargets(
   route: { to?: string; split?: { service: string; weight: number }[] },
@@ -786,7 +836,7 @@ function checkDomainClashes(
   sink: DiagnosticSink,
 ): void {
   const owner = new Map<string, string>();
-  l.virtualHosts.forEach((name, i) => {
+  (l.virtualHosts ?? []).forEach((name, i) => {
     const v = vhosts.get(name);
     if (!v) return;
     for (const d of v.domains) {

@@ -200,6 +200,19 @@ export const WeightedTarget = Type.Object(
   strict,
 );
 
+/** A TCP listener's proxying (Envoy's tcp_proxy): to one service, or split by weight. */
+export const TcpProxy = Type.Object(
+  {
+    to: Type.Optional(Name),
+    split: Type.Optional(
+      Type.Array(WeightedTarget, { minItems: 1, description: 'Weighted services, per connection.' }),
+    ),
+    idleTimeout: Type.Optional(Duration),
+    maxConnectAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
+  },
+  { ...strict, description: 'TCP: every connection to this port goes to a service (one of virtualHosts and tcp).' },
+);
+
 export const Retries = Type.Object(
   {
     on: Type.Array(Type.String({ minLength: 1 }), {
@@ -314,7 +327,31 @@ export const Listener = Type.Object(
         strict,
       ),
     ),
-    virtualHosts: Type.Array(Name, { minItems: 1, uniqueItems: true }),
+    virtualHosts: Type.Optional(
+      Type.Array(Name, {
+        minItems: 1,
+        uniqueItems: true,
+        description: 'HTTP: the virtual hosts of this port (one of virtualHosts and tcp).',
+      }),
+    ),
+    tcp: Type.Optional(TcpProxy),
+    passthrough: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            serverNames: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }),
+            to: Name,
+          },
+          strict,
+        ),
+        {
+          minItems: 1,
+          description:
+            'TLS passed through untouched, by SNI: connections for these server names go to the service as ' +
+            'they are (its own certificate), beside the chains this listener terminates.',
+        },
+      ),
+    ),
   },
   strict,
 );

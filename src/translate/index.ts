@@ -98,7 +98,7 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
   const use = (names: readonly string[]) => targets.push(names);
   for (const l of model.listeners) {
     if (!listenerGroups(l).includes(group)) continue;
-    const vs = l.virtualHosts.flatMap((n) => {
+    const vs = (l.virtualHosts ?? []).flatMap((n) => {
       const v = docOf(model, 'VirtualHost', n) as VirtualHostDoc | undefined;
       return v ? [v] : [];
     });
@@ -106,12 +106,15 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
       for (const n of [l.tls.secret, l.tls.clientCa, ...(l.tls.sni ?? []).map((e) => e.secret)])
         if (n) secretRefs.add(n);
     for (const v of vs) use(memo.once('targets', v, (d) => targetsOf(d.routes)));
+    use(memo.once('tcp-targets', l, (d) => targetsOf([...(d.tcp ? [d.tcp] : []), ...(d.passthrough ?? [])])));
     listeners.push({
       kind: 'listener',
       name: l.name,
       json: memo.once('listener', l, buildListener),
       origin: originKey('Listener', l.name),
     });
+    // A TCP listener has no routes.
+    if (!l.virtualHosts) continue;
     routes.push({
       kind: 'route',
       name: l.name,

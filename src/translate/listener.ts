@@ -1,5 +1,6 @@
 import type { GrpcServiceDoc, ListenerDoc } from '../model/schema.ts';
-import { adsConfigSource, routerFilter, TYPE, type JsonObject } from './common.ts';
+import { durationToProto } from '../shared/duration.ts';
+import { adsConfigSource, compact, routerFilter, TYPE, type JsonObject } from './common.ts';
 
 function httpConnectionManager(statPrefix: string, routeConfigName: string): JsonObject {
   return {
@@ -10,9 +11,10 @@ function httpConnectionManager(statPrefix: string, routeConfigName: string): Jso
   };
 }
 
-function downstreamTls(secret: string, clientCa: string | undefined): JsonObject {
+/** `http`: the chain speaks HTTP and offers h2 and http/1.1 by ALPN; a TCP chain offers none. */
+function downstreamTls(secret: string, clientCa: string | undefined, http: boolean): JsonObject {
   const common: JsonObject = {
-    alpn_protocols: ['h2', 'http/1.1'],
+    ...(http && { alpn_protocols: ['h2', 'http/1.1'] }),
     tls_certificate_sds_secret_configs: [{ name: secret, sds_config: adsConfigSource() }],
   };
   const ctx: JsonObject = { '@type': TYPE.downstreamTls, common_tls_context: common };
@@ -23,31 +25,63 @@ function downstreamTls(secret: string, clientCa: string | undefined): JsonObject
   return { name: 'envoy.transport_sockets.tls', typed_config: ctx };
 }
 
+/** Envoy's TCP proxy to one service or a weighted split (a connection picks one). */
+function tcpProxy(
+  statPrefix: string,
+  t: { to?: string; split?: { service: string; weight: number }[] } & {
+    idleTimeout?: string;
+    maxConnectAttempts?: number;
+  },
+): JsonObject {
+  return {
+    name: 'envoy.filters.network.tcp_proxy',
+    typed_config: compact({
+      '@type': TYPE.tcpProxy,
+      stat_prefix: statPrefix,
+      cluster: t.to,
+      weighted_clusters: t.split && {
+        clusters: t.split.filter((w) => w.weight > 0).map((w) => ({ name: w.service, weight: w.weight })),
+      },
+      idle_timeout: t.idleTimeout && durationToProto(t.idleTimeout),
+      max_connect_attempts: t.maxConnectAttempts,
+    }),
+  };
+}
+
 /**
- * An Envoy listener: the HTTP connection manager (routes over RDS, named after the listener) in
- * one filter chain per certificate. With `tls.sni`, a TLS inspector reads the SNI and each entry's
- * server names select its chain; the default chain (no match) carries `tls.secret`.
+ * An Envoy listener: the HTTP connection manager (routes over RDS, named after the listener), or
+ * for a TCP listener the TCP proxy, in one filter chain per certificate. With `tls.sni`, a TLS
+ * inspector reads the SNI and each entry's server names select its chain; the default chain (no
+ * match) carries `tls.secret`. Passthrough names get chains of their own that proxy the TLS bytes
+ * untouched (matched on SNI with transport protocol tls, ahead of the terminated chains).
  */
 export function buildListener(l: ListenerDoc): JsonObject {
-  const filters = [
-    { name: 'envoy.filters.network.http_connection_manager', typed_config: httpConnectionManager(l.name, l.name) },
-  ];
+  const filters = l.tcp
+    ? [tcpProxy(l.name, l.tcp)]
+    : [{ name: 'envoy.filters.network.http_connection_manager', typed_config: httpConnectionManager(l.name, l.name) }];
   const chains: JsonObject[] = [];
+  l.passthrough?.forEach((p, i) =>
+    chains.push({
+      name: `passthrough-${i}`,
+      filter_chain_match: { server_names: p.serverNames, transport_protocol: 'tls' },
+      filters: [tcpProxy(`${l.name}.passthrough`, { to: p.to })],
+    }),
+  );
   for (const e of l.tls?.sni ?? []) {
     chains.push({
       name: `sni-${e.secret}`,
       filter_chain_match: { server_names: e.serverNames },
       filters,
-      transport_socket: downstreamTls(e.secret, l.tls!.clientCa),
+      transport_socket: downstreamTls(e.secret, l.tls!.clientCa, !l.tcp),
     });
   }
-  chains.push(l.tls ? { filters, transport_socket: downstreamTls(l.tls.secret, l.tls.clientCa) } : { filters });
+  chains.push(l.tls ? { filters, transport_socket: downstreamTls(l.tls.secret, l.tls.clientCa, !l.tcp) } : { filters });
   const out: JsonObject = {
     name: l.name,
     address: { socket_address: { address: l.address ?? '0.0.0.0', port_value: l.port } },
     filter_chains: chains,
   };
-  if (l.tls?.sni)
+  if (l.tls?.sni || l.passthrough)
     out.listener_filters = [
       { name: 'envoy.filters.listener.tls_inspector', typed_config: { '@type': TYPE.tlsInspector } },
     ];

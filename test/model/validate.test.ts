@@ -404,4 +404,64 @@ test('regexes are judged as each Envoy release judges them, at file:line', async
   }
 });
 
+test('TCP listeners and passthrough names: what cannot work is refused at file:line', async () => {
+  const tcp = (body: string) => ({ ...BASE, 'tcp.yaml': `kind: Listener\nname: db\nport: 5432\n${body}` });
+  const rows: [what: string, files: Record<string, string>, expected: RegExp][] = [
+    [
+      'HTTP and TCP at once',
+      tcp('tcp: { to: api }\nvirtualHosts: [site]\n'),
+      /tcp\.yaml:1:1: error FXDS_INVALID_VALUE: Listener\/db: a listener carries HTTP \(virtualHosts\) or TCP \(tcp\), not both/,
+    ],
+    ['neither', tcp(''), /a listener needs virtualHosts \(HTTP\) or tcp \(TCP proxying\)/],
+    [
+      'to and split',
+      tcp('tcp: { to: api, split: [{ service: web, weight: 1 }] }\n'),
+      /tcp\.yaml:4:\d+: error FXDS_INVALID_VALUE: Listener\/db tcp: tcp needs one of to and split/,
+    ],
+    [
+      'an unknown service',
+      tcp('tcp: { to: nope }\n'),
+      /tcp\.yaml:4:\d+: error FXDS_UNKNOWN_REFERENCE: Listener\/db tcp\.to: service "nope" does not exist/,
+    ],
+    [
+      'split weights all 0',
+      tcp('tcp: { split: [{ service: api, weight: 0 }] }\n'),
+      /the weights of a split must not all be 0/,
+    ],
+    [
+      'the same port as an HTTP listener of the group',
+      { ...BASE, 'tcp.yaml': 'kind: Listener\nname: db\nport: 8080\ntcp: { to: api }\n' },
+      /error FXDS_CONFLICT: Listener\/edge port: port 8080 is also bound by listener "db"/,
+    ],
+    [
+      'a passthrough name also terminated',
+      {
+        ...BASE,
+        'edge.yaml': BASE['edge.yaml']!.replace(
+          'virtualHosts: [site]',
+          'virtualHosts: [site]\ntls: { secret: c, sni: [{ serverNames: [a.example], secret: c }] }\n' +
+            'passthrough:\n  - serverNames: [a.example]\n    to: api\n',
+        ),
+        'c.yaml': 'kind: Secret\nname: c\ncertificateFile: /nonexistent.crt\nprivateKeyFile: /nonexistent.key\n',
+      },
+      /edge\.yaml:\d+:\d+: error FXDS_CONFLICT: Listener\/edge passthrough\[0\]\.serverNames\[0\]: server name "a\.example" is terminated here \(tls\.sni\) and passed through/,
+    ],
+    [
+      'a name passed through twice',
+      {
+        ...BASE,
+        'edge.yaml': BASE['edge.yaml']!.replace(
+          'virtualHosts: [site]',
+          'virtualHosts: [site]\npassthrough:\n  - { serverNames: [b.example], to: api }\n  - { serverNames: [B.example], to: web }\n',
+        ),
+      },
+      /server name "B\.example" is also in passthrough\[0\]/,
+    ],
+  ];
+  for (const [what, files, expected] of rows) {
+    const text = (await diagnosticsOf(files)).map(formatDiagnostic).join('\n');
+    assert.match(text, expected, `${what}:\n${text}`);
+  }
+});
+
 test.run();
