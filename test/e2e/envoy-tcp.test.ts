@@ -8,9 +8,8 @@
  *  - a TCP listener that terminates TLS (certificate over SDS) and proxies the bytes inside.
  */
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import net from 'node:net';
-import { join } from 'node:path';
 import tls from 'node:tls';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
