@@ -119,8 +119,11 @@ function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>
       );
       return listeners.flatMap((r) => {
         const parent = `listener/${r.name}`;
-        const rds = (r.json as Obj).filter_chains?.[0]?.filters?.[0]?.typed_config?.rds?.route_config_name as
-          string | undefined;
+        // The HTTP chains' routes (a TCP or passthrough chain has none; every HTTP chain names the same).
+        const chains = ((r.json as Obj).filter_chains ?? []) as Obj[];
+        const rds = chains
+          .map((c) => c.filters?.[0]?.typed_config?.rds?.route_config_name as string | undefined)
+          .find((n) => n !== undefined);
         const vhosts: Piece[] = ((rds && routes.get(rds)?.virtual_hosts) ?? []).map((_: unknown, i: number) => ({
           parent,
           part: true,

@@ -86,6 +86,26 @@ test('a rejected route is traced to its virtual host, not to the listener or a s
   ]);
 });
 
+test('TCP listeners, TLS termination for TCP and passthrough chains are accepted by Envoy 1.40 and 1.36', async () => {
+  const r = await checkTree(projectPath('test', 'golden', 'cases', 'tcp-listeners', 'input'), undefined, {
+    envoy: new EnvoyChecker({ binaries }),
+  });
+  assert.equal(r.diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic), []);
+  assert.ok(r.config);
+});
+
+test('a rejected route of a listener with a passthrough chain is still traced to its virtual host', async () => {
+  const dir = writeTree({
+    ...BASE,
+    'edge.yaml': TWO_VHOSTS.replace(
+      'virtualHosts: [site, other]',
+      'virtualHosts: [site, other]\npassthrough: [{ serverNames: [db.example], to: api }]',
+    ),
+  });
+  const r = await checkTree(dir, undefined, { envoy: new EnvoyChecker({ binaries: [fakeEnvoy()] }) });
+  assert.match(r.diagnostics.map(formatDiagnostic).join('\n'), /VirtualHost\/other: Envoy 9\.9\.9 rejects it/);
+});
+
 // The validator's regex verdicts against real Envoy, per release: test/e2e/envoy-re2-corpus.test.ts.
 
 test('the apply pipeline refuses what Envoy rejects and keeps serving the last good version', async () => {

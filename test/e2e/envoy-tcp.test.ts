@@ -5,7 +5,8 @@
  *    service;
  *  - on one port, SNI db.example is passed through untouched (the client sees the backend's own
  *    certificate) while www.example is terminated with the certificate fleetxds serves over SDS;
- *  - a TCP listener that terminates TLS (certificate over SDS) and proxies the bytes inside.
+ *  - a TCP listener that terminates TLS (certificate over SDS) and proxies the bytes inside;
+ *  - a TCP listener whose service is reached over TLS (Service tls: SNI, CA): Envoy originates it.
  */
 import { X509Certificate } from 'node:crypto';
 import { chmodSync } from 'node:fs';
@@ -27,6 +28,7 @@ interface Ports {
   split: number;
   edge: number;
   tlsTcp: number;
+  originate: number;
 }
 
 /** A TCP server answering each line with "<name>:<line>". */
@@ -111,7 +113,10 @@ const envoys: EnvoyProcess[] = [];
 const ports = new Map<string, Ports>();
 const backends: Record<string, { port: number; server: net.Server }> = {};
 let dbTls: tls.Server;
+let secureEcho: tls.Server;
+const secureNames: string[] = [];
 let www: CertFiles, db: CertFiles, mq: CertFiles;
+let caFile: string;
 
 function tree(tcpTo: string): Record<string, string> {
   const svc = (name: string, port: number) =>
@@ -120,6 +125,7 @@ function tree(tcpTo: string): Record<string, string> {
     svc('a', backends.A!.port),
     svc('b', backends.B!.port),
     svc('db', (dbTls.address() as net.AddressInfo).port),
+    svc('secure', (secureEcho.address() as net.AddressInfo).port) + `tls: { sni: secure.example, caFile: ${caFile} }\n`,
     'kind: VirtualHost\nname: site\ndomains: ["*"]\nroutes: [{ directResponse: { status: 200, body: www } }]\n',
     `kind: Secret\nname: www\ncertificateFile: ${www.cert}\nprivateKeyFile: ${www.key}\n`,
     `kind: Secret\nname: mq\ncertificateFile: ${mq.cert}\nprivateKeyFile: ${mq.key}\n`,
@@ -137,6 +143,8 @@ function tree(tcpTo: string): Record<string, string> {
         'passthrough: [{ serverNames: [db.example], to: db }]\n',
       `kind: Listener\nname: ${g}-tls-tcp\naddress: 127.0.0.1\nport: ${p.tlsTcp}\ngroups: [${g}]\n` +
         'tls: { secret: mq }\ntcp: { to: b }\n',
+      `kind: Listener\nname: ${g}-originate\naddress: 127.0.0.1\nport: ${p.originate}\ngroups: [${g}]\n` +
+        'tcp: { to: secure }\n',
     );
   }
   return { 'tcp.yaml': docs.join('---\n') };
@@ -148,7 +156,16 @@ test.before(async () => {
     www = pki.issue('www', 'DNS:www.example');
     db = pki.issue('db', 'DNS:db.example');
     mq = pki.issue('mq', 'DNS:mq.example');
-    for (const c of [www, db, mq]) chmodSync(c.key, 0o600);
+    const secure = pki.issue('secure', 'DNS:secure.example');
+    caFile = pki.caCert;
+    for (const c of [www, db, mq, secure]) chmodSync(c.key, 0o600);
+    secureEcho = tls.createServer({ cert: secure.certPem, key: secure.keyPem }, (s) => {
+      secureNames.push((s as tls.TLSSocket & { servername?: string }).servername ?? '');
+      s.setEncoding('utf8');
+      s.on('data', (d: string) => s.write(`S:${d}`));
+      s.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => secureEcho.listen(0, '127.0.0.1', r));
     backends.A = await echoServer('A');
     backends.B = await echoServer('B');
     dbTls = tls.createServer({ cert: db.certPem, key: db.keyPem }, (s) => s.end('db\n'));
@@ -159,6 +176,7 @@ test.before(async () => {
         split: await freePort(),
         edge: await freePort(),
         tlsTcp: await freePort(),
+        originate: await freePort(),
       });
     dir = writeTree(tree('a'));
     app = await startServer(dir);
@@ -192,6 +210,7 @@ test.after(async () => {
   await app?.close();
   for (const b of Object.values(backends)) b.server.close();
   dbTls?.close();
+  secureEcho?.close();
 });
 
 test('bytes echo through each Envoy; an 80/20 split over 1,000 connections lands within 5 points', async () => {
@@ -249,6 +268,14 @@ test('TLS passthrough by SNI beside a terminated name on the same port, and TLS 
       s.once('error', reject);
     });
     assert.is(inside, 'B:over tls', `Envoy ${v}: bytes inside the TLS reach the service`);
+  }
+});
+
+test('TLS originated by Envoy to a TCP service, with the SNI the Service names, checked against its CA', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    secureNames.length = 0;
+    assert.is(await once(ports.get(v)!.originate, 'plain in'), 'S:plain in', `Envoy ${v}`);
+    assert.equal(secureNames, ['secure.example'], `Envoy ${v}: the backend saw the Service's SNI`);
   }
 });
 
