@@ -170,8 +170,15 @@ test('an invalid push is rejected with the validator errors; the client keeps wo
 test('a push that deletes every YAML file, or most of a group, is refused by the hook (nothing deployed)', async () => {
   const live = readlinkSync(join(base, 'current'));
   assert.is(
-    git('rm', '-q', 'services/edge.yaml', 'services/services.yaml', 'services/grpc.yaml', 'services/groups.yaml')
-      .status,
+    git(
+      'rm',
+      '-q',
+      'services/edge.yaml',
+      'services/services.yaml',
+      'services/grpc.yaml',
+      'services/groups.yaml',
+      'services/tcp.yaml',
+    ).status,
     0,
   );
   let r = await commitAndPush('remove everything');

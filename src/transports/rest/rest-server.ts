@@ -1,7 +1,8 @@
 /**
  * REST-JSON polling (docs/xds-protocol.md §3): `POST /v3/discovery:<type>` with a JSON
  * DiscoveryRequest, answered with a JSON DiscoveryResponse.
- *  - no `version_info` (first poll): always 200 with the full state for the node;
+ *  - no `version_info` (first poll): 200 with the full state for the node, unless this connection
+ *    was just sent that state (the proxy rejected it: below);
  *  - `version_info` equal to the current version: 304 at once, or, for a proxy that opted into
  *    long polling (node metadata `fleetxds.long_poll_ms`, written by `fleetxds bootstrap`), held
  *    until something changes (then 200) or until the smaller of that and `holdMs`, then 304.
@@ -13,7 +14,8 @@
  *    was sent rejected it, and that is recorded as an inferred NACK. A subscription that goes
  *    back to no version after having accepted one is a restarted proxy: a new run of the node,
  *    whose earlier NACKs no longer describe it;
- *  - config sources in served resources name the proxy's own REST cluster (Envoy sends it as Host).
+ *  - config sources in served resources name the proxy's own REST cluster (its node metadata's
+ *    `fleetxds.xds_cluster`, else the Host Envoy sends, which is that cluster's name).
  * Response bodies are serialized once per (group, type, selection, variant, version) and shared.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
