@@ -45,8 +45,8 @@ export function listenerOptions(tls: ListenerTls): ListenerTls & { requestCert?:
 
 /**
  * What a listener's files may hold: far beyond any real certificate chain, key or CA bundle, and
- * small enough that reading and parsing them cannot stall the server (a "valid" chain of 85,000
- * copies of the CA is 52 MB and took OpenSSL seconds on every handshake).
+ * small enough that reading and parsing them cannot stall the server (a chain of thousands of
+ * copies of the CA is valid, and costs OpenSSL seconds on every handshake).
  */
 export const TLS_FILE_LIMITS = {
   certBytes: 256 * 1024,
