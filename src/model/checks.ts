@@ -534,17 +534,20 @@ type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc 
 
 /**
  * What a port carries: HTTP (virtualHosts) or TCP (tcp: one service or a split), and the server
- * names passed through untouched to services. A passthrough name cannot also be terminated here.
+ * names passed through untouched to services; a listener of passthrough names alone closes
+ * connections for any other name. A passthrough name cannot also be terminated here.
  */
 function checkTcpListener(l: ListenerDoc, r: DocRef, sink: DiagnosticSink, needService: NeedService): void {
-  if (!l.virtualHosts === !l.tcp)
+  if (l.virtualHosts && l.tcp)
+    sink.error(Codes.INVALID_VALUE, r, [], 'a listener carries HTTP (virtualHosts) or TCP (tcp), not both');
+  else if (!l.virtualHosts && !l.tcp && !l.passthrough)
+    sink.error(Codes.INVALID_VALUE, r, [], 'a listener needs virtualHosts (HTTP), tcp (TCP proxying) or passthrough');
+  else if (!l.virtualHosts && !l.tcp && l.tls)
     sink.error(
       Codes.INVALID_VALUE,
       r,
-      [],
-      l.tcp
-        ? 'a listener carries HTTP (virtualHosts) or TCP (tcp), not both'
-        : 'a listener needs virtualHosts (HTTP) or tcp (TCP proxying)',
+      ['tls'],
+      'a listener of passthrough names alone terminates nothing; connections for other names are closed',
     );
   if (l.tcp) {
     if ((l.tcp.to === undefined) === (l.tcp.split === undefined))

@@ -75,7 +75,11 @@ export function buildListener(l: ListenerDoc): JsonObject {
       transport_socket: downstreamTls(e.secret, l.tls!.clientCa, !l.tcp),
     });
   }
-  chains.push(l.tls ? { filters, transport_socket: downstreamTls(l.tls.secret, l.tls.clientCa, !l.tcp) } : { filters });
+  // The default chain: HTTP or TCP; none for passthrough names alone (other names are refused).
+  if (l.virtualHosts || l.tcp)
+    chains.push(
+      l.tls ? { filters, transport_socket: downstreamTls(l.tls.secret, l.tls.clientCa, !l.tcp) } : { filters },
+    );
   const out: JsonObject = {
     name: l.name,
     address: { socket_address: { address: l.address ?? '0.0.0.0', port_value: l.port } },

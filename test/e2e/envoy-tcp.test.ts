@@ -5,6 +5,7 @@
  *    service;
  *  - on one port, SNI db.example is passed through untouched (the client sees the backend's own
  *    certificate) while www.example is terminated with the certificate fleetxds serves over SDS;
+ *    on a port of passthrough names alone, any other name is closed;
  *  - a TCP listener that terminates TLS (certificate over SDS) and proxies the bytes inside;
  *  - a TCP listener whose service is reached over TLS (Service tls: SNI, CA): Envoy originates it.
  */
@@ -29,6 +30,7 @@ interface Ports {
   edge: number;
   tlsTcp: number;
   originate: number;
+  sniOnly: number;
 }
 
 /** A TCP server answering each line with "<name>:<line>". */
@@ -145,6 +147,8 @@ function tree(tcpTo: string): Record<string, string> {
         'tls: { secret: mq }\ntcp: { to: b }\n',
       `kind: Listener\nname: ${g}-originate\naddress: 127.0.0.1\nport: ${p.originate}\ngroups: [${g}]\n` +
         'tcp: { to: secure }\n',
+      `kind: Listener\nname: ${g}-sni-only\naddress: 127.0.0.1\nport: ${p.sniOnly}\ngroups: [${g}]\n` +
+        'passthrough: [{ serverNames: [db.example], to: db }]\n',
     );
   }
   return { 'tcp.yaml': docs.join('---\n') };
@@ -177,6 +181,7 @@ test.before(async () => {
         edge: await freePort(),
         tlsTcp: await freePort(),
         originate: await freePort(),
+        sniOnly: await freePort(),
       });
     dir = writeTree(tree('a'));
     app = await startServer(dir);
@@ -251,6 +256,11 @@ test('TLS passthrough by SNI beside a terminated name on the same port, and TLS 
     assert.is(await certificateSeen(p.edge, 'db.example'), fp(db), `Envoy ${v}: the backend's own certificate`);
     assert.is(await certificateSeen(p.edge, 'www.example'), fp(www), `Envoy ${v}: fleetxds's certificate over SDS`);
     assert.is(await certificateSeen(p.tlsTcp, 'mq.example'), fp(mq), `Envoy ${v}: TCP listener's certificate`);
+    assert.is(await certificateSeen(p.sniOnly, 'db.example'), fp(db), `Envoy ${v}: passthrough alone`);
+    await certificateSeen(p.sniOnly, 'other.example').then(
+      () => assert.unreachable(`Envoy ${v}: a name not passed through must be closed`),
+      (err: Error) => assert.match(err.message, /socket disconnected|ECONNRESET|socket hang up/i),
+    );
     const inside = await new Promise<string>((resolve, reject) => {
       const s = tls.connect(
         { host: '127.0.0.1', port: p.tlsTcp, servername: 'mq.example', rejectUnauthorized: false },

@@ -412,7 +412,12 @@ test('TCP listeners and passthrough names: what cannot work is refused at file:l
       tcp('tcp: { to: api }\nvirtualHosts: [site]\n'),
       /tcp\.yaml:1:1: error FXDS_INVALID_VALUE: Listener\/db: a listener carries HTTP \(virtualHosts\) or TCP \(tcp\), not both/,
     ],
-    ['neither', tcp(''), /a listener needs virtualHosts \(HTTP\) or tcp \(TCP proxying\)/],
+    ['neither', tcp(''), /a listener needs virtualHosts \(HTTP\), tcp \(TCP proxying\) or passthrough/],
+    [
+      'passthrough alone with a certificate',
+      tcp('tls: { secret: c }\npassthrough: [{ serverNames: [a.example], to: api }]\n'),
+      /tcp\.yaml:4:\d+: error FXDS_INVALID_VALUE: Listener\/db tls: a listener of passthrough names alone terminates nothing/,
+    ],
     [
       'to and split',
       tcp('tcp: { to: api, split: [{ service: web, weight: 1 }] }\n'),
