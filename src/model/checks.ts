@@ -8,6 +8,7 @@ import { Codes } from '../shared/diagnostics.ts';
 import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
 import type {
+  AccessLogDoc,
   SecretDoc,
   GrpcRouteDoc,
   GrpcServiceDoc,
@@ -307,6 +308,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     if (l.address !== undefined && !isIP(l.address))
       sink.error(Codes.INVALID_VALUE, r, ['address'], `"${l.address}" is not an IP address`);
     checkTcpListener(l, r, sink, needService);
+    l.accessLog?.forEach((a, i) => checkAccessLog(a, ['accessLog', i], !!l.tcp, r, sink));
     (l.virtualHosts ?? []).forEach((v, i) => {
       usedVhosts.add(v);
       if (!vhosts.get(v))
@@ -582,6 +584,59 @@ function checkTcpListener(l: ListenerDoc, r: DocRef, sink: DiagnosticSink, needS
       passed.set(key, i);
     });
   });
+}
+
+/** An Envoy format operator: %NAME%, %NAME(arguments)%, optionally :length. */
+const FORMAT_OPERATOR = /^%[A-Z][A-Z0-9_]*(\([^()%]*\))?(:[0-9]+)?%$/;
+
+/** The `%...%` pieces of an access log format that are not operators Envoy could parse. */
+function badOperators(format: string): string[] {
+  const bad: string[] = [];
+  for (let at = format.indexOf('%'); at >= 0;) {
+    const end = format.indexOf('%', at + 1);
+    if (end < 0) {
+      bad.push(format.slice(at));
+      break;
+    }
+    const piece = format.slice(at, end + 1);
+    if (piece !== '%%' && !FORMAT_OPERATOR.test(piece)) bad.push(piece);
+    at = format.indexOf('%', end + 1);
+  }
+  return bad;
+}
+
+function checkAccessLog(a: AccessLogDoc, path: PathSegment[], tcp: boolean, r: DocRef, sink: DiagnosticSink): void {
+  if (a.to !== 'stdout' && a.to !== 'stderr' && !a.to.startsWith('/'))
+    sink.error(Codes.INVALID_VALUE, r, [...path, 'to'], `"${a.to}" is not stdout, stderr or an absolute file path`);
+  const format = a.format ?? 'json';
+  if (format === 'text' && a.text === undefined)
+    sink.error(Codes.INVALID_VALUE, r, [...path, 'text'], 'format text needs the line to write (text)');
+  if (format === 'json' && a.text !== undefined)
+    sink.error(Codes.INVALID_VALUE, r, [...path, 'text'], 'text goes with format: text (json takes fields)');
+  if (format === 'text' && a.fields !== undefined)
+    sink.error(Codes.INVALID_VALUE, r, [...path, 'fields'], 'fields go with format: json (text takes text)');
+  const formats: [PathSegment[], string][] = [
+    ...(a.text !== undefined ? [[[...path, 'text'], a.text] as [PathSegment[], string]] : []),
+    ...Object.entries(a.fields ?? {}).map(([k, v]) => [[...path, 'fields', k], v] as [PathSegment[], string]),
+  ];
+  for (const [at, f] of formats)
+    for (const bad of badOperators(f))
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        at,
+        `"${bad}" is not an Envoy format operator (%NAME%, %NAME(arg)%, %NAME:len%)`,
+      );
+  const status = a.filter?.status;
+  if (status?.min !== undefined && status.max !== undefined && status.min > status.max)
+    sink.error(Codes.INVALID_VALUE, r, [...path, 'filter', 'status'], `min ${status.min} is above max ${status.max}`);
+  if (tcp && (status || a.filter?.notHealthCheck))
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      [...path, 'filter'],
+      'a TCP listener logs connections: they have no status and are no health checks',
+    );
 }
 
 function checkTargets(

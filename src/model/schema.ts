@@ -200,6 +200,49 @@ export const WeightedTarget = Type.Object(
   strict,
 );
 
+/** Where a listener logs each request (HTTP) or connection (TCP), and which. */
+export const AccessLog = Type.Object(
+  {
+    to: Type.String({
+      minLength: 1,
+      description: 'stdout, stderr, or an absolute file path on the proxy host.',
+    }),
+    format: Type.Optional(
+      Type.Union([Type.Literal('json'), Type.Literal('text')], {
+        description: 'json (default): one object per line; text: `text` with Envoy format operators.',
+      }),
+    ),
+    fields: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 64 }), Type.String({ minLength: 1 }), {
+        description: 'json: the fields, name -> Envoy format operator (default: a set to debug with).',
+      }),
+    ),
+    text: Type.Optional(
+      Type.String({ minLength: 1, description: 'text: the line, e.g. "%START_TIME% %RESPONSE_CODE%".' }),
+    ),
+    filter: Type.Optional(
+      Type.Object(
+        {
+          status: Type.Optional(
+            Type.Object(
+              {
+                min: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
+                max: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
+              },
+              strict,
+            ),
+          ),
+          minDuration: Type.Optional(Duration),
+          notHealthCheck: Type.Optional(Type.Boolean()),
+          samplePercent: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 100 })),
+        },
+        { ...strict, description: 'Log only these (all must hold).' },
+      ),
+    ),
+  },
+  strict,
+);
+
 /** A TCP listener's proxying (Envoy's tcp_proxy): to one service, or split by weight. */
 export const TcpProxy = Type.Object(
   {
@@ -335,6 +378,7 @@ export const Listener = Type.Object(
       }),
     ),
     tcp: Type.Optional(TcpProxy),
+    accessLog: Type.Optional(Type.Array(AccessLog, { minItems: 1, maxItems: 4 })),
     passthrough: Type.Optional(
       Type.Array(
         Type.Object(
@@ -544,6 +588,7 @@ export const KINDS = {
 export type KindName = keyof typeof KINDS;
 export type ServiceDoc = Static<typeof Service>;
 export type ListenerDoc = Static<typeof Listener>;
+export type AccessLogDoc = Static<typeof AccessLog>;
 export type VirtualHostDoc = Static<typeof VirtualHost>;
 export type GrpcServiceDoc = Static<typeof GrpcService>;
 export type SecretDoc = Static<typeof Secret>;

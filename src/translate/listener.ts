@@ -1,13 +1,15 @@
 import type { GrpcServiceDoc, ListenerDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
+import { accessLogs } from './access-log.ts';
 import { adsConfigSource, compact, routerFilter, TYPE, type JsonObject } from './common.ts';
 
-function httpConnectionManager(statPrefix: string, routeConfigName: string): JsonObject {
+function httpConnectionManager(statPrefix: string, routeConfigName: string, accessLog: JsonObject[] = []): JsonObject {
   return {
     '@type': TYPE.hcm,
     stat_prefix: statPrefix,
     rds: { config_source: adsConfigSource(), route_config_name: routeConfigName },
     http_filters: [routerFilter()],
+    ...(accessLog.length && { access_log: accessLog }),
   };
 }
 
@@ -32,6 +34,7 @@ function tcpProxy(
     idleTimeout?: string;
     maxConnectAttempts?: number;
   },
+  accessLog: JsonObject[],
 ): JsonObject {
   return {
     name: 'envoy.filters.network.tcp_proxy',
@@ -44,6 +47,7 @@ function tcpProxy(
       },
       idle_timeout: t.idleTimeout && durationToProto(t.idleTimeout),
       max_connect_attempts: t.maxConnectAttempts,
+      access_log: accessLog.length ? accessLog : undefined,
     }),
   };
 }
@@ -56,15 +60,21 @@ function tcpProxy(
  * untouched (matched on SNI with transport protocol tls, ahead of the terminated chains).
  */
 export function buildListener(l: ListenerDoc): JsonObject {
+  const tcpLogs = accessLogs(l.accessLog, l.name, true);
   const filters = l.tcp
-    ? [tcpProxy(l.name, l.tcp)]
-    : [{ name: 'envoy.filters.network.http_connection_manager', typed_config: httpConnectionManager(l.name, l.name) }];
+    ? [tcpProxy(l.name, l.tcp, tcpLogs)]
+    : [
+        {
+          name: 'envoy.filters.network.http_connection_manager',
+          typed_config: httpConnectionManager(l.name, l.name, accessLogs(l.accessLog, l.name, false)),
+        },
+      ];
   const chains: JsonObject[] = [];
   l.passthrough?.forEach((p, i) =>
     chains.push({
       name: `passthrough-${i}`,
       filter_chain_match: { server_names: p.serverNames, transport_protocol: 'tls' },
-      filters: [tcpProxy(`${l.name}.passthrough`, { to: p.to })],
+      filters: [tcpProxy(`${l.name}.passthrough`, { to: p.to }, tcpLogs)],
     }),
   );
   for (const e of l.tls?.sni ?? []) {

@@ -469,4 +469,54 @@ test('TCP listeners and passthrough names: what cannot work is refused at file:l
   }
 });
 
+test('access logs: what Envoy cannot use is refused at file:line', async () => {
+  const withLog = (log: string, listener = BASE['edge.yaml']!) => ({
+    ...BASE,
+    'edge.yaml': listener.replace('virtualHosts: [site]', `virtualHosts: [site]\naccessLog:\n${log}`),
+  });
+  const rows: [what: string, files: Record<string, string>, expected: RegExp | undefined][] = [
+    ['the defaults', withLog('  - to: /var/log/envoy/edge.json\n'), undefined],
+    [
+      'a relative path',
+      withLog('  - to: logs/edge.json\n'),
+      /edge\.yaml:\d+:\d+: error FXDS_INVALID_VALUE: Listener\/edge accessLog\[0\]\.to: "logs\/edge\.json" is not stdout, stderr or an absolute file path/,
+    ],
+    ['text without its line', withLog('  - { to: stdout, format: text }\n'), /format text needs the line to write/],
+    [
+      'fields with text',
+      withLog("  - { to: stdout, format: text, text: '%START_TIME%', fields: { a: '%UPSTREAM_HOST%' } }\n"),
+      /fields go with format: json/,
+    ],
+    [
+      'a broken operator',
+      withLog("  - { to: stdout, format: text, text: '%START_TIME% %REQ(:PATH %' }\n"),
+      /"%REQ\(:PATH %" is not an Envoy format operator/,
+    ],
+    [
+      'an unclosed operator',
+      withLog("  - { to: stdout, fields: { t: '%START_TIME' } }\n"),
+      /accessLog\[0\]\.fields\.t: "%START_TIME" is not an Envoy format operator/,
+    ],
+    [
+      'min above max',
+      withLog('  - { to: stdout, filter: { status: { min: 500, max: 400 } } }\n'),
+      /min 500 is above max 400/,
+    ],
+    [
+      'a status filter on TCP',
+      {
+        ...BASE,
+        'tcp.yaml':
+          'kind: Listener\nname: db\nport: 5432\ntcp: { to: api }\naccessLog:\n  - { to: stdout, filter: { status: { min: 500 } } }\n',
+      },
+      /Listener\/db accessLog\[0\]\.filter: a TCP listener logs connections: they have no status/,
+    ],
+  ];
+  for (const [what, files, expected] of rows) {
+    const text = (await diagnosticsOf(files)).map(formatDiagnostic).join('\n');
+    if (expected) assert.match(text, expected, `${what}:\n${text}`);
+    else assert.is(text, '', what);
+  }
+});
+
 test.run();
