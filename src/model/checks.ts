@@ -569,6 +569,8 @@ function checkTcpListener(l: ListenerDoc, r: DocRef, sink: DiagnosticSink, needS
         ['tls', 'sni'],
         'a TCP listener terminates TLS with one certificate (tls.secret)',
       );
+    if (l.websocket !== undefined)
+      sink.error(Codes.INVALID_VALUE, r, ['websocket'], 'WebSocket upgrades are HTTP: a TCP listener passes any bytes');
   }
   const terminated = new Set((l.tls?.sni ?? []).flatMap((e) => e.serverNames.map((n) => n.toLowerCase())));
   const passed = new Map<string, number>();
@@ -709,7 +711,7 @@ function checkHttpRoute(
     );
   }
   const forwards = route.to !== undefined || route.split !== undefined;
-  for (const k of ['timeout', 'retries', 'rewrite'] as const) {
+  for (const k of ['timeout', 'retries', 'rewrite', 'websocket'] as const) {
     if (route[k] !== undefined && !forwards)
       sink.error(Codes.INVALID_VALUE, r, [...path, k], `\`${k}\` applies only to routes that forward (to or split)`);
   }

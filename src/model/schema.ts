@@ -296,6 +296,9 @@ export const Route = Type.Object(
     ),
     timeout: Type.Optional(Duration),
     retries: Type.Optional(Retries),
+    websocket: Type.Optional(
+      Type.Boolean({ description: "WebSocket upgrades on this route (default: the listener's websocket)." }),
+    ),
     rewrite: Type.Optional(
       Type.Object(
         { prefix: Type.Optional(Type.String({ pattern: '^/' })), host: Type.Optional(Type.String({ minLength: 1 })) },
@@ -378,6 +381,11 @@ export const Listener = Type.Object(
       }),
     ),
     tcp: Type.Optional(TcpProxy),
+    websocket: Type.Optional(
+      Type.Boolean({
+        description: 'HTTP: WebSocket upgrades (default true); a route may turn them off, or on when this is false.',
+      }),
+    ),
     accessLog: Type.Optional(Type.Array(AccessLog, { minItems: 1, maxItems: 4 })),
     passthrough: Type.Optional(
       Type.Array(

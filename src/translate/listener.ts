@@ -3,13 +3,25 @@ import { durationToProto } from '../shared/duration.ts';
 import { accessLogs } from './access-log.ts';
 import { adsConfigSource, compact, routerFilter, TYPE, type JsonObject } from './common.ts';
 
-function httpConnectionManager(statPrefix: string, routeConfigName: string, accessLog: JsonObject[] = []): JsonObject {
+/**
+ * `websocket`: for Envoy's listeners, whether upgrades are on; routes may override it only when the
+ * manager lists the upgrade type, so it is listed either way. Unset for gRPC clients' API listeners.
+ */
+function httpConnectionManager(
+  statPrefix: string,
+  routeConfigName: string,
+  accessLog: JsonObject[] = [],
+  websocket?: boolean,
+): JsonObject {
   return {
     '@type': TYPE.hcm,
     stat_prefix: statPrefix,
     rds: { config_source: adsConfigSource(), route_config_name: routeConfigName },
     http_filters: [routerFilter()],
     ...(accessLog.length && { access_log: accessLog }),
+    ...(websocket !== undefined && {
+      upgrade_configs: [{ upgrade_type: 'websocket', ...(!websocket && { enabled: false }) }],
+    }),
   };
 }
 
@@ -66,7 +78,12 @@ export function buildListener(l: ListenerDoc): JsonObject {
     : [
         {
           name: 'envoy.filters.network.http_connection_manager',
-          typed_config: httpConnectionManager(l.name, l.name, accessLogs(l.accessLog, l.name, false)),
+          typed_config: httpConnectionManager(
+            l.name,
+            l.name,
+            accessLogs(l.accessLog, l.name, false),
+            l.websocket ?? true,
+          ),
         },
       ];
   const chains: JsonObject[] = [];

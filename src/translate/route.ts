@@ -50,6 +50,7 @@ function httpRoute(r: RouteDoc): JsonObject {
           num_retries: r.retries.count,
           per_try_timeout: r.retries.perTryTimeout && durationToProto(r.retries.perTryTimeout),
         }),
+      upgrade_configs: r.websocket !== undefined ? [{ upgrade_type: 'websocket', enabled: r.websocket }] : undefined,
     });
   }
   return out;

@@ -519,4 +519,23 @@ test('access logs: what Envoy cannot use is refused at file:line', async () => {
   }
 });
 
+test('WebSocket switches only where upgrades exist', async () => {
+  const route = await diagnosticsOf({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml']!.replace(
+      '  - to: web',
+      '  - { match: { prefix: /old }, redirect: { path: /new }, websocket: false }\n  - to: web',
+    ),
+  });
+  assert.match(
+    route.map(formatDiagnostic).join('\n'),
+    /edge\.yaml:\d+:\d+: error FXDS_INVALID_VALUE: VirtualHost\/site routes\[1\]\.websocket: `websocket` applies only to routes that forward/,
+  );
+  const tcp = await diagnosticsOf({
+    ...BASE,
+    'tcp.yaml': 'kind: Listener\nname: db\nport: 5432\ntcp: { to: api }\nwebsocket: false\n',
+  });
+  assert.match(tcp.map(formatDiagnostic).join('\n'), /Listener\/db websocket: WebSocket upgrades are HTTP/);
+});
+
 test.run();

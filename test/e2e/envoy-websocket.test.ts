@@ -1,0 +1,104 @@
+/**
+ * WebSockets through real Envoy 1.40 and 1.36: on by default (a client's messages echo back), off
+ * for a listener (the upgrade is answered 403), and switched per route either way.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import WebSocket, { WebSocketServer } from 'ws';
+import type { RunningApp } from '../../src/app/app.ts';
+import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess } from '../helpers/envoy.ts';
+import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
+import { waitFor } from '../helpers/process.ts';
+import { startServer } from '../helpers/server.ts';
+import { tempDir, writeTree } from '../helpers/tree.ts';
+
+let app: RunningApp;
+let echo: WebSocketServer;
+const envoys: EnvoyProcess[] = [];
+const ports = new Map<string, { on: number; off: number }>();
+
+/** The echo of one message through a WebSocket to `port`, or the HTTP status the upgrade got. */
+function exchange(port: number, path: string): Promise<{ echo?: string; status?: number }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`);
+    const timer = setTimeout(() => reject(new Error(`no answer on ${path}`)), 5000);
+    ws.on('open', () => ws.send(`hello ${path}`));
+    ws.on('message', (m) => {
+      clearTimeout(timer);
+      resolve({ echo: String(m) });
+      ws.close();
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      clearTimeout(timer);
+      resolve({ status: res.statusCode });
+      ws.terminate();
+    });
+    ws.on('error', () => undefined);
+  });
+}
+
+test.before(async () => {
+  try {
+    echo = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    echo.on('connection', (s) => s.on('message', (m) => s.send(`echo: ${String(m)}`)));
+    await new Promise<void>((r) => echo.once('listening', () => r()));
+    const echoPort = (echo.address() as { port: number }).port;
+    const docs = [
+      `kind: Service\nname: echo\nendpoints: [{ address: 127.0.0.1:${echoPort} }]\n`,
+      'kind: VirtualHost\nname: site\ndomains: ["*"]\nroutes:\n' +
+        '  - { match: { prefix: /ws-off }, to: echo, websocket: false }\n' +
+        '  - { match: { prefix: /ws-on }, to: echo, websocket: true }\n' +
+        '  - to: echo\n',
+    ];
+    for (const v of ENVOY_VERSIONS) {
+      const p = { on: await freePort(), off: await freePort() };
+      ports.set(v, p);
+      const g = `g${v.replace('.', '')}`;
+      docs.push(
+        `kind: NodeGroup\nname: ${g}\nmatch: { idPattern: "${g}-*" }\n`,
+        `kind: Listener\nname: ${g}-on\naddress: 127.0.0.1\nport: ${p.on}\ngroups: [${g}]\nvirtualHosts: [site]\n`,
+        `kind: Listener\nname: ${g}-off\naddress: 127.0.0.1\nport: ${p.off}\ngroups: [${g}]\nvirtualHosts: [site]\n` +
+          'websocket: false\n',
+      );
+    }
+    app = await startServer(writeTree({ 'ws.yaml': docs.join('---\n') }));
+    const root = tempDir();
+    for (const v of ENVOY_VERSIONS) {
+      const g = `g${v.replace('.', '')}`;
+      const bootstrap = envoyBootstrap({
+        mode: 'ads',
+        nodeId: `${g}-1`,
+        nodeCluster: g,
+        server: { host: '127.0.0.1', port: app.grpcPort },
+      });
+      envoys.push(await startEnvoy(v, bootstrap, root));
+      await waitFor(`Envoy ${v} routes`, () => httpGet(ports.get(v)!.on, '/').then((r) => r.status === 426), 20_000);
+    }
+  } catch (err) {
+    reportSetupFailure(err);
+  }
+});
+
+test.after(async () => {
+  for (const e of envoys) await e.stop();
+  await app?.close();
+  echo?.close();
+});
+
+test('on by default, off for a listener, and switched per route', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const p = ports.get(v)!;
+    assert.equal(await exchange(p.on, '/chat'), { echo: 'echo: hello /chat' }, `Envoy ${v}: on by default`);
+    assert.equal(await exchange(p.on, '/ws-off/chat'), { status: 403 }, `Envoy ${v}: a route turns it off`);
+    assert.equal(await exchange(p.off, '/chat'), { status: 403 }, `Envoy ${v}: off for the listener`);
+    assert.equal(
+      await exchange(p.off, '/ws-on/chat'),
+      { echo: 'echo: hello /ws-on/chat' },
+      `Envoy ${v}: a route turns it on`,
+    );
+  }
+  for (const e of envoys) assert.is(await e.rejected(), 0);
+});
+
+test.run();
