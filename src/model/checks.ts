@@ -9,6 +9,7 @@ import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
 import type {
   AccessLogDoc,
+  HeadersDoc,
   SecretDoc,
   GrpcRouteDoc,
   GrpcServiceDoc,
@@ -308,6 +309,14 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     if (l.address !== undefined && !isIP(l.address))
       sink.error(Codes.INVALID_VALUE, r, ['address'], `"${l.address}" is not an IP address`);
     checkTcpListener(l, r, sink, needService);
+    checkHeaders(l.headers, ['headers'], r, sink);
+    if (l.headers && !l.virtualHosts)
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        ['headers'],
+        'headers apply to HTTP requests: this listener has no virtualHosts',
+      );
     l.accessLog?.forEach((a, i) => checkAccessLog(a, ['accessLog', i], !!l.tcp, r, sink));
     (l.virtualHosts ?? []).forEach((v, i) => {
       usedVhosts.add(v);
@@ -366,6 +375,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     return onceCiting(memo?.citing, v, sink, services, needService, (need) => {
       const r = ref('VirtualHost', v.name);
       v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, need));
+      checkHeaders(v.headers, ['headers'], r, sink);
       checkShadowedRoutes(v.routes, r, sink);
     });
   });
@@ -641,6 +651,40 @@ function checkAccessLog(a: AccessLogDoc, path: PathSegment[], tcp: boolean, r: D
     );
 }
 
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+
+/**
+ * Header edits Envoy would refuse: names that are no header name, pseudo-headers, and (on requests)
+ * `host`, which Envoy does not let a route change; values with line breaks or broken operators.
+ */
+function checkHeaders(h: HeadersDoc | undefined, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
+  for (const side of ['request', 'response'] as const) {
+    const e = h?.[side];
+    if (!e) continue;
+    const name = (n: string, at: PathSegment[]) => {
+      if (n.startsWith(':') || (side === 'request' && n.toLowerCase() === 'host'))
+        sink.error(
+          Codes.INVALID_VALUE,
+          r,
+          at,
+          `"${n}" cannot be changed by a route (Envoy refuses pseudo-headers and host)`,
+        );
+      else if (!HEADER_NAME.test(n)) sink.error(Codes.INVALID_VALUE, r, at, `"${n}" is not a header name`);
+    };
+    for (const op of ['set', 'add'] as const)
+      for (const [n, v] of Object.entries(e[op] ?? {})) {
+        const at: PathSegment[] = [...path, side, op, n];
+        name(n, at);
+        if (/[\r\n\0]/.test(v))
+          sink.error(Codes.INVALID_VALUE, r, at, 'a header value cannot hold a line break or NUL');
+        for (const bad of badOperators(v))
+          sink.error(Codes.INVALID_VALUE, r, at, `"${bad}" is not an Envoy format operator (write %% for a literal %)`);
+      }
+    e.remove?.forEach((n, i) => name(n, [...path, side, 'remove', i]));
+  }
+}
+
 function checkTargets(
   route: { to?: string; split?: { service: string; weight: number }[] },
   path: PathSegment[],
@@ -711,6 +755,7 @@ function checkHttpRoute(
     );
   }
   const forwards = route.to !== undefined || route.split !== undefined;
+  checkHeaders(route.headers, [...path, 'headers'], r, sink);
   for (const k of ['timeout', 'retries', 'rewrite', 'websocket'] as const) {
     if (route[k] !== undefined && !forwards)
       sink.error(Codes.INVALID_VALUE, r, [...path, k], `\`${k}\` applies only to routes that forward (to or split)`);

@@ -200,6 +200,31 @@ export const WeightedTarget = Type.Object(
   strict,
 );
 
+const HeaderEdits = Type.Object(
+  {
+    set: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 8192 }), {
+        description: 'Headers set, replacing any of the same name; values may use Envoy format operators.',
+      }),
+    ),
+    add: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 8192 }), {
+        description: 'Headers added beside any of the same name.',
+      }),
+    ),
+    remove: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { minItems: 1, uniqueItems: true }),
+    ),
+  },
+  strict,
+);
+
+/** Request and response headers set, added or removed (route, virtual host or listener level). */
+export const Headers = Type.Object(
+  { request: Type.Optional(HeaderEdits), response: Type.Optional(HeaderEdits) },
+  strict,
+);
+
 /** Where a listener logs each request (HTTP) or connection (TCP), and which. */
 export const AccessLog = Type.Object(
   {
@@ -296,6 +321,7 @@ export const Route = Type.Object(
     ),
     timeout: Type.Optional(Duration),
     retries: Type.Optional(Retries),
+    headers: Type.Optional(Headers),
     websocket: Type.Optional(
       Type.Boolean({ description: "WebSocket upgrades on this route (default: the listener's websocket)." }),
     ),
@@ -381,6 +407,7 @@ export const Listener = Type.Object(
       }),
     ),
     tcp: Type.Optional(TcpProxy),
+    headers: Type.Optional(Headers),
     websocket: Type.Optional(
       Type.Boolean({
         description: 'HTTP: WebSocket upgrades (default true); a route may turn them off, or on when this is false.',
@@ -414,6 +441,7 @@ export const VirtualHost = Type.Object(
     name: Name,
     domains: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }),
     routes: Type.Array(Route, { minItems: 1 }),
+    headers: Type.Optional(Headers),
   },
   strict,
 );
@@ -597,6 +625,7 @@ export type KindName = keyof typeof KINDS;
 export type ServiceDoc = Static<typeof Service>;
 export type ListenerDoc = Static<typeof Listener>;
 export type AccessLogDoc = Static<typeof AccessLog>;
+export type HeadersDoc = Static<typeof Headers>;
 export type VirtualHostDoc = Static<typeof VirtualHost>;
 export type GrpcServiceDoc = Static<typeof GrpcService>;
 export type SecretDoc = Static<typeof Secret>;

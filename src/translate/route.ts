@@ -1,4 +1,5 @@
-import type { GrpcRouteDoc, RouteDoc, VirtualHostDoc, WeightedTargetDoc } from '../model/schema.ts';
+import type { GrpcRouteDoc, HeadersDoc, RouteDoc, VirtualHostDoc, WeightedTargetDoc } from '../model/schema.ts';
+import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { compact, headerMatcher, queryMatcher, type JsonObject } from './common.ts';
 
@@ -24,7 +25,7 @@ function httpRoute(r: RouteDoc): JsonObject {
   if (m.caseSensitive === false) match.case_sensitive = false;
   if (m.headers?.length) match.headers = m.headers.map(headerMatcher);
   if (m.query?.length) match.query_parameters = m.query.map(queryMatcher);
-  const out: JsonObject = compact({ name: r.name, match });
+  const out: JsonObject = compact({ name: r.name, match, ...headerFields(r.headers) });
   if (r.redirect) {
     out.redirect = compact({
       https_redirect: r.redirect.https || undefined,
@@ -57,7 +58,7 @@ function httpRoute(r: RouteDoc): JsonObject {
 }
 
 export function buildVirtualHost(v: VirtualHostDoc): JsonObject {
-  return { name: v.name, domains: v.domains, routes: v.routes.map(httpRoute) };
+  return { name: v.name, domains: v.domains, routes: v.routes.map(httpRoute), ...headerFields(v.headers) };
 }
 
 /** `virtualHost` is how each virtual host is built: memoized per document by the caller. */
@@ -65,8 +66,9 @@ export function buildRouteConfiguration(
   name: string,
   vhosts: VirtualHostDoc[],
   virtualHost: (v: VirtualHostDoc) => JsonObject = buildVirtualHost,
+  headers?: HeadersDoc,
 ): JsonObject {
-  return { name, virtual_hosts: vhosts.map(virtualHost) };
+  return { name, virtual_hosts: vhosts.map(virtualHost), ...headerFields(headers) };
 }
 
 /** gRPC clients (gRFC A28) use max_stream_duration as the deadline, not route.timeout. */

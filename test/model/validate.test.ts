@@ -538,4 +538,37 @@ test('WebSocket switches only where upgrades exist', async () => {
   assert.match(tcp.map(formatDiagnostic).join('\n'), /Listener\/db websocket: WebSocket upgrades are HTTP/);
 });
 
+test('header edits Envoy would refuse are refused at file:line', async () => {
+  const withHeaders = (h: string) => ({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml']!.replace('    to: api', `    to: api\n    headers: ${h}`),
+  });
+  const rows: [what: string, headers: string, expected: RegExp | undefined][] = [
+    ['a plain set', "{ request: { set: { x-a: '1' } } }", undefined],
+    ['an operator', "{ request: { add: { x-ip: '%DOWNSTREAM_REMOTE_ADDRESS%' } } }", undefined],
+    ['a literal percent', "{ response: { set: { x-p: '50%%' } } }", undefined],
+    ['host', '{ request: { set: { host: example.com } } }', /"host" cannot be changed by a route/],
+    ['a pseudo-header', "{ request: { remove: [':path'] } }", /":path" cannot be changed by a route/],
+    ['not a header name', "{ response: { add: { 'x a': '1' } } }", /"x a" is not a header name/],
+    [
+      'a broken operator',
+      "{ request: { set: { x-a: '%REQ(x' } } }",
+      /"%REQ\(x" is not an Envoy format operator \(write %% for a literal %\)/,
+    ],
+    ['a line break', '{ request: { set: { x-a: "a\\nb" } } }', /a header value cannot hold a line break/],
+  ];
+  for (const [what, h, expected] of rows) {
+    const text = (await diagnosticsOf(withHeaders(h))).map(formatDiagnostic).join('\n');
+    if (expected)
+      assert.match(
+        text,
+        new RegExp(
+          `edge\\.yaml:\\d+:\\d+: error FXDS_INVALID_VALUE: VirtualHost/site routes\\[0\\]\\.headers\\..*?: ${expected.source}`,
+        ),
+        `${what}:\n${text}`,
+      );
+    else assert.is(text, '', what);
+  }
+});
+
 test.run();
