@@ -1,6 +1,7 @@
 import type { GrpcServiceDoc, ListenerDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { accessLogs } from './access-log.ts';
+import { httpSettingsFields } from './http-settings.ts';
 import { adsConfigSource, compact, routerFilter, TYPE, type JsonObject } from './common.ts';
 
 /**
@@ -12,10 +13,12 @@ function httpConnectionManager(
   routeConfigName: string,
   accessLog: JsonObject[] = [],
   websocket?: boolean,
+  settings: JsonObject = {},
 ): JsonObject {
   return {
     '@type': TYPE.hcm,
     stat_prefix: statPrefix,
+    ...settings,
     rds: { config_source: adsConfigSource(), route_config_name: routeConfigName },
     http_filters: [routerFilter()],
     ...(accessLog.length && { access_log: accessLog }),
@@ -83,6 +86,7 @@ export function buildListener(l: ListenerDoc): JsonObject {
             l.name,
             accessLogs(l.accessLog, l.name, false),
             l.websocket ?? true,
+            httpSettingsFields(l.http),
           ),
         },
       ];

@@ -571,4 +571,39 @@ test('header edits Envoy would refuse are refused at file:line', async () => {
   }
 });
 
+test('connection-manager settings: what Envoy would refuse is refused at file:line', async () => {
+  const withHttp = (http: string) => ({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml']!.replace('virtualHosts: [site]', `virtualHosts: [site]\nhttp: ${http}`),
+  });
+  const rows: [what: string, files: Record<string, string>, expected: RegExp | undefined][] = [
+    ['the usual', withHttp('{ useRemoteAddress: true, requestHeadersTimeout: 10s, serverName: edge }'), undefined],
+    [
+      'headers over 8 MB',
+      withHttp('{ maxRequestHeadersKb: 9000 }'),
+      /edge\.yaml:\d+:\d+: error FXDS_SCHEMA: Listener\/edge http\.maxRequestHeadersKb/,
+    ],
+    ['a bad duration', withHttp('{ requestTimeout: soon }'), /Listener\/edge http\.requestTimeout/],
+    ['an unknown slash action', withHttp('{ escapedSlashes: drop }'), /Listener\/edge http\.escapedSlashes/],
+    [
+      'a connection window below the stream window',
+      withHttp('{ http2: { initialStreamWindowSize: 1048576, initialConnectionWindowSize: 65536 } }'),
+      /http\.http2\.initialConnectionWindowSize: the connection window must be at least the stream window/,
+    ],
+    [
+      'on a TCP listener',
+      {
+        ...BASE,
+        'tcp.yaml': 'kind: Listener\nname: db\nport: 5432\ntcp: { to: api }\nhttp: { useRemoteAddress: true }\n',
+      },
+      /Listener\/db http: http settings are for HTTP listeners/,
+    ],
+  ];
+  for (const [what, files, expected] of rows) {
+    const text = (await diagnosticsOf(files)).map(formatDiagnostic).join('\n');
+    if (expected) assert.match(text, expected, `${what}:\n${text}`);
+    else assert.is(text, '', what);
+  }
+});
+
 test.run();
