@@ -3,6 +3,7 @@
  * "did you mean"), per-group conflicts, and what proxyless gRPC clients can consume.
  */
 import { isIP } from 'node:net';
+import { parseDurationMs } from '../shared/duration.ts';
 import { ENVOY_RE2_MAX_PROGRAM_SIZE, ENVOY_REGEX_RELEASES, envoyRegexRefusal } from './re2-program.ts';
 import { Codes } from '../shared/diagnostics.ts';
 import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
@@ -753,6 +754,20 @@ function checkRetries(
         `"${c}" is not a ${what} retry condition (one of ${[...allowed].join(', ')})`,
       );
   });
+  const b = retries?.backoff;
+  if (b?.max !== undefined && (parseDurationMs(b.max) ?? 0) < (parseDurationMs(b.base) ?? 0))
+    sink.error(Codes.INVALID_VALUE, r, [...path, 'retries', 'backoff', 'max'], 'max is below base');
+  if (b && (parseDurationMs(b.base) ?? 0) <= 0)
+    sink.error(Codes.INVALID_VALUE, r, [...path, 'retries', 'backoff', 'base'], 'base must be above 0');
+  if (what === 'gRPC')
+    for (const k of ['statusCodes', 'retryOtherHosts', 'hostSelectionAttempts'] as const)
+      if (retries?.[k] !== undefined)
+        sink.error(
+          Codes.CLIENT_COMPAT,
+          r,
+          [...path, 'retries', k],
+          `\`${k}\` is HTTP's: gRPC clients retry on status names (on) with backoff only`,
+        );
 }
 
 function checkHttpRoute(

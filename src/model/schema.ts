@@ -336,6 +336,25 @@ export const Retries = Type.Object(
     }),
     count: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
     perTryTimeout: Type.Optional(Duration),
+    backoff: Type.Optional(
+      Type.Object(
+        { base: Duration, max: Type.Optional(Duration) },
+        { ...strict, description: 'Exponential backoff between tries (default max: 10 x base).' },
+      ),
+    ),
+    statusCodes: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 100, maximum: 599 }), {
+        minItems: 1,
+        uniqueItems: true,
+        description: 'HTTP: responses with these statuses are retried too.',
+      }),
+    ),
+    retryOtherHosts: Type.Optional(
+      Type.Boolean({ description: 'HTTP: a retry goes to a host not tried yet for the request.' }),
+    ),
+    hostSelectionAttempts: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 10, description: 'HTTP: tries at picking such a host.' }),
+    ),
   },
   strict,
 );

@@ -11,10 +11,8 @@ function toAdd(set: Record<string, string> | undefined, add: Record<string, stri
       header: { key, value },
       append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
     })),
-    ...Object.entries(add ?? {}).map(([key, value]) => ({
-      header: { key, value },
-      append_action: 'APPEND_IF_EXISTS_OR_ADD',
-    })),
+    // APPEND_IF_EXISTS_OR_ADD is the enum's zero value: canonical JSON leaves it out.
+    ...Object.entries(add ?? {}).map(([key, value]) => ({ header: { key, value } })),
   ];
 }
 

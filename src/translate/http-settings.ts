@@ -10,8 +10,9 @@ const ESCAPED_SLASHES: Record<NonNullable<HttpSettingsDoc['escapedSlashes']>, st
   'unescape-and-forward': 'UNESCAPE_AND_FORWARD',
 };
 
-const SERVER_HEADER: Record<NonNullable<HttpSettingsDoc['serverHeader']>, string> = {
-  overwrite: 'OVERWRITE',
+/** OVERWRITE is the enum's zero value: canonical JSON leaves it out. */
+const SERVER_HEADER: Record<NonNullable<HttpSettingsDoc['serverHeader']>, string | undefined> = {
+  overwrite: undefined,
   'append-if-absent': 'APPEND_IF_ABSENT',
   'pass-through': 'PASS_THROUGH',
 };
@@ -23,19 +24,19 @@ export function httpSettingsFields(h: HttpSettingsDoc | undefined): JsonObject {
   if (!h) return {};
   return compact({
     use_remote_address: h.useRemoteAddress,
-    xff_num_trusted_hops: h.xffNumTrustedHops,
+    xff_num_trusted_hops: h.xffNumTrustedHops || undefined,
     common_http_protocol_options: h.idleTimeout !== undefined ? { idle_timeout: duration(h.idleTimeout) } : undefined,
     stream_idle_timeout: duration(h.streamIdleTimeout),
     request_headers_timeout: duration(h.requestHeadersTimeout),
     request_timeout: duration(h.requestTimeout),
     max_request_headers_kb: h.maxRequestHeadersKb,
     normalize_path: h.normalizePath,
-    merge_slashes: h.mergeSlashes,
+    merge_slashes: h.mergeSlashes || undefined,
     path_with_escaped_slashes_action: h.escapedSlashes && ESCAPED_SLASHES[h.escapedSlashes],
     server_name: h.serverName,
     server_header_transformation: h.serverHeader && SERVER_HEADER[h.serverHeader],
     generate_request_id: h.generateRequestId,
-    preserve_external_request_id: h.preserveRequestId,
+    preserve_external_request_id: h.preserveRequestId || undefined,
     http2_protocol_options:
       h.http2 &&
       compact({

@@ -1,7 +1,14 @@
-import type { GrpcRouteDoc, HeadersDoc, RouteDoc, VirtualHostDoc, WeightedTargetDoc } from '../model/schema.ts';
+import type {
+  GrpcRouteDoc,
+  HeadersDoc,
+  RetriesDoc,
+  RouteDoc,
+  VirtualHostDoc,
+  WeightedTargetDoc,
+} from '../model/schema.ts';
 import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
-import { compact, headerMatcher, queryMatcher, type JsonObject } from './common.ts';
+import { compact, headerMatcher, queryMatcher, TYPE, type JsonObject } from './common.ts';
 
 const REDIRECT_CODE: Record<number, string | undefined> = {
   301: undefined, // MOVED_PERMANENTLY is the proto default
@@ -14,6 +21,32 @@ const REDIRECT_CODE: Record<number, string | undefined> = {
 function clusterSpecifier(route: { to?: string; split?: WeightedTargetDoc[] }): JsonObject {
   if (route.to !== undefined) return { cluster: route.to };
   return { weighted_clusters: { clusters: route.split!.map((t) => ({ name: t.service, weight: t.weight })) } };
+}
+
+function backOff(r: RetriesDoc): JsonObject | undefined {
+  if (!r.backoff) return undefined;
+  return compact({
+    base_interval: durationToProto(r.backoff.base),
+    max_interval: r.backoff.max && durationToProto(r.backoff.max),
+  });
+}
+
+function httpRetryPolicy(r: RetriesDoc): JsonObject {
+  // Status codes are retried only with this condition: it is added for them.
+  const on = r.statusCodes && !r.on.includes('retriable-status-codes') ? [...r.on, 'retriable-status-codes'] : r.on;
+  return compact({
+    retry_on: on.join(','),
+    num_retries: r.count,
+    per_try_timeout: r.perTryTimeout && durationToProto(r.perTryTimeout),
+    retry_back_off: backOff(r),
+    retriable_status_codes: r.statusCodes,
+    retry_host_predicate: r.retryOtherHosts
+      ? [{ name: 'envoy.retry_host_predicates.previous_hosts', typed_config: { '@type': TYPE.previousHosts } }]
+      : undefined,
+    // An int64: a string in proto3 JSON.
+    host_selection_retry_max_attempts:
+      r.hostSelectionAttempts === undefined ? undefined : String(r.hostSelectionAttempts),
+  });
 }
 
 function httpRoute(r: RouteDoc): JsonObject {
@@ -44,13 +77,7 @@ function httpRoute(r: RouteDoc): JsonObject {
       prefix_rewrite: r.rewrite?.prefix,
       host_rewrite_literal: r.rewrite?.host,
       timeout: r.timeout && durationToProto(r.timeout),
-      retry_policy:
-        r.retries &&
-        compact({
-          retry_on: r.retries.on.join(','),
-          num_retries: r.retries.count,
-          per_try_timeout: r.retries.perTryTimeout && durationToProto(r.retries.perTryTimeout),
-        }),
+      retry_policy: r.retries && httpRetryPolicy(r.retries),
       upgrade_configs: r.websocket !== undefined ? [{ upgrade_type: 'websocket', enabled: r.websocket }] : undefined,
     });
   }
@@ -87,7 +114,9 @@ export function grpcRoute(r: GrpcRouteDoc): JsonObject {
     route: compact({
       ...clusterSpecifier(r),
       max_stream_duration: r.timeout ? { max_stream_duration: durationToProto(r.timeout) } : undefined,
-      retry_policy: r.retries && compact({ retry_on: r.retries.on.join(','), num_retries: r.retries.count }),
+      retry_policy:
+        r.retries &&
+        compact({ retry_on: r.retries.on.join(','), num_retries: r.retries.count, retry_back_off: backOff(r.retries) }),
     }),
   });
 }

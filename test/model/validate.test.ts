@@ -606,4 +606,43 @@ test('connection-manager settings: what Envoy would refuse is refused at file:li
   }
 });
 
+test('retries: backoff bounds, and what gRPC clients cannot do', async () => {
+  const http = (retries: string) => ({
+    ...BASE,
+    'edge.yaml': BASE['edge.yaml']!.replace('    to: api', `    to: api\n    retries: ${retries}`),
+  });
+  const rows: [what: string, files: Record<string, string>, expected: RegExp | undefined][] = [
+    [
+      'the full set',
+      http('{ on: [reset], statusCodes: [503], backoff: { base: 25ms, max: 1s }, retryOtherHosts: true }'),
+      undefined,
+    ],
+    [
+      'max below base',
+      http('{ on: [reset], backoff: { base: 1s, max: 100ms } }'),
+      /routes\[0\]\.retries\.backoff\.max: max is below base/,
+    ],
+    ['a zero base', http('{ on: [reset], backoff: { base: 0s } }'), /retries\.backoff\.base: base must be above 0/],
+    [
+      'a status out of range',
+      http('{ on: [reset], statusCodes: [700] }'),
+      /FXDS_SCHEMA: VirtualHost\/site routes\[0\]\.retries\.statusCodes\[0\]/,
+    ],
+    [
+      'status codes on a gRPC route',
+      {
+        ...BASE,
+        'grpc.yaml':
+          'kind: GrpcService\nname: g\ntarget: g.example\nroutes:\n  - to: api\n    retries: { on: [unavailable], statusCodes: [503] }\n',
+      },
+      /GrpcService\/g routes\[0\]\.retries\.statusCodes: `statusCodes` is HTTP's/,
+    ],
+  ];
+  for (const [what, files, expected] of rows) {
+    const text = (await diagnosticsOf(files)).map(formatDiagnostic).join('\n');
+    if (expected) assert.match(text, expected, `${what}:\n${text}`);
+    else assert.is(text, '', what);
+  }
+});
+
 test.run();
