@@ -452,6 +452,10 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
 }
 
 function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
+  if (s.ringHash && s.lb !== 'ring_hash')
+    sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'ringHash goes with lb: ring_hash');
+  if (s.ringHash?.minSize !== undefined && s.ringHash.maxSize !== undefined && s.ringHash.minSize > s.ringHash.maxSize)
+    sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'minSize is above maxSize');
   if ((s.endpoints === undefined) === (s.dns === undefined)) {
     sink.error(
       Codes.INVALID_VALUE,
@@ -820,7 +824,26 @@ function checkHttpRoute(
       );
   }
   checkRetries(route.retries, ENVOY_RETRY_ON, 'Envoy', path, r, sink);
-  checkTargets(route, path, r, sink, needService);
+  const targets = checkTargets(route, path, r, sink, needService);
+  route.hashPolicy?.forEach((h, i) => {
+    const set = (['header', 'cookie', 'sourceIp', 'query'] as const).filter((k) => h[k] !== undefined);
+    if (set.length !== 1)
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        [...path, 'hashPolicy', i],
+        `a hash policy takes one of header, cookie, sourceIp, query${set.length ? ` (got ${set.join(', ')})` : ''}`,
+      );
+  });
+  if (route.hashPolicy)
+    for (const s of targets)
+      if (s.lb !== 'ring_hash' && s.lb !== 'maglev')
+        sink.warn(
+          Codes.INVALID_VALUE,
+          r,
+          [...path, 'hashPolicy'],
+          `service "${s.name}" balances ${s.lb ?? 'round_robin'}: the hash policy has no effect (use lb ring_hash or maglev)`,
+        );
 }
 
 type RouteMatchDoc = NonNullable<RouteDoc['match']>;
@@ -949,7 +972,7 @@ function checkGrpcRoute(
         path,
         `service "${s.name}" uses DNS; proxyless gRPC clients need static endpoints (EDS)`,
       );
-    if (s.lb === 'least_request' || s.lb === 'random') {
+    if (s.lb === 'least_request' || s.lb === 'random' || s.lb === 'maglev') {
       sink.warn(
         Codes.CLIENT_COMPAT,
         r,

@@ -146,8 +146,17 @@ export const Service = Type.Object(
     ),
     lb: Type.Optional(
       Enum(
-        ['round_robin', 'least_request', 'ring_hash', 'random'] as const,
-        'Load-balancing policy (default round_robin).',
+        ['round_robin', 'least_request', 'ring_hash', 'maglev', 'random'] as const,
+        "Load-balancing policy (default round_robin); ring_hash and maglev follow the routes' hashPolicy.",
+      ),
+    ),
+    ringHash: Type.Optional(
+      Type.Object(
+        {
+          minSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 8388608 })),
+          maxSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 8388608 })),
+        },
+        { ...strict, description: 'lb ring_hash: the ring size bounds.' },
       ),
     ),
     connectTimeout: Type.Optional(Duration),
@@ -215,6 +224,31 @@ const HeaderEdits = Type.Object(
     remove: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { minItems: 1, uniqueItems: true }),
     ),
+  },
+  strict,
+);
+
+/**
+ * What a request is hashed on for a service with lb ring_hash or maglev (affinity): one of a header,
+ * a cookie (Envoy sets it when absent, with a ttl), the client's address, or a query parameter.
+ * Several are tried in order; `terminal` stops at the first that yields a hash.
+ */
+export const HashPolicy = Type.Object(
+  {
+    header: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    cookie: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ minLength: 1, maxLength: 256 }),
+          ttl: Type.Optional(Duration),
+          path: Type.Optional(Type.String({ pattern: '^/' })),
+        },
+        strict,
+      ),
+    ),
+    sourceIp: Type.Optional(Type.Literal(true)),
+    query: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    terminal: Type.Optional(Type.Boolean()),
   },
   strict,
 );
@@ -387,6 +421,7 @@ export const Route = Type.Object(
     timeout: Type.Optional(Duration),
     retries: Type.Optional(Retries),
     headers: Type.Optional(Headers),
+    hashPolicy: Type.Optional(Type.Array(HashPolicy, { minItems: 1, maxItems: 8 })),
     websocket: Type.Optional(
       Type.Boolean({ description: "WebSocket upgrades on this route (default: the listener's websocket)." }),
     ),
@@ -692,6 +727,7 @@ export type ServiceDoc = Static<typeof Service>;
 export type ListenerDoc = Static<typeof Listener>;
 export type AccessLogDoc = Static<typeof AccessLog>;
 export type HeadersDoc = Static<typeof Headers>;
+export type HashPolicyDoc = Static<typeof HashPolicy>;
 export type HttpSettingsDoc = Static<typeof HttpSettings>;
 export type VirtualHostDoc = Static<typeof VirtualHost>;
 export type GrpcServiceDoc = Static<typeof GrpcService>;

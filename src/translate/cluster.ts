@@ -6,6 +6,7 @@ const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
   round_robin: undefined, // proto default
   least_request: 'LEAST_REQUEST',
   ring_hash: 'RING_HASH',
+  maglev: 'MAGLEV',
   random: 'RANDOM',
 };
 
@@ -23,6 +24,11 @@ export function buildCluster(s: ServiceDoc): JsonObject {
   c.connect_timeout = durationToProto(s.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT);
   const lb = LB_POLICY[s.lb ?? 'round_robin'];
   if (lb) c.lb_policy = lb;
+  if (s.ringHash)
+    c.ring_hash_lb_config = compact({
+      minimum_ring_size: s.ringHash.minSize?.toString(),
+      maximum_ring_size: s.ringHash.maxSize?.toString(),
+    });
   if (s.dns) {
     if (s.dns.refreshRate) c.dns_refresh_rate = durationToProto(s.dns.refreshRate);
     c.load_assignment = {

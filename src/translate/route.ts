@@ -1,5 +1,6 @@
 import type {
   GrpcRouteDoc,
+  HashPolicyDoc,
   HeadersDoc,
   RetriesDoc,
   RouteDoc,
@@ -29,6 +30,18 @@ function backOff(r: RetriesDoc): JsonObject | undefined {
     base_interval: durationToProto(r.backoff.base),
     max_interval: r.backoff.max && durationToProto(r.backoff.max),
   });
+}
+
+function hashPolicy(h: HashPolicyDoc): JsonObject {
+  const terminal = h.terminal ? { terminal: true } : {};
+  if (h.header !== undefined) return { header: { header_name: h.header }, ...terminal };
+  if (h.cookie)
+    return {
+      cookie: compact({ name: h.cookie.name, ttl: h.cookie.ttl && durationToProto(h.cookie.ttl), path: h.cookie.path }),
+      ...terminal,
+    };
+  if (h.sourceIp) return { connection_properties: { source_ip: true }, ...terminal };
+  return { query_parameter: { name: h.query! }, ...terminal };
 }
 
 function httpRetryPolicy(r: RetriesDoc): JsonObject {
@@ -78,6 +91,7 @@ function httpRoute(r: RouteDoc): JsonObject {
       host_rewrite_literal: r.rewrite?.host,
       timeout: r.timeout && durationToProto(r.timeout),
       retry_policy: r.retries && httpRetryPolicy(r.retries),
+      hash_policy: r.hashPolicy?.map(hashPolicy),
       upgrade_configs: r.websocket !== undefined ? [{ upgrade_type: 'websocket', enabled: r.websocket }] : undefined,
     });
   }

@@ -93,7 +93,7 @@ test('enum and pattern violations explain the allowed values', async () => {
   const lb = ds.find((d) => d.path === 'lb')!;
   assert.match(
     lb.message,
-    /"fastest" is not allowed; use one of "round_robin", "least_request", "ring_hash", "random"/,
+    /"fastest" is not allowed; use one of "round_robin", "least_request", "ring_hash", "maglev", "random"/,
   );
   at(lb, 's.yaml', 3, 5);
   const to = ds.find((d) => d.path === 'connectTimeout')!;
@@ -636,6 +636,43 @@ test('retries: backoff bounds, and what gRPC clients cannot do', async () => {
           'kind: GrpcService\nname: g\ntarget: g.example\nroutes:\n  - to: api\n    retries: { on: [unavailable], statusCodes: [503] }\n',
       },
       /GrpcService\/g routes\[0\]\.retries\.statusCodes: `statusCodes` is HTTP's/,
+    ],
+  ];
+  for (const [what, files, expected] of rows) {
+    const text = (await diagnosticsOf(files)).map(formatDiagnostic).join('\n');
+    if (expected) assert.match(text, expected, `${what}:\n${text}`);
+    else assert.is(text, '', what);
+  }
+});
+
+test('affinity: one key per hash policy, ring sizes with ring_hash, and a warning where nothing hashes', async () => {
+  const tree = (policy: string, lb = 'ring_hash', extra = '') => ({
+    ...BASE,
+    'services.yaml': BASE['services.yaml']!.replace('name: api\n', `name: api\nlb: ${lb}\n${extra}`),
+    'edge.yaml': BASE['edge.yaml']!.replace('    to: api', `    to: api\n    hashPolicy: ${policy}`),
+  });
+  const rows: [what: string, files: Record<string, string>, expected: RegExp | undefined][] = [
+    ['a header', tree('[{ header: x-user }]'), undefined],
+    [
+      'two keys in one',
+      tree('[{ header: x-user, sourceIp: true }]'),
+      /routes\[0\]\.hashPolicy\[0\]: a hash policy takes one of header, cookie, sourceIp, query \(got header, sourceIp\)/,
+    ],
+    ['no key', tree('[{ terminal: true }]'), /a hash policy takes one of header, cookie, sourceIp, query$/m],
+    [
+      'round robin',
+      tree('[{ header: x-user }]', 'round_robin'),
+      /warning FXDS_INVALID_VALUE: VirtualHost\/site routes\[0\]\.hashPolicy: service "api" balances round_robin: the hash policy has no effect/,
+    ],
+    [
+      'ring sizes without ring_hash',
+      tree('[{ header: x-user }]', 'maglev', 'ringHash: { minSize: 8 }\n'),
+      /Service\/api ringHash: ringHash goes with lb: ring_hash/,
+    ],
+    [
+      'min above max',
+      tree('[{ header: x-user }]', 'ring_hash', 'ringHash: { minSize: 100, maxSize: 10 }\n'),
+      /minSize is above maxSize/,
     ],
   ];
   for (const [what, files, expected] of rows) {

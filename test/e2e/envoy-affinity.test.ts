@@ -1,0 +1,113 @@
+/**
+ * Affinity through real Envoy 1.40 and 1.36, three backends behind ring_hash (and maglev): 100
+ * requests with the same header land on one backend while different headers spread; with a cookie
+ * policy Envoy sets the cookie on a first request (with its ttl) and requests carrying it stay on
+ * one backend.
+ */
+import http from 'node:http';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningApp } from '../../src/app/app.ts';
+import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess } from '../helpers/envoy.ts';
+import { reportSetupFailure, startHttpBackend, type Backend } from '../helpers/envoy-lab.ts';
+import { waitFor } from '../helpers/process.ts';
+import { startServer } from '../helpers/server.ts';
+import { tempDir, writeTree } from '../helpers/tree.ts';
+
+let app: RunningApp;
+const backends: Backend[] = [];
+const envoys: EnvoyProcess[] = [];
+const ports = new Map<string, number>();
+
+function get(port: number, path: string, headers: Record<string, string> = {}) {
+  return new Promise<{ body: string; cookie?: string }>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d));
+        res.on('end', () => resolve({ body, cookie: res.headers['set-cookie']?.[0] }));
+      })
+      .on('error', reject);
+  });
+}
+
+test.before(async () => {
+  try {
+    for (const name of ['A', 'B', 'C']) backends.push(await startHttpBackend(name));
+    const endpoints = backends.map((b) => `{ address: 127.0.0.1:${b.port} }`).join(', ');
+    const docs = [
+      `kind: Service\nname: cart\nlb: ring_hash\nendpoints: [${endpoints}]\n`,
+      `kind: Service\nname: search\nlb: maglev\nendpoints: [${endpoints}]\n`,
+      `kind: VirtualHost
+name: site
+domains: ["*"]
+routes:
+  - { match: { prefix: /cart }, to: cart, hashPolicy: [{ cookie: { name: cart-affinity, ttl: 1h, path: / } }] }
+  - { match: { prefix: /search }, to: search, hashPolicy: [{ header: x-user }] }
+  - { to: cart, hashPolicy: [{ header: x-user }] }
+`,
+    ];
+    for (const v of ENVOY_VERSIONS) {
+      const p = await freePort();
+      ports.set(v, p);
+      const g = `g${v.replace('.', '')}`;
+      docs.push(
+        `kind: NodeGroup\nname: ${g}\nmatch: { idPattern: "${g}-*" }\n`,
+        `kind: Listener\nname: ${g}\naddress: 127.0.0.1\nport: ${p}\ngroups: [${g}]\nvirtualHosts: [site]\n`,
+      );
+    }
+    app = await startServer(writeTree({ 'affinity.yaml': docs.join('---\n') }));
+    const root = tempDir();
+    for (const v of ENVOY_VERSIONS) {
+      const g = `g${v.replace('.', '')}`;
+      const bootstrap = envoyBootstrap({
+        mode: 'ads',
+        nodeId: `${g}-1`,
+        nodeCluster: g,
+        server: { host: '127.0.0.1', port: app.grpcPort },
+      });
+      envoys.push(await startEnvoy(v, bootstrap, root));
+      await waitFor(
+        `Envoy ${v} routes`,
+        () => get(ports.get(v)!, '/x', { 'x-user': 'u' }).then((r) => ['A', 'B', 'C'].includes(r.body)),
+        20_000,
+      );
+    }
+  } catch (err) {
+    reportSetupFailure(err);
+  }
+});
+
+test.after(async () => {
+  for (const e of envoys) await e.stop();
+  await app?.close();
+  for (const b of backends) b.server.close();
+});
+
+test('the same header lands on one backend (ring_hash and maglev); different headers spread', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    for (const path of ['/x', '/search']) {
+      const same = new Set<string>();
+      for (let i = 0; i < 100; i++) same.add((await get(ports.get(v)!, path, { 'x-user': 'alice' })).body);
+      assert.is(same.size, 1, `Envoy ${v} ${path}: 100 requests of one user on ${[...same].join(', ')}`);
+      const spread = new Set<string>();
+      for (let i = 0; i < 60; i++) spread.add((await get(ports.get(v)!, path, { 'x-user': `user-${i}` })).body);
+      assert.ok(spread.size >= 2, `Envoy ${v} ${path}: 60 users on ${[...spread].join(', ')}`);
+    }
+  }
+});
+
+test('a cookie policy: Envoy sets the cookie, and requests carrying it stay on one backend', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const first = await get(ports.get(v)!, '/cart');
+    assert.match(first.cookie ?? '', /^cart-affinity=[^;]+; Max-Age=3600; Path=\//, `Envoy ${v}: ${first.cookie}`);
+    const cookie = first.cookie!.split(';')[0]!;
+    const seen = new Set<string>([first.body]);
+    for (let i = 0; i < 30; i++) seen.add((await get(ports.get(v)!, '/cart', { cookie })).body);
+    assert.is(seen.size, 1, `Envoy ${v}: with the cookie, one backend (${[...seen].join(', ')})`);
+  }
+  for (const e of envoys) assert.is(await e.rejected(), 0);
+});
+
+test.run();
