@@ -123,12 +123,42 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
     record(figures, figureKey.pipeline(n), row);
     rows.push(row);
   }
-  if (selected.includes('pipeline'))
+  if (selected.includes('pipeline')) {
     table(
       'Pipeline: read + parse, validate, translate + encode (cold); one-file change to new snapshot (incl. 50 ms ' +
         'debounce); peak RSS',
       rows,
     );
+    // The same with the HTTP features on every route and listener, beside the plain tree's figures.
+    const n = quick ? 1000 : 10_000;
+    const featured: Record<string, number | string>[] = [];
+    for (let r = 0; r < runs; r++) {
+      const out = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          projectPath('bench', 'scenarios', 'pipeline.ts'),
+          String(n),
+          tempDir('fleetxds-bench-'),
+          'features',
+        ],
+        { encoding: 'utf8', maxBuffer: 1 << 24 },
+      );
+      if (out.status !== 0) throw new Error(out.stderr);
+      featured.push(JSON.parse(out.stdout.trim().split('\n').pop()!));
+    }
+    const { database: _d, configDir: _c, ...row } = medianOf(featured);
+    const plain = rows.find((x) => x.services === n) ?? {};
+    table(
+      `Pipeline, ${n.toLocaleString('en')} services, plain tree beside one with hashPolicy, header edits and retries with ` +
+        'backoff on every route, an access log and connection settings on the listener',
+      [
+        { tree: 'plain', ...plain },
+        { tree: 'features', ...row },
+      ],
+    );
+  }
 }
 
 if (selected.includes('restart') && lastDb) {

@@ -11,9 +11,11 @@ export interface TreeSpec {
   servicesPerFile?: number;
   routesPerVhost?: number;
   groups?: number;
+  /** Every route, listener and service using the HTTP features an operator turns on (affinity, headers, retries, access log). */
+  features?: boolean;
 }
 
-export function serviceYaml(i: number, endpointSeed = 0): string {
+export function serviceYaml(i: number, endpointSeed = 0, features = false): string {
   const ip = (k: number) => `10.${(i >> 8) & 255}.${i & 255}.${((k + endpointSeed) % 250) + 1}`;
   return `kind: Service
 name: svc-${i}
@@ -25,20 +27,29 @@ endpoints:
   - { address: ${ip(2)}:8080, zone: c, weight: 2 }
 healthCheck: { type: http, path: /healthz, interval: 5s }
 circuitBreaker: { maxConnections: 1000, maxRequests: 1000 }
-`;
+${features ? 'lb: ring_hash\n' : ''}`;
 }
 
-export function vhostYaml(v: number, routes: number, services: number, variant = ''): string {
+export function vhostYaml(v: number, routes: number, services: number, variant = '', features = false): string {
   const lines = [`kind: VirtualHost\nname: vh-${v}\ndomains: [vh-${v}.example.com]\nroutes:`];
   for (let r = 0; r < routes; r++) {
     const svc = (v * routes + r) % services;
     lines.push(
-      `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: ` +
-        `[5xx, reset], count: 2 } }`,
+      features
+        ? `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: ` +
+            `[5xx, reset], count: 2, statusCodes: [503], backoff: { base: 25ms } }, hashPolicy: [{ header: x-user }], ` +
+            `headers: { request: { set: { x-route: r-${r} } }, response: { remove: [x-debug] } } }`
+        : `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: ` +
+            `[5xx, reset], count: 2 } }`,
     );
   }
   return `${lines.join('\n')}\n`;
 }
+
+/** A listener's HTTP features, for trees with `features`. */
+const LISTENER_FEATURES =
+  'accessLog: [{ to: /tmp/fleetxds-bench-access.log }]\nhttp: { useRemoteAddress: true, requestHeadersTimeout: 10s }\n' +
+  "headers: { response: { set: { x-served-by: '%HOSTNAME%' } } }\n";
 
 export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
   const perFile = spec.servicesPerFile ?? 100;
@@ -48,19 +59,21 @@ export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
   mkdirSync(join(dir, 'routes'), { recursive: true });
   for (let f = 0; f * perFile < spec.services; f++) {
     const docs: string[] = [];
-    for (let i = f * perFile; i < Math.min(spec.services, (f + 1) * perFile); i++) docs.push(serviceYaml(i));
+    for (let i = f * perFile; i < Math.min(spec.services, (f + 1) * perFile); i++)
+      docs.push(serviceYaml(i, 0, spec.features));
     writeFileSync(join(dir, 'services', `svc-${f}.yaml`), docs.join('---\n'));
   }
   const vhosts = Math.max(1, Math.ceil(spec.services / routesPer));
   for (let v = 0; v < vhosts; v++)
-    writeFileSync(join(dir, 'routes', `vh-${v}.yaml`), vhostYaml(v, routesPer, spec.services));
+    writeFileSync(join(dir, 'routes', `vh-${v}.yaml`), vhostYaml(v, routesPer, spec.services, '', spec.features));
   const names = Array.from({ length: vhosts }, (_, v) => `vh-${v}`);
   const ldocs: string[] = [];
   for (let g = 0; g < groups; g++) {
     const group = groups === 1 ? 'default' : `g-${g}`;
     if (groups > 1) ldocs.push(`kind: NodeGroup\nname: ${group}\nmatch: { cluster: ${group} }\n`);
     ldocs.push(
-      `kind: Listener\nname: edge-${g}\nport: 10000\ngroups: [${group}]\nvirtualHosts: [${names.join(', ')}]\n`,
+      `kind: Listener\nname: edge-${g}\nport: 10000\ngroups: [${group}]\nvirtualHosts: [${names.join(', ')}]\n` +
+        (spec.features ? LISTENER_FEATURES : ''),
     );
   }
   writeFileSync(join(dir, 'listeners.yaml'), ldocs.join('---\n'));

@@ -4,6 +4,8 @@
  * to the new snapshot being published (including the watcher debounce); a one-route edit (apply
  * time, after the debounce); and the first one-route push after a restart. Runs in its own
  * process so peak RSS is this scenario's alone. Prints one JSON line.
+ *   argv: services, folder, and `features` for a tree whose every route and listener uses the
+ *   HTTP features (affinity, header edits, retries with backoff, access log, connection settings).
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,8 +18,10 @@ import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
 
 const n = Number(process.argv[2] ?? 1000);
 const root = process.argv[3];
+/** `features`: every route, listener and service uses the HTTP features (generate.ts). */
+const features = process.argv[4] === 'features';
 const cfg = join(root!, 'cfg');
-generateTree(cfg, { services: n, routesPerVhost: 100 });
+generateTree(cfg, { services: n, routesPerVhost: 100, features });
 
 const t0 = performance.now();
 const source = await readTree(cfg);
@@ -64,7 +68,7 @@ const published = (a: typeof app) =>
 const editRoute = (k: number) =>
   writeFileSync(
     join(cfg, 'routes', 'vh-0.yaml'),
-    vhostYaml(0, 100, n).replace('prefix: /api/r0/', `prefix: /api/r0-edit${k}/`),
+    vhostYaml(0, 100, n, '', features).replace('prefix: /api/r0/', `prefix: /api/r0-edit${k}/`),
   );
 // What a one-file change adds to the database (after a checkpoint, so the WAL is in the file).
 const dbBytes = () => (app.stores.checkpoint(), statSync(database).size);
@@ -75,7 +79,7 @@ for (let k = 0; k < 5; k++) {
   const w = performance.now();
   writeFileSync(
     join(cfg, 'services', 'svc-0.yaml'),
-    Array.from({ length: Math.min(100, n) }, (_, i) => serviceYaml(i, i === 0 ? k + 1 : 0)).join('---\n'),
+    Array.from({ length: Math.min(100, n) }, (_, i) => serviceYaml(i, i === 0 ? k + 1 : 0, features)).join('---\n'),
   );
   const p = await done;
   changes.push(p - w);

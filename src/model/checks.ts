@@ -842,7 +842,8 @@ function checkHttpRoute(
           Codes.INVALID_VALUE,
           r,
           [...path, 'hashPolicy'],
-          `service "${s.name}" balances ${s.lb ?? 'round_robin'}: the hash policy has no effect (use lb ring_hash or maglev)`,
+          `service "${s.name}" balances ${s.lb ?? 'round_robin'}: the hash policy has no effect ` +
+            '(use lb ring_hash or maglev)',
         );
 }
 
