@@ -151,8 +151,8 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
     const { database: _d, configDir: _c, ...row } = medianOf(featured);
     const plain = rows.find((x) => x.services === n) ?? {};
     table(
-      `Pipeline, ${n.toLocaleString('en')} services, plain tree beside one with hashPolicy, header edits and retries with ` +
-        'backoff on every route, an access log and connection settings on the listener',
+      `Pipeline, ${n.toLocaleString('en')} services, plain tree beside one with hashPolicy, header edits and ` +
+        'retries with backoff on every route, an access log and connection settings on the listener',
       [
         { tree: 'plain', ...plain },
         { tree: 'features', ...row },
