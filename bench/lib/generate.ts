@@ -48,7 +48,8 @@ export function vhostYaml(v: number, routes: number, services: number, variant =
 
 /** A listener's HTTP features, for trees with `features`. */
 const LISTENER_FEATURES =
-  'accessLog: [{ to: /tmp/fleetxds-bench-access.log }]\nhttp: { useRemoteAddress: true, requestHeadersTimeout: 10s }\n' +
+  'accessLog: [{ to: /tmp/fleetxds-bench-access.log }]\n' +
+  'http: { useRemoteAddress: true, requestHeadersTimeout: 10s }\n' +
   "headers: { response: { set: { x-served-by: '%HOSTNAME%' } } }\n";
 
 export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
