@@ -11,7 +11,10 @@ export interface TreeSpec {
   servicesPerFile?: number;
   routesPerVhost?: number;
   groups?: number;
-  /** Every route, listener and service using the HTTP features an operator turns on (affinity, headers, retries, access log). */
+  /**
+   * Every route, listener and service using the HTTP features an operator turns on (affinity,
+   * header edits, retries with backoff, an access log).
+   */
   features?: boolean;
 }
 
@@ -37,7 +40,8 @@ export function vhostYaml(v: number, routes: number, services: number, variant =
     lines.push(
       features
         ? `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: ` +
-            `[5xx, reset], count: 2, statusCodes: [503], backoff: { base: 25ms } }, hashPolicy: [{ header: x-user }], ` +
+            `[5xx, reset], count: 2, statusCodes: [503], backoff: { base: 25ms } }, ` +
+            `hashPolicy: [{ header: x-user }], ` +
             `headers: { request: { set: { x-route: r-${r} } }, response: { remove: [x-debug] } } }`
         : `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: ` +
             `[5xx, reset], count: 2 } }`,
