@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
-import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess } from '../helpers/envoy.ts';
+import { ENVOY_VERSIONS, freePort, type EnvoyProcess } from '../helpers/envoy.ts';
 import { httpGet, reportSetupFailure, startHttpBackend, type Backend } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
+import { perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
 
@@ -40,45 +40,33 @@ test.before(async () => {
         '  - { name: ok, match: { prefix: /ok }, to: web }\n' +
         '  - { name: dead, match: { prefix: /dead }, to: dead }\n',
     ];
-    for (const v of ENVOY_VERSIONS) {
-      const p = { http: await freePort(), tcp: await freePort() };
-      ports.set(v, p);
-      const g = `g${v.replace('.', '')}`;
-      docs.push(
-        `kind: NodeGroup\nname: ${g}\nmatch: { idPattern: "${g}-*" }\n`,
-        `kind: Listener\nname: ${g}-http\naddress: 127.0.0.1\nport: ${p.http}\ngroups: [${g}]\nvirtualHosts: [site]\n` +
+    const releases = await perRelease(
+      async () => ({ http: await freePort(), tcp: await freePort() }),
+      (v, p, g) => [
+        siteListenerYaml(
+          `${g}-http`,
+          g,
+          p.http,
           `accessLog:\n  - to: ${file(v, 'all')}\n` +
-          `  - { to: ${file(v, 'errors')}, format: text, text: '%RESPONSE_CODE% %RESPONSE_FLAGS% %ROUTE_NAME%', ` +
-          'filter: { status: { min: 500 } } }\n',
+            `  - { to: ${file(v, 'errors')}, format: text, text: '%RESPONSE_CODE% %RESPONSE_FLAGS% %ROUTE_NAME%', ` +
+            'filter: { status: { min: 500 } } }\n',
+        ),
         `kind: Listener\nname: ${g}-tcp\naddress: 127.0.0.1\nport: ${p.tcp}\ngroups: [${g}]\ntcp: { to: web }\n` +
           `accessLog:\n  - to: ${file(v, 'tcp')}\n`,
-      );
-    }
-    app = await startServer(writeTree({ 'logs.yaml': docs.join('---\n') }));
-    const root = tempDir();
-    for (const v of ENVOY_VERSIONS) {
-      const g = `g${v.replace('.', '')}`;
-      const bootstrap = envoyBootstrap({
-        mode: 'ads',
-        nodeId: `${g}-1`,
-        nodeCluster: g,
-        server: { host: '127.0.0.1', port: app.grpcPort },
-      });
-      envoys.push(await startEnvoy(v, bootstrap, root));
-      await waitFor(
-        `Envoy ${v} routes`,
-        () => httpGet(ports.get(v)!.http, '/ok/warm').then((r) => r.status === 200),
-        20_000,
-      );
-    }
+      ],
+    );
+    for (const [v, p] of releases.ports) ports.set(v, p);
+    app = await startServer(writeTree({ 'logs.yaml': [...docs, ...releases.docs].join('---\n') }));
+    envoys.push(
+      ...(await startEnvoys(app, (v) => httpGet(ports.get(v)!.http, '/ok/warm').then((r) => r.status === 200))),
+    );
   } catch (err) {
     reportSetupFailure(err);
   }
 });
 
 test.after(async () => {
-  for (const e of envoys) await e.stop();
-  await app?.close();
+  await stopAll(envoys, app);
   web?.server.close();
 });
 
@@ -87,7 +75,7 @@ test('one request, one JSON line with its route and upstream host; a dead upstre
     const p = ports.get(v)!;
     assert.is((await httpGet(p.http, '/ok/one')).status, 200);
     assert.is((await httpGet(p.http, '/dead/one')).status, 503);
-    await waitFor(`Envoy ${v}: both logged`, () => lines(file(v, 'all')).length >= 3, 10_000);
+    await waitFor(`Envoy ${v}: both logged`, () => lines(file(v, 'all')).length >= 3, 20_000);
     const all = lines(file(v, 'all')).map((l) => JSON.parse(l) as Record<string, unknown>);
     const ok = all.filter((e) => e.path === '/ok/one');
     assert.is(ok.length, 1, `Envoy ${v}: one line for one request`);
@@ -97,7 +85,7 @@ test('one request, one JSON line with its route and upstream host; a dead upstre
     const dead = all.find((e) => e.path === '/dead/one')!;
     assert.is(Number(dead.status), 503);
     assert.match(String(dead.response_flags), /UF|URX/, `Envoy ${v}: ${dead.response_flags}`);
-    await waitFor(`Envoy ${v}: the error logged`, () => lines(file(v, 'errors')).length >= 1, 10_000);
+    await waitFor(`Envoy ${v}: the error logged`, () => lines(file(v, 'errors')).length >= 1, 20_000);
     const errors = lines(file(v, 'errors'));
     assert.ok(
       errors.every((l) => /^5\d\d /.test(l)),
@@ -120,7 +108,7 @@ test('a TCP connection is logged with its upstream host', async () => {
       s.on('error', reject);
     });
     assert.match(answer, /^HTTP\/1\.[01] 200/);
-    await waitFor(`Envoy ${v}: the connection logged`, () => lines(file(v, 'tcp')).length >= 1, 10_000);
+    await waitFor(`Envoy ${v}: the connection logged`, () => lines(file(v, 'tcp')).length >= 1, 20_000);
     const entry = JSON.parse(lines(file(v, 'tcp'))[0]!) as Record<string, unknown>;
     assert.is(entry.upstream_host, `127.0.0.1:${web.port}`);
     assert.is(entry.upstream_cluster, 'web');

@@ -8,12 +8,11 @@ import http from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
-import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess } from '../helpers/envoy.ts';
+import { ENVOY_VERSIONS, freePort, type EnvoyProcess } from '../helpers/envoy.ts';
+import { perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { reportSetupFailure, startHttpBackend, type Backend } from '../helpers/envoy-lab.ts';
-import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
-import { tempDir, writeTree } from '../helpers/tree.ts';
+import { writeTree } from '../helpers/tree.ts';
 
 let app: RunningApp;
 const backends: Backend[] = [];
@@ -48,40 +47,21 @@ routes:
   - { to: cart, hashPolicy: [{ header: x-user }] }
 `,
     ];
-    for (const v of ENVOY_VERSIONS) {
-      const p = await freePort();
-      ports.set(v, p);
-      const g = `g${v.replace('.', '')}`;
-      docs.push(
-        `kind: NodeGroup\nname: ${g}\nmatch: { idPattern: "${g}-*" }\n`,
-        `kind: Listener\nname: ${g}\naddress: 127.0.0.1\nport: ${p}\ngroups: [${g}]\nvirtualHosts: [site]\n`,
-      );
-    }
-    app = await startServer(writeTree({ 'affinity.yaml': docs.join('---\n') }));
-    const root = tempDir();
-    for (const v of ENVOY_VERSIONS) {
-      const g = `g${v.replace('.', '')}`;
-      const bootstrap = envoyBootstrap({
-        mode: 'ads',
-        nodeId: `${g}-1`,
-        nodeCluster: g,
-        server: { host: '127.0.0.1', port: app.grpcPort },
-      });
-      envoys.push(await startEnvoy(v, bootstrap, root));
-      await waitFor(
-        `Envoy ${v} routes`,
-        () => get(ports.get(v)!, '/x', { 'x-user': 'u' }).then((r) => ['A', 'B', 'C'].includes(r.body)),
-        20_000,
-      );
-    }
+    const releases = await perRelease(freePort, (_v, p, g) => [siteListenerYaml(g, g, p)]);
+    for (const [v, p] of releases.ports) ports.set(v, p);
+    app = await startServer(writeTree({ 'affinity.yaml': [...docs, ...releases.docs].join('---\n') }));
+    envoys.push(
+      ...(await startEnvoys(app, (v) =>
+        get(ports.get(v)!, '/x', { 'x-user': 'u' }).then((r) => ['A', 'B', 'C'].includes(r.body)),
+      )),
+    );
   } catch (err) {
     reportSetupFailure(err);
   }
 });
 
 test.after(async () => {
-  for (const e of envoys) await e.stop();
-  await app?.close();
+  await stopAll(envoys, app);
   for (const b of backends) b.server.close();
 });
 

@@ -10,12 +10,11 @@ import { networkInterfaces } from 'node:os';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
-import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess } from '../helpers/envoy.ts';
+import { ENVOY_VERSIONS, freePort, type EnvoyProcess } from '../helpers/envoy.ts';
+import { perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
-import { tempDir, writeTree } from '../helpers/tree.ts';
+import { writeTree } from '../helpers/tree.ts';
 
 const LOCAL_ADDRESSES = new Set(
   Object.values(networkInterfaces())
@@ -55,39 +54,33 @@ test.before(async () => {
       `kind: Service\nname: web\nendpoints: [{ address: 127.0.0.1:${(backend.address() as net.AddressInfo).port} }]\n`,
       'kind: VirtualHost\nname: site\ndomains: ["*"]\nroutes: [{ to: web }]\n',
     ];
-    for (const v of ENVOY_VERSIONS) {
-      const p = { edge: await freePort(), plain: await freePort() };
-      ports.set(v, p);
-      const g = `g${v.replace('.', '')}`;
-      docs.push(
-        `kind: NodeGroup\nname: ${g}\nmatch: { idPattern: "${g}-*" }\n`,
-        `kind: Listener\nname: ${g}-edge\naddress: 127.0.0.1\nport: ${p.edge}\ngroups: [${g}]\nvirtualHosts: [site]\n` +
+    const releases = await perRelease(
+      async () => ({ edge: await freePort(), plain: await freePort() }),
+      (_v, p, g) => [
+        siteListenerYaml(
+          `${g}-edge`,
+          g,
+          p.edge,
           'http: { useRemoteAddress: true, requestHeadersTimeout: 1s, serverName: fleetxds-edge }\n',
-        `kind: Listener\nname: ${g}-plain\naddress: 127.0.0.1\nport: ${p.plain}\ngroups: [${g}]\nvirtualHosts: [site]\n`,
-      );
-    }
-    app = await startServer(writeTree({ 'http.yaml': docs.join('---\n') }));
-    const root = tempDir();
-    for (const v of ENVOY_VERSIONS) {
-      const g = `g${v.replace('.', '')}`;
-      const bootstrap = envoyBootstrap({
-        mode: 'ads',
-        nodeId: `${g}-1`,
-        nodeCluster: g,
-        server: { host: '127.0.0.1', port: app.grpcPort },
-      });
-      envoys.push(await startEnvoy(v, bootstrap, root));
-      for (const port of [ports.get(v)!.edge, ports.get(v)!.plain])
-        await waitFor(`Envoy ${v} routes`, () => get(port).then((r) => r.status === 200), 20_000);
-    }
+        ),
+        siteListenerYaml(`${g}-plain`, g, p.plain),
+      ],
+    );
+    for (const [v, p] of releases.ports) ports.set(v, p);
+    app = await startServer(writeTree({ 'http.yaml': [...docs, ...releases.docs].join('---\n') }));
+    envoys.push(
+      ...(await startEnvoys(
+        app,
+        async (v) => (await get(ports.get(v)!.edge)).status === 200 && (await get(ports.get(v)!.plain)).status === 200,
+      )),
+    );
   } catch (err) {
     reportSetupFailure(err);
   }
 });
 
 test.after(async () => {
-  for (const e of envoys) await e.stop();
-  await app?.close();
+  await stopAll(envoys, app);
   backend?.close();
 });
 

@@ -16,11 +16,11 @@ import tls from 'node:tls';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
 import { makePki, type CertFiles } from '../helpers/certs.ts';
-import { freePort, startEnvoy, ENVOY_VERSIONS, type EnvoyProcess } from '../helpers/envoy.ts';
+import { freePort, ENVOY_VERSIONS, type EnvoyProcess } from '../helpers/envoy.ts';
 import { reportSetupFailure } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
+import { groupOf, nodeGroupYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
 
@@ -134,9 +134,9 @@ function tree(tcpTo: string): Record<string, string> {
   ];
   for (const v of ENVOY_VERSIONS) {
     const p = ports.get(v)!;
-    const g = `g${v.replace('.', '')}`;
+    const g = groupOf(v);
     docs.push(
-      `kind: NodeGroup\nname: ${g}\nmatch: { idPattern: "${g}-*" }\n`,
+      nodeGroupYaml(v),
       `kind: Listener\nname: ${g}-tcp\naddress: 127.0.0.1\nport: ${p.tcp}\ngroups: [${g}]\ntcp: { to: ${tcpTo}, idleTimeout: 1h }\n`,
       `kind: Listener\nname: ${g}-split\naddress: 127.0.0.1\nport: ${p.split}\ngroups: [${g}]\n` +
         'tcp: { split: [{ service: a, weight: 80 }, { service: b, weight: 20 }], maxConnectAttempts: 2 }\n',
@@ -185,34 +185,14 @@ test.before(async () => {
       });
     dir = writeTree(tree('a'));
     app = await startServer(dir);
-    const root = tempDir();
-    for (const v of ENVOY_VERSIONS) {
-      const g = `g${v.replace('.', '')}`;
-      const bootstrap = envoyBootstrap({
-        mode: 'ads',
-        nodeId: `${g}-1`,
-        nodeCluster: g,
-        server: { host: '127.0.0.1', port: app.grpcPort },
-      });
-      envoys.push(await startEnvoy(v, bootstrap, root));
-    }
-    for (const v of ENVOY_VERSIONS)
-      await waitFor(
-        `Envoy ${v} proxies TCP`,
-        () =>
-          once(ports.get(v)!.tcp, 'hi')
-            .then((l) => l === 'A:hi')
-            .catch(() => false),
-        20_000,
-      );
+    envoys.push(...(await startEnvoys(app, (v) => once(ports.get(v)!.tcp, 'hi').then((l) => l === 'A:hi'))));
   } catch (err) {
     reportSetupFailure(err);
   }
 });
 
 test.after(async () => {
-  for (const e of envoys) await e.stop();
-  await app?.close();
+  await stopAll(envoys, app);
   for (const b of Object.values(backends)) b.server.close();
   dbTls?.close();
   secureEcho?.close();

@@ -6,12 +6,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import WebSocket, { WebSocketServer } from 'ws';
 import type { RunningApp } from '../../src/app/app.ts';
-import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
-import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess } from '../helpers/envoy.ts';
+import { ENVOY_VERSIONS, freePort, type EnvoyProcess } from '../helpers/envoy.ts';
 import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { waitFor } from '../helpers/process.ts';
+import { perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { startServer } from '../helpers/server.ts';
-import { tempDir, writeTree } from '../helpers/tree.ts';
+import { writeTree } from '../helpers/tree.ts';
 
 let app: RunningApp;
 let echo: WebSocketServer;
@@ -51,38 +50,23 @@ test.before(async () => {
         '  - { match: { prefix: /ws-on }, to: echo, websocket: true }\n' +
         '  - to: echo\n',
     ];
-    for (const v of ENVOY_VERSIONS) {
-      const p = { on: await freePort(), off: await freePort() };
-      ports.set(v, p);
-      const g = `g${v.replace('.', '')}`;
-      docs.push(
-        `kind: NodeGroup\nname: ${g}\nmatch: { idPattern: "${g}-*" }\n`,
-        `kind: Listener\nname: ${g}-on\naddress: 127.0.0.1\nport: ${p.on}\ngroups: [${g}]\nvirtualHosts: [site]\n`,
-        `kind: Listener\nname: ${g}-off\naddress: 127.0.0.1\nport: ${p.off}\ngroups: [${g}]\nvirtualHosts: [site]\n` +
-          'websocket: false\n',
-      );
-    }
-    app = await startServer(writeTree({ 'ws.yaml': docs.join('---\n') }));
-    const root = tempDir();
-    for (const v of ENVOY_VERSIONS) {
-      const g = `g${v.replace('.', '')}`;
-      const bootstrap = envoyBootstrap({
-        mode: 'ads',
-        nodeId: `${g}-1`,
-        nodeCluster: g,
-        server: { host: '127.0.0.1', port: app.grpcPort },
-      });
-      envoys.push(await startEnvoy(v, bootstrap, root));
-      await waitFor(`Envoy ${v} routes`, () => httpGet(ports.get(v)!.on, '/').then((r) => r.status === 426), 20_000);
-    }
+    const releases = await perRelease(
+      async () => ({ on: await freePort(), off: await freePort() }),
+      (_v, p, g) => [
+        siteListenerYaml(`${g}-on`, g, p.on),
+        siteListenerYaml(`${g}-off`, g, p.off, 'websocket: false\n'),
+      ],
+    );
+    for (const [v, p] of releases.ports) ports.set(v, p);
+    app = await startServer(writeTree({ 'ws.yaml': [...docs, ...releases.docs].join('---\n') }));
+    envoys.push(...(await startEnvoys(app, (v) => httpGet(ports.get(v)!.on, '/').then((r) => r.status === 426))));
   } catch (err) {
     reportSetupFailure(err);
   }
 });
 
 test.after(async () => {
-  for (const e of envoys) await e.stop();
-  await app?.close();
+  await stopAll(envoys, app);
   echo?.close();
 });
 

@@ -1,0 +1,64 @@
+/**
+ * One Envoy of each release CI installs (1.40, 1.36) against one fleetxds, each Envoy in a node
+ * group of its own (`g140`, `g136`) so a test gives each its own listeners and ports.
+ */
+import type { RunningApp } from '../../src/app/app.ts';
+import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { ENVOY_VERSIONS, startEnvoy, type EnvoyProcess, type EnvoyVersion } from './envoy.ts';
+import { waitFor } from './process.ts';
+import { tempDir } from './tree.ts';
+
+/** The node group of a release's Envoy. */
+export const groupOf = (v: EnvoyVersion): string => `g${v.replace('.', '')}`;
+
+/** The NodeGroup document that puts a release's Envoy in its group. */
+export const nodeGroupYaml = (v: EnvoyVersion): string =>
+  `kind: NodeGroup\nname: ${groupOf(v)}\nmatch: { idPattern: "${groupOf(v)}-*" }\n`;
+
+/** Starts each release's Envoy on an ADS bootstrap for `app`, and waits until `ready` holds for it. */
+export async function startEnvoys(
+  app: RunningApp,
+  ready: (v: EnvoyVersion) => Promise<boolean>,
+): Promise<EnvoyProcess[]> {
+  const root = tempDir();
+  const envoys: EnvoyProcess[] = [];
+  for (const v of ENVOY_VERSIONS) {
+    const g = groupOf(v);
+    const bootstrap = envoyBootstrap({
+      mode: 'ads',
+      nodeId: `${g}-1`,
+      nodeCluster: g,
+      server: { host: '127.0.0.1', port: app.grpcPort },
+    });
+    envoys.push(await startEnvoy(v, bootstrap, root));
+    await waitFor(`Envoy ${v} ready`, () => ready(v).catch(() => false), 20_000);
+  }
+  return envoys;
+}
+
+/** Stops the Envoys, then the server. */
+export async function stopAll(envoys: readonly EnvoyProcess[], app: RunningApp | undefined): Promise<void> {
+  for (const e of envoys) await e.stop();
+  await app?.close();
+}
+
+/**
+ * For each release, a free loopback port and, from `docs(v, port, group)`, the documents that use
+ * it (its NodeGroup comes first); the ports by release.
+ */
+export async function perRelease<P>(
+  ports: () => Promise<P>,
+  docs: (v: EnvoyVersion, port: P, group: string) => string[],
+): Promise<{ ports: Map<EnvoyVersion, P>; docs: string[] }> {
+  const out = { ports: new Map<EnvoyVersion, P>(), docs: [] as string[] };
+  for (const v of ENVOY_VERSIONS) {
+    const p = await ports();
+    out.ports.set(v, p);
+    out.docs.push(nodeGroupYaml(v), ...docs(v, p, groupOf(v)));
+  }
+  return out;
+}
+
+/** An HTTP listener on 127.0.0.1:`port` for a release's group, with the virtual host `site`. */
+export const siteListenerYaml = (name: string, group: string, port: number, extra = ''): string =>
+  `kind: Listener\nname: ${name}\naddress: 127.0.0.1\nport: ${port}\ngroups: [${group}]\nvirtualHosts: [site]\n${extra}`;
