@@ -91,6 +91,28 @@ test('a first version the proxy rejected is not sent again on every poll, only t
       (await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster }, agent)).status,
       304,
     );
+    // A running proxy's pool may poll over another of its connections: still the same run.
+    const pooled = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const first2 = await post(
+      app.restPort,
+      'fleetxds_rest',
+      { node: { ...NODE, id: 'rest-2' }, type_url: TypeUrls.cluster },
+      pooled,
+    );
+    assert.is(first2.status, 200);
+    assert.is(
+      (
+        await post(
+          app.restPort,
+          'fleetxds_rest',
+          { node: { ...NODE, id: 'rest-2' }, type_url: TypeUrls.cluster },
+          agent,
+        )
+      ).status,
+      304,
+      'a rejection reported over another connection that already carried polls',
+    );
+    pooled.destroy();
     const restarted = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const fresh = await post(app.restPort, 'fleetxds_rest', { node: NODE, type_url: TypeUrls.cluster }, restarted);
     assert.is(fresh.status, 200, 'a new run gets the config');

@@ -153,19 +153,30 @@ interface SubscriptionState {
   acked?: string;
   /** The sent version already recorded as NACKed (once per version). */
   nackedSent?: string;
-  /** The connection the last 200 answer went out on (connectionId). */
+  /** The connection the last 200 answer went out on (Connection.id). */
   sentOn?: number;
   lastPollAt: number;
 }
 
-const CONNECTION_IDS = new WeakMap<object, number>();
+interface Connection {
+  id: number;
+  /** Polls it carried so far. */
+  polls: number;
+}
+
+const CONNECTIONS = new WeakMap<object, Connection>();
 let nextConnectionId = 1;
 
-/** A number per client connection: a proxy that restarts polls over a new one. */
-function connectionId(socket: object): number {
-  let id = CONNECTION_IDS.get(socket);
-  if (id === undefined) CONNECTION_IDS.set(socket, (id = nextConnectionId++));
-  return id;
+/** A client connection, numbered: a proxy that restarted polls over connections it just opened. */
+function connectionOf(socket: object): Connection {
+  let c = CONNECTIONS.get(socket);
+  if (!c) CONNECTIONS.set(socket, (c = { id: nextConnectionId++, polls: 0 }));
+  return c;
+}
+
+function countPoll(c: Connection): Connection {
+  c.polls++;
+  return c;
 }
 
 interface PollerState {
@@ -291,7 +302,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     sel: Selection,
   ) => {
     sub.sent = sel.version;
-    sub.sentOn = connectionId(reply.request.raw.socket);
+    sub.sentOn = connectionOf(reply.request.raw.socket).id;
     opts.registry.sent(status, TypeUrls[t.kind], t.version, '');
     reply.code(200).type('application/json').send(sel.body);
   };
@@ -329,7 +340,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     kind: ResourceKind,
     key: string,
     version: string,
-    connection: number,
+    connection: Connection,
   ): SubscriptionState => {
     let sub = state.subs.get(key);
     if (!sub) {
@@ -341,9 +352,13 @@ export function createRestServer(opts: RestOptions): RestServer {
       if (version !== '' && version === sub.sent) sub.acked = version;
       return sub;
     }
-    if (version === '' && (sub.acked !== undefined || sub.sentOn !== connection)) {
-      // Envoy never forgets an accepted version while it runs, and a proxy that restarted polls
-      // over a new connection: no version then is a new run, not a rejection.
+    // Envoy never forgets an accepted version while it runs; and a poll without a version that is the
+    // first one of a connection other than the one the answer went out on comes from a proxy that
+    // restarted (a running proxy's connection pool reuses its connections, and a rejected answer
+    // must not be sent again just because the next poll took another of them).
+    const restarted = connection.polls === 1 && sub.sentOn !== connection.id;
+    if (version === '' && (sub.acked !== undefined || restarted)) {
+      // A new run of the proxy, not a rejection.
       opts.registry.newRun(status);
       state.subs.clear();
       state.subs.set(key, (sub = { kind, lastPollAt: Date.now() }));
@@ -434,7 +449,7 @@ export function createRestServer(opts: RestOptions): RestServer {
       kind,
       `${kind}\u0001${selectionKey(kind, names)}`,
       version,
-      connectionId(req.raw.socket),
+      countPoll(connectionOf(req.raw.socket)),
     );
     opts.log.debug({ node: node.id, kind, names: names.length, version }, 'REST poll');
 
