@@ -9,6 +9,14 @@ export interface Derivable {
   derived?: Map<string, Map<string, unknown>>;
 }
 
+/** The values of one space of `on`, made on first use. */
+function spaceOf(on: Derivable, space: string): Map<string, unknown> {
+  on.derived ??= new Map();
+  let values = on.derived.get(space);
+  if (!values) on.derived.set(space, (values = new Map()));
+  return values;
+}
+
 /**
  * `make(on, arg, key)` computed once per (object, space, key). A space holds at most `max` entries
  * (oldest dropped first): selections differ per client, and a hostile client must not grow them
@@ -24,9 +32,7 @@ export function derive<O extends Derivable, A, T>(
   arg: A,
   max = 64,
 ): T {
-  on.derived ??= new Map();
-  let values = on.derived.get(space);
-  if (!values) on.derived.set(space, (values = new Map()));
+  const values = spaceOf(on, space);
   const hit = values.get(key);
   if (hit !== undefined || values.has(key)) return hit as T;
   const value = make(on, arg, key);
@@ -57,9 +63,7 @@ export function deriveWithin<O extends Derivable, A, T>(
   arg: A,
   limits: DeriveLimits<T>,
 ): T {
-  on.derived ??= new Map();
-  let values = on.derived.get(space);
-  if (!values) on.derived.set(space, (values = new Map()));
+  const values = spaceOf(on, space);
   const hit = values.get(key);
   if (hit !== undefined) return hit as T;
   const value = make(on, arg, key);
