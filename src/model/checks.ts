@@ -4,7 +4,13 @@
  */
 import { isIP } from 'node:net';
 import { parseDurationMs } from '../shared/duration.ts';
-import { ENVOY_RE2_MAX_PROGRAM_SIZE, ENVOY_REGEX_RELEASES, envoyRegexRefusal } from './re2-program.ts';
+import { checkRegex } from './regex-check.ts';
+import {
+  checkCarriedProtection,
+  checkListenerProtection,
+  checkUpstreamNames,
+  checkVirtualHostProtection,
+} from './protection-checks.ts';
 import { Codes } from '../shared/diagnostics.ts';
 import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
@@ -256,7 +262,10 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
       sink.error(Codes.INVALID_VALUE, r, path, `secret "${name}" holds no certificate`);
   };
   perDocument(memo, 'services', sink, model.services, undefined, [model.secrets], (s) => {
-    once(memo?.service, s, sink, () => checkService(s, ref('Service', s.name), sink));
+    once(memo?.service, s, sink, () => {
+      checkService(s, ref('Service', s.name), sink);
+      checkUpstreamNames(s, ref('Service', s.name), sink);
+    });
     if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
     if (s.tls?.clientSecret !== undefined)
       needSecret(ref('Service', s.name), ['tls', 'clientSecret'], s.tls.clientSecret, 'certificate');
@@ -338,9 +347,12 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
         'headers apply to HTTP requests: this listener has no virtualHosts',
       );
     l.accessLog?.forEach((a, i) => checkAccessLog(a, ['accessLog', i], !!l.tcp, r, sink));
+    checkListenerProtection(l, r, sink, needService);
     (l.virtualHosts ?? []).forEach((v, i) => {
       usedVhosts.add(v);
-      if (!vhosts.get(v))
+      const vdoc = vhosts.get(v);
+      if (vdoc) checkCarriedProtection(l, vdoc, ref('VirtualHost', v), sink);
+      else
         sink.error(
           Codes.UNKNOWN_REFERENCE,
           r,
@@ -396,6 +408,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
       const r = ref('VirtualHost', v.name);
       v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, need));
       checkHeaders(v.headers, ['headers'], r, sink);
+      checkVirtualHostProtection(v, r, sink);
       checkShadowedRoutes(v.routes, r, sink);
     });
   });
@@ -531,42 +544,7 @@ function checkStringMatch(
   if (m.regex !== undefined) checkRegex(m.regex, [...path, 'regex'], r, sink);
 }
 
-/**
- * Envoy and gRPC use RE2: its syntax (no lookaround, no backreferences, repeats up to 1000) and
- * Envoy's program size limit, as each Envoy release applies them (re2-program.ts).
- */
-function checkRegex(re: string, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
-  const refusals = ENVOY_REGEX_RELEASES.map((v) => ({ ...v, refusal: envoyRegexRefusal(re, v.encoding) })).filter(
-    (v) => v.refusal,
-  );
-  if (!refusals.length) return;
-  const syntax = refusals.filter((v) => v.refusal!.syntax);
-  if (syntax.length) {
-    const who =
-      syntax.length === ENVOY_REGEX_RELEASES.length ? '' : ` (Envoy ${syntax.map((v) => v.release).join(', ')})`;
-    sink.error(
-      Codes.INVALID_VALUE,
-      r,
-      path,
-      `invalid RE2 regular expression (the syntax Envoy and gRPC use)${who}: ${syntax[0]!.refusal!.syntax}` +
-        (syntax.some((v) => v.encoding === 'latin1') && syntax.length < ENVOY_REGEX_RELEASES.length
-          ? '; Envoy 1.40 reads patterns as Latin-1: no escape above \\x{FF}'
-          : ''),
-    );
-    return;
-  }
-  const sizes = refusals.map((v) => `${v.refusal!.size} for Envoy ${v.release}`).join(', ');
-  sink.error(
-    Codes.INVALID_VALUE,
-    r,
-    path,
-    `RE2 program size of ${sizes} is over Envoy's limit of ${ENVOY_RE2_MAX_PROGRAM_SIZE}, so Envoy would ` +
-      `reject it; simplify the pattern (a bounded repeat like {1,60} costs its body once per repetition: ` +
-      `prefer + or *)`,
-  );
-}
-
-type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;
+export type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;
 
 /**
  * What a port carries: HTTP (virtualHosts) or TCP (tcp: one service or a split), and the server

@@ -4,32 +4,21 @@
  * types the rest of the code uses. Every object forbids unknown properties.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { DURATION_PATTERN } from '../shared/duration.ts';
 
-const strict = { additionalProperties: false } as const;
+import { Duration, Enum, Name, NAME_PATTERN, NonEmpty, Port, PositiveInt, strict } from './schema-primitives.ts';
+import {
+  Access,
+  ExtAuth,
+  GlobalRateLimit,
+  Jwt,
+  JwtRequirement,
+  RateLimit,
+  RateLimitService,
+  SanMatch,
+} from './protection-schema.ts';
 
-function Enum<T extends string>(values: readonly T[], description?: string) {
-  return Type.Union(
-    values.map((v) => Type.Literal(v)),
-    { description },
-  );
-}
+export { Duration, Name, NAME_PATTERN };
 
-/** The one rule for names; they also become file and folder names (rendered files), so never "..". */
-export const NAME_PATTERN = '^(?!.*\\.\\.)[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$';
-export const Name = Type.String({
-  pattern: NAME_PATTERN,
-  description:
-    'Lower-case letters, digits, ".", "_" and "-"; 1 to 63 characters; starts and ends with a letter or digit; ' +
-    'no "..".',
-});
-export const Duration = Type.String({
-  pattern: DURATION_PATTERN,
-  description: 'A duration such as 250ms, 5s, 1.5s, 2m or 1h.',
-});
-const Port = Type.Integer({ minimum: 1, maximum: 65535 });
-const PositiveInt = Type.Integer({ minimum: 1, maximum: 4294967295 });
-const NonEmpty = Type.String({ minLength: 1, maxLength: 4096 });
 const Groups = Type.Array(Name, {
   minItems: 1,
   uniqueItems: true,
@@ -113,6 +102,15 @@ export const UpstreamTls = Type.Object(
       Type.String({
         pattern: '^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$',
         description: 'A certificate Secret presented to the upstream (mTLS).',
+      }),
+    ),
+    subjectAltNames: Type.Optional(
+      Type.Array(SanMatch, {
+        minItems: 1,
+        maxItems: 64,
+        description:
+          "Names the upstream's certificate must carry (one of them); without them any certificate the CA " +
+          'signed is accepted.',
       }),
     ),
   },
@@ -431,6 +429,11 @@ export const Route = Type.Object(
         strict,
       ),
     ),
+    access: Type.Optional(Type.Union([Access, Type.Literal(false)])),
+    jwt: Type.Optional(Type.Union([JwtRequirement, Type.Literal(false)])),
+    extAuth: Type.Optional(Type.Literal(false, { description: 'No external authorization here.' })),
+    rateLimit: Type.Optional(Type.Union([RateLimit, Type.Literal(false)])),
+    globalRateLimit: Type.Optional(GlobalRateLimit),
   },
   strict,
 );
@@ -515,6 +518,11 @@ export const Listener = Type.Object(
       }),
     ),
     accessLog: Type.Optional(Type.Array(AccessLog, { minItems: 1, maxItems: 4 })),
+    access: Type.Optional(Access),
+    jwt: Type.Optional(Jwt),
+    extAuth: Type.Optional(ExtAuth),
+    rateLimit: Type.Optional(RateLimit),
+    rateLimitService: Type.Optional(RateLimitService),
     passthrough: Type.Optional(
       Type.Array(
         Type.Object(
@@ -543,6 +551,11 @@ export const VirtualHost = Type.Object(
     domains: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }),
     routes: Type.Array(Route, { minItems: 1 }),
     headers: Type.Optional(Headers),
+    access: Type.Optional(Type.Union([Access, Type.Literal(false)])),
+    jwt: Type.Optional(Type.Union([JwtRequirement, Type.Literal(false)])),
+    extAuth: Type.Optional(Type.Literal(false, { description: 'No external authorization here.' })),
+    rateLimit: Type.Optional(Type.Union([RateLimit, Type.Literal(false)])),
+    globalRateLimit: Type.Optional(GlobalRateLimit),
   },
   strict,
 );

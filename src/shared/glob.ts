@@ -58,3 +58,15 @@ export function compileGlob(source: string): Glob {
     },
   };
 }
+
+/** `*` any run of characters, `?` one character, everything else literal: as an RE2 regex,
+ * for Envoy (RE2 does not backtrack). */
+export function globToRegex(glob: string): string {
+  let out = '';
+  for (const ch of glob) {
+    if (ch === '*') out += '.*';
+    else if (ch === '?') out += '.';
+    else out += /[\\^$.|+()[\]{}]/.test(ch) ? `\\${ch}` : ch;
+  }
+  return out;
+}

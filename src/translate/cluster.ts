@@ -1,6 +1,7 @@
 import type { ServiceDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { adsConfigSource, compact, TYPE, type JsonObject } from './common.ts';
+import { sanMatchers } from './protection.ts';
 
 const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
   round_robin: undefined, // proto default
@@ -78,8 +79,15 @@ export function buildCluster(s: ServiceDoc): JsonObject {
     const ctx: JsonObject = {};
     if (s.tls.clientSecret)
       ctx.tls_certificate_sds_secret_configs = [{ name: s.tls.clientSecret, sds_config: adsConfigSource() }];
-    if (s.tls.caFile) ctx.validation_context = { trusted_ca: { filename: s.tls.caFile } };
-    if (s.tls.caSecret)
+    const sans = s.tls.subjectAltNames && { match_typed_subject_alt_names: sanMatchers(s.tls.subjectAltNames) };
+    if (s.tls.caFile) ctx.validation_context = { trusted_ca: { filename: s.tls.caFile }, ...sans };
+    else if (s.tls.caSecret && sans)
+      // The CA comes over SDS; the names to check are merged into it.
+      ctx.combined_validation_context = {
+        default_validation_context: sans,
+        validation_context_sds_secret_config: { name: s.tls.caSecret, sds_config: adsConfigSource() },
+      };
+    else if (s.tls.caSecret)
       ctx.validation_context_sds_secret_config = { name: s.tls.caSecret, sds_config: adsConfigSource() };
     c.transport_socket = {
       name: 'envoy.transport_sockets.tls',

@@ -2,7 +2,7 @@
  * Model -> Envoy v3 resources for one node group. Pure: no I/O, no clock, no randomness; the same
  * model always yields the same JSON (and therefore the same bytes and versions on every replica).
  */
-import type { GrpcServiceDoc, ServiceDoc, VirtualHostDoc } from '../model/schema.ts';
+import type { GrpcServiceDoc, ListenerDoc, ServiceDoc, VirtualHostDoc } from '../model/schema.ts';
 import { changedNames, findByName, patchByName, recordDelta } from '../shared/sorted-lists.ts';
 import { byName, docOf, listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
@@ -12,6 +12,7 @@ import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
 import { TranslationMemo } from './memo.ts';
+import { protectionServices } from './protection.ts';
 import { secretResource } from './secret.ts';
 
 export interface TranslatedResource {
@@ -106,11 +107,12 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
       for (const n of [l.tls.secret, l.tls.clientCa, ...(l.tls.sni ?? []).map((e) => e.secret)])
         if (n) secretRefs.add(n);
     for (const v of vs) use(memo.once('targets', v, (d) => targetsOf(d.routes)));
-    use(memo.once('tcp-targets', l, (d) => targetsOf([...(d.tcp ? [d.tcp] : []), ...(d.passthrough ?? [])])));
+    use(memo.once('listener-targets', l, listenerTargets));
     listeners.push({
       kind: 'listener',
       name: l.name,
-      json: memo.once('listener', l, buildListener),
+      // Its virtual hosts' protections put filters in its chain.
+      json: memo.with('listener', l, vs, () => buildListener(l, vs)),
       origin: originKey('Listener', l.name),
     });
     // A TCP listener has no routes.
@@ -251,6 +253,11 @@ function targetsOf(routes: readonly { to?: string; split?: { service: string }[]
     for (const t of r.split ?? []) out.add(t.service);
   }
   return [...out];
+}
+
+/** The services a listener itself sends to: its TCP proxying, passthrough, and protections' services. */
+function listenerTargets(l: ListenerDoc): string[] {
+  return [...new Set([...targetsOf([...(l.tcp ? [l.tcp] : []), ...(l.passthrough ?? [])]), ...protectionServices(l)])];
 }
 
 function grpcRouteConfiguration(g: GrpcServiceDoc): JsonObject {

@@ -1,8 +1,9 @@
-import type { GrpcServiceDoc, ListenerDoc } from '../model/schema.ts';
+import type { GrpcServiceDoc, ListenerDoc, VirtualHostDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { accessLogs } from './access-log.ts';
 import { httpSettingsFields } from './http-settings.ts';
 import { adsConfigSource, compact, routerFilter, TYPE, type JsonObject } from './common.ts';
+import { networkRbacFilter, protectionFilters, protectionsUsed } from './protection.ts';
 
 /**
  * `websocket`: for Envoy's listeners, whether upgrades are on; routes may override it only when the
@@ -14,13 +15,14 @@ function httpConnectionManager(
   accessLog: JsonObject[] = [],
   websocket?: boolean,
   settings: JsonObject = {},
+  filters: JsonObject[] = [],
 ): JsonObject {
   return {
     '@type': TYPE.hcm,
     stat_prefix: statPrefix,
     ...settings,
     rds: { config_source: adsConfigSource(), route_config_name: routeConfigName },
-    http_filters: [routerFilter()],
+    http_filters: [...filters, routerFilter()],
     ...(accessLog.length && { access_log: accessLog }),
     ...(websocket !== undefined && {
       upgrade_configs: [{ upgrade_type: 'websocket', ...(!websocket && { enabled: false }) }],
@@ -73,11 +75,14 @@ function tcpProxy(
  * inspector reads the SNI and each entry's server names select its chain; the default chain (no
  * match) carries `tls.secret`. Passthrough names get chains of their own that proxy the TLS bytes
  * untouched (matched on SNI with transport protocol tls, ahead of the terminated chains).
+ * `vhosts` are the listener's virtual hosts: the protections they use put filters in its chain.
  */
-export function buildListener(l: ListenerDoc): JsonObject {
+export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] = []): JsonObject {
   const tcpLogs = accessLogs(l.accessLog, l.name, true);
+  // Who may connect is checked before the TCP proxy picks a service.
+  const rbac = l.access ? [networkRbacFilter(l.name, l.access)] : [];
   const filters = l.tcp
-    ? [tcpProxy(l.name, l.tcp, tcpLogs)]
+    ? [...rbac, tcpProxy(l.name, l.tcp, tcpLogs)]
     : [
         {
           name: 'envoy.filters.network.http_connection_manager',
@@ -87,6 +92,7 @@ export function buildListener(l: ListenerDoc): JsonObject {
             accessLogs(l.accessLog, l.name, false),
             l.websocket ?? true,
             httpSettingsFields(l.http),
+            protectionFilters(l, protectionsUsed(vhosts)),
           ),
         },
       ];
@@ -95,7 +101,7 @@ export function buildListener(l: ListenerDoc): JsonObject {
     chains.push({
       name: `passthrough-${i}`,
       filter_chain_match: { server_names: p.serverNames, transport_protocol: 'tls' },
-      filters: [tcpProxy(`${l.name}.passthrough`, { to: p.to }, tcpLogs)],
+      filters: [...rbac, tcpProxy(`${l.name}.passthrough`, { to: p.to }, tcpLogs)],
     }),
   );
   for (const e of l.tls?.sni ?? []) {

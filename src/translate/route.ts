@@ -10,6 +10,7 @@ import type {
 import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { compact, headerMatcher, queryMatcher, TYPE, type JsonObject } from './common.ts';
+import { perFilterConfig, routeRateLimits, virtualHostRateLimits } from './protection.ts';
 
 const REDIRECT_CODE: Record<number, string | undefined> = {
   301: undefined, // MOVED_PERMANENTLY is the proto default
@@ -62,7 +63,8 @@ function httpRetryPolicy(r: RetriesDoc): JsonObject {
   });
 }
 
-function httpRoute(r: RouteDoc): JsonObject {
+/** `vhostRateLimits`: the virtual host's rate-limit actions (a route with its own replaces them). */
+function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[]): JsonObject {
   const m = r.match ?? {};
   const match: JsonObject = {};
   if (m.path !== undefined) match.path = m.path;
@@ -71,7 +73,12 @@ function httpRoute(r: RouteDoc): JsonObject {
   if (m.caseSensitive === false) match.case_sensitive = false;
   if (m.headers?.length) match.headers = m.headers.map(headerMatcher);
   if (m.query?.length) match.query_parameters = m.query.map(queryMatcher);
-  const out: JsonObject = compact({ name: r.name, match, ...headerFields(r.headers) });
+  const out: JsonObject = compact({
+    name: r.name,
+    match,
+    ...headerFields(r.headers),
+    typed_per_filter_config: perFilterConfig(r),
+  });
   if (r.redirect) {
     out.redirect = compact({
       https_redirect: r.redirect.https || undefined,
@@ -93,13 +100,22 @@ function httpRoute(r: RouteDoc): JsonObject {
       retry_policy: r.retries && httpRetryPolicy(r.retries),
       hash_policy: r.hashPolicy?.map(hashPolicy),
       upgrade_configs: r.websocket !== undefined ? [{ upgrade_type: 'websocket', enabled: r.websocket }] : undefined,
+      rate_limits: routeRateLimits(r, vhostRateLimits),
     });
   }
   return out;
 }
 
 export function buildVirtualHost(v: VirtualHostDoc): JsonObject {
-  return { name: v.name, domains: v.domains, routes: v.routes.map(httpRoute), ...headerFields(v.headers) };
+  const rateLimits = virtualHostRateLimits(v);
+  return compact({
+    name: v.name,
+    domains: v.domains,
+    routes: v.routes.map((r) => httpRoute(r, rateLimits)),
+    ...headerFields(v.headers),
+    rate_limits: rateLimits.length ? rateLimits : undefined,
+    typed_per_filter_config: perFilterConfig(v),
+  });
 }
 
 /** `virtualHost` is how each virtual host is built: memoized per document by the caller. */

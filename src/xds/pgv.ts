@@ -25,12 +25,23 @@ function deepMerge(a: Rules, b: Rules): Rules {
   return a;
 }
 
+/**
+ * Rules of the protos fleetxds loads that every Envoy release it supports (1.36 and later) has
+ * since dropped, by field: an empty local rate-limit descriptor value is a wildcard (a bucket per
+ * distinct value) in those releases.
+ */
+const DROPPED_RULES: Readonly<Record<string, string>> = {
+  'envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry.value': 'string',
+};
+
 function fieldRules(field: protobuf.Field): Rules | undefined {
   let rules: Rules | undefined;
   for (const opt of (field.parsedOptions ?? []) as Rules[]) {
     const r = opt['(validate.rules)'];
     if (r && typeof r === 'object') rules = deepMerge(rules ?? {}, r);
   }
+  const dropped = DROPPED_RULES[field.fullName.replace(/^\./, '')];
+  if (rules && dropped) delete rules[dropped];
   return rules;
 }
 
