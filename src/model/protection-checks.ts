@@ -227,7 +227,8 @@ export function checkCarriedProtection(l: ListenerDoc, v: VirtualHostDoc, vref: 
             Codes.UNKNOWN_REFERENCE,
             vref,
             [...n.path, 'require', i],
-            `listener "${l.name}" carries this virtual host and has no JWT provider "${p}" (define it in its jwt.providers)`,
+            `listener "${l.name}" carries this virtual host and has no JWT provider "${p}" ` +
+              '(define it in its jwt.providers)',
           );
       });
     }
