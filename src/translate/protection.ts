@@ -215,6 +215,8 @@ function localRateLimitConfig(r: RateLimitDoc): JsonObject {
     // An empty descriptor value is a wildcard: a bucket per distinct value (Envoy keeps the most recent).
     descriptors: key && [{ entries: [{ key: KEY_ENTRY[key] }], token_bucket: tokenBucket(r) }],
     stage: key && LOCAL_STAGE,
+    // Otherwise a keyed request also takes a token from the shared bucket, and all clients share it.
+    always_consume_default_token_bucket: key ? false : undefined,
     local_rate_limit_per_downstream_connection: r.by === 'connection' || undefined,
     enable_x_ratelimit_headers: r.headers === false ? undefined : 'DRAFT_VERSION_03',
   });
