@@ -123,7 +123,7 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
       // Each virtual host keeps its JSON object while its document is unchanged: the encoder then
       // re-encodes only the virtual hosts an edit touched (ResourceType.parts).
       json: memo.with('route', l, vs, () =>
-        buildRouteConfiguration(l.name, vs, (v) => memo.once('vhost', v, buildVirtualHost), l.headers),
+        buildRouteConfiguration(l.name, vs, (v) => memo.once('vhost', v, buildVirtualHost), l),
       ),
       origin: originKey('Listener', l.name),
       virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)),

@@ -264,10 +264,10 @@ function globalRateLimitConfig(s: RateLimitServiceDoc): JsonObject {
 // ---------------------------------------------------------------------------------------------
 // Where the filters go
 
-/** What a virtual host or route sets (an override) or turns off (`false`). */
+/** What a route configuration, virtual host or route sets (an override) or turns off (`false`). */
 type Overrides = Pick<RouteDoc, 'access' | 'jwt' | 'extAuth' | 'rateLimit' | 'globalRateLimit'>;
 
-/** The per-filter configurations of a virtual host or route (typed_per_filter_config). */
+/** The per-filter configurations of a route configuration, virtual host or route (typed_per_filter_config). */
 export function perFilterConfig(o: Overrides): JsonObject | undefined {
   const out: JsonObject = {};
   if (o.access !== undefined)
@@ -320,11 +320,14 @@ export function protectionsUsed(vs: readonly VirtualHostDoc[]): Used {
   return used;
 }
 
-/** The HTTP filters before the router, in the order Envoy evaluates them. */
+/**
+ * The HTTP filters before the router, in the order Envoy evaluates them. The listener's own access
+ * rules and local rate limit are not here but in its route configuration (perFilterConfig): the
+ * filters here pass every request no route configuration, virtual host or route sets them for.
+ */
 export function protectionFilters(l: ListenerDoc, used: Used): JsonObject[] {
   const out: JsonObject[] = [];
-  if (l.access || used.rbac)
-    out.push({ name: FILTER.rbac, typed_config: { '@type': TYPE.rbac, ...(l.access && rbacConfig(l.access)) } });
+  if (l.access || used.rbac) out.push({ name: FILTER.rbac, typed_config: { '@type': TYPE.rbac } });
   if (l.jwt) {
     const requirements = new Map(used.requirements);
     if (l.jwt.require) {
@@ -334,11 +337,7 @@ export function protectionFilters(l: ListenerDoc, used: Used): JsonObject[] {
     out.push({ name: FILTER.jwt, typed_config: jwtConfig(l.jwt, requirements) });
   }
   if (l.extAuth) out.push({ name: FILTER.extAuth, typed_config: extAuthConfig(l.extAuth) });
-  if (l.rateLimit || used.localRateLimit)
-    out.push({
-      name: FILTER.localRateLimit,
-      typed_config: l.rateLimit ? localRateLimitConfig(l.rateLimit) : LOCAL_OFF,
-    });
+  if (l.rateLimit || used.localRateLimit) out.push({ name: FILTER.localRateLimit, typed_config: LOCAL_OFF });
   if (l.rateLimitService) out.push({ name: FILTER.rateLimit, typed_config: globalRateLimitConfig(l.rateLimitService) });
   return out;
 }

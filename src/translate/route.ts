@@ -1,7 +1,7 @@
 import type {
   GrpcRouteDoc,
   HashPolicyDoc,
-  HeadersDoc,
+  ListenerDoc,
   RetriesDoc,
   RouteDoc,
   VirtualHostDoc,
@@ -118,14 +118,23 @@ export function buildVirtualHost(v: VirtualHostDoc): JsonObject {
   });
 }
 
-/** `virtualHost` is how each virtual host is built: memoized per document by the caller. */
+/**
+ * `virtualHost` is how each virtual host is built: memoized per document by the caller. The
+ * listener's header edits, access rules and local rate limit are the route configuration's, so a
+ * change to them reaches open connections at once over RDS (a listener change drains them).
+ */
 export function buildRouteConfiguration(
   name: string,
   vhosts: VirtualHostDoc[],
   virtualHost: (v: VirtualHostDoc) => JsonObject = buildVirtualHost,
-  headers?: HeadersDoc,
+  listener?: Pick<ListenerDoc, 'headers' | 'access' | 'rateLimit'>,
 ): JsonObject {
-  return { name, virtual_hosts: vhosts.map(virtualHost), ...headerFields(headers) };
+  return compact({
+    name,
+    virtual_hosts: vhosts.map(virtualHost),
+    ...headerFields(listener?.headers),
+    typed_per_filter_config: listener && perFilterConfig({ access: listener.access, rateLimit: listener.rateLimit }),
+  });
 }
 
 /** gRPC clients (gRFC A28) use max_stream_duration as the deadline, not route.timeout. */

@@ -34,6 +34,8 @@ interface Ports {
 let app: RunningApp;
 let pki: Pki;
 let logDir: string;
+let tree: string;
+let treeText: string;
 const clients: Record<'good' | 'bad', { cert: string; key: string }> = {} as never;
 const servers: net.Server[] = [];
 const envoys: EnvoyProcess[] = [];
@@ -195,10 +197,11 @@ accessLog: [{ to: ${join(logDir, `${g}.log`)}, fields: { status: '%RESPONSE_CODE
       ],
     );
     for (const [v, p] of releases.ports) byRelease.set(v, p);
-    const tree = writeTree({ 'access.yaml': [...docs, ...releases.docs].join('---\n') });
+    treeText = [...docs, ...releases.docs].join('---\n');
+    tree = writeTree({ 'access.yaml': treeText });
     // The CA file Envoy reads to verify the upstream.
     writeFileSync(caFile, pki.caPem);
-    app = await startServer(tree);
+    app = await startServer(tree, { watch: true });
     envoys.push(...(await startEnvoys(app, (v) => get(byRelease.get(v)!.site, '/').then((r) => r.status === 200))));
   } catch (err) {
     reportSetupFailure(err);
@@ -266,6 +269,50 @@ test('an upstream whose certificate lacks the required name fails the handshake;
       20_000,
     );
   }
+});
+
+test('a new deny rule applies to connections already open (it travels in the route configuration)', async () => {
+  const agents = new Map(ENVOY_VERSIONS.map((v) => [v, new http.Agent({ keepAlive: true, maxSockets: 1 })]));
+  const onKept = (v: EnvoyVersion) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.get(
+        {
+          host: '127.0.0.1',
+          port: byRelease.get(v)!.site,
+          path: '/x',
+          agent: agents.get(v),
+          localAddress: '127.0.0.4',
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        },
+      );
+      req.on('error', reject);
+    });
+  const sockets = new Set<net.Socket>();
+  for (const v of ENVOY_VERSIONS) {
+    assert.is(await onKept(v), 200, `Envoy ${v}: 127.0.0.4 is not denied yet`);
+    for (const list of Object.values(agents.get(v)!.freeSockets)) for (const s of list ?? []) sockets.add(s);
+  }
+  writeFileSync(
+    join(tree, 'access.yaml'),
+    treeText.replaceAll('deny: [127.0.0.2] }', 'deny: [127.0.0.2, 127.0.0.4] }'),
+  );
+  for (const v of ENVOY_VERSIONS)
+    await waitFor(`Envoy ${v} refuses 127.0.0.4`, async () => (await onKept(v)) === 403, 20_000);
+  const now = new Set<net.Socket>();
+  for (const v of ENVOY_VERSIONS)
+    for (const list of Object.values(agents.get(v)!.freeSockets)) for (const s of list ?? []) now.add(s);
+  assert.equal([...now].filter((s) => !sockets.has(s)).length, 0, 'the same connections were refused');
+  for (const a of agents.values()) a.destroy();
+  writeFileSync(join(tree, 'access.yaml'), treeText);
+  for (const v of ENVOY_VERSIONS)
+    await waitFor(
+      `Envoy ${v} lets 127.0.0.4 through again`,
+      async () => (await get(byRelease.get(v)!.site, '/x', { from: '127.0.0.4' })).status === 200,
+      20_000,
+    );
 });
 
 function readSafe(path: string): string {

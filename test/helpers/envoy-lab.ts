@@ -74,6 +74,15 @@ export interface Response {
 
 const agent = new HttpAgent({ keepAlive: true, maxSockets: 8 });
 
+/**
+ * Closes the kept-alive connections no request is using: the next requests open new ones, which
+ * get the listener as it is now (an open connection keeps the filter chain it was accepted with
+ * while Envoy drains it).
+ */
+export function closeIdleConnections(): void {
+  for (const sockets of Object.values(agent.freeSockets)) for (const s of sockets ?? []) s.destroy();
+}
+
 export function httpGet(port: number, path: string, host = 'shop.test', timeoutMs = 3000): Promise<Response> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, path, headers: { host }, agent, timeout: timeoutMs }, (res) => {
