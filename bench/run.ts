@@ -152,7 +152,8 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
     const plain = rows.find((x) => x.services === n) ?? {};
     table(
       `Pipeline, ${n.toLocaleString('en')} services, plain tree beside one with hashPolicy, header edits and ` +
-        'retries with backoff on every route, an access log and connection settings on the listener',
+        'retries with backoff on every route, an access log and connection settings on the listener, and access ' +
+        'rules, JWT, external authorization and local and global rate limits on the listener and every virtual host',
       [
         { tree: 'plain', ...plain },
         { tree: 'features', ...row },

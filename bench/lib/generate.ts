@@ -13,7 +13,8 @@ export interface TreeSpec {
   groups?: number;
   /**
    * Every route, listener and service using the HTTP features an operator turns on (affinity,
-   * header edits, retries with backoff, an access log).
+   * header edits, retries with backoff, an access log), and every listener and virtual host the
+   * edge protections (access rules, JWT, external authorization, local and global rate limits).
    */
   features?: boolean;
 }
@@ -34,7 +35,9 @@ ${features ? 'lb: ring_hash\n' : ''}`;
 }
 
 export function vhostYaml(v: number, routes: number, services: number, variant = '', features = false): string {
-  const lines = [`kind: VirtualHost\nname: vh-${v}\ndomains: [vh-${v}.example.com]\nroutes:`];
+  const lines = [`kind: VirtualHost\nname: vh-${v}\ndomains: [vh-${v}.example.com]`];
+  if (features) lines.push(vhostProtection(v));
+  lines.push('routes:');
   for (let r = 0; r < routes; r++) {
     const svc = (v * routes + r) % services;
     lines.push(
@@ -50,11 +53,30 @@ export function vhostYaml(v: number, routes: number, services: number, variant =
   return `${lines.join('\n')}\n`;
 }
 
-/** A listener's HTTP features, for trees with `features`. */
+/** A virtual host's edge protection, for trees with `features`: every filter has a setting here. */
+function vhostProtection(v: number): string {
+  return (
+    'access: { deny: [10.66.0.0/16, 192.0.2.7] }\n' +
+    'rateLimit: { requests: 1000, per: 1s, by: clientAddress }\n' +
+    `globalRateLimit: [[{ generic: { key: vhost, value: vh-${v} } }, { clientAddress: true }]]\n` +
+    'jwt: { require: [corp], optional: true }'
+  );
+}
+
+const JWKS =
+  '{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"JBPvOUc1PozJ1I5A1K5WtzjMZNmlKXL1UTUqQL7iTGs",' +
+  '"y":"Wjh-OOdnOoQMCm8zXar7XfFxQjHaCfFFRCpSZRosZQI"}]}';
+
+/** A listener's HTTP features and edge protection, for trees with `features`. */
 const LISTENER_FEATURES =
   'accessLog: [{ to: /tmp/fleetxds-bench-access.log }]\n' +
   'http: { useRemoteAddress: true, requestHeadersTimeout: 10s }\n' +
-  "headers: { response: { set: { x-served-by: '%HOSTNAME%' } } }\n";
+  "headers: { response: { set: { x-served-by: '%HOSTNAME%' } } }\n" +
+  'access: { allow: [10.0.0.0/8, 192.168.0.0/16] }\n' +
+  `jwt: { providers: [{ name: corp, issuer: https://idp.example, keys: { inline: '${JWKS}' } }] }\n` +
+  'extAuth: { service: svc-0, timeout: 200ms }\n' +
+  'rateLimit: { requests: 100000, per: 1s }\n' +
+  'rateLimitService: { service: svc-1, domain: edge }\n';
 
 export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
   const perFile = spec.servicesPerFile ?? 100;
