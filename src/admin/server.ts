@@ -12,6 +12,7 @@ import type { TokenAuth } from '../security/tokens.ts';
 import { STATUS_PAGE } from './status-page.ts';
 import { groupSnapshotFor, type SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
+import { listenerView } from '../status/listener-view.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { nestedDeeperThan } from '../shared/json-depth.ts';
 
@@ -344,6 +345,12 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
       notAfter: c.notAfter.toISOString(),
     })),
     sharedDecisions: deps.control.sharedDecisions() ?? null,
+    // What each group's proxies listen on, as the served listener resources say.
+    listeners: cur
+      ? [...cur.groups].flatMap(([group, g]) =>
+          [...g.types.listener.resources.values()].map((r) => ({ group, ...listenerView(r.json) })),
+        )
+      : [],
     history,
   };
 }

@@ -23,6 +23,9 @@ th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-al
 <th>node</th><th>group</th><th>transport</th><th>address</th><th>agent</th><th>client certificate</th>
 <th>per type: sent / ACKed</th><th>last NACK</th>
 </tr></thead><tbody></tbody></table>
+<h2>Listeners</h2><table id="listeners"><thead><tr>
+<th>group</th><th>listener</th><th>kind</th><th>address</th><th>TLS</th><th>passed through</th><th>protections</th>
+</tr></thead><tbody></tbody></table>
 <h2>Config tree</h2><div id="tree">read</div>
 <h2>Last rejected config</h2><div id="rejection">none</div>
 <h2>File rendering</h2><div id="files">ok</div>
@@ -109,6 +112,11 @@ function stagedLines(st) {
   for (const s of r.stages) lines.push(el('div', s.summary, 'mono'));
   return lines;
 }
+const KIND = { http: 'HTTP', tcp: 'TCP', passthrough: 'TLS passthrough', grpc: 'proxyless gRPC' };
+function listenerRow(l) {
+  return row([l.group, l.name, KIND[l.kind] || l.kind, l.address || '', l.tls ? 'terminated' : '',
+    l.passthrough.join(', '), l.protections.join(', ')]);
+}
 function historyRow(h) {
   return row([h.id, h.appliedAt, h.sourceKind, h.commitSha ? h.commitSha.slice(0, 12) : '',
     [h.author, h.subject].filter(Boolean).join(': ')]);
@@ -128,6 +136,7 @@ async function refresh() {
     byId('staged').replaceChildren(...stagedLines(s.staged));
     fill('rollout', s.rollout.map(rolloutRow));
     fill('nodes', s.nodes.map(nodeRow));
+    fill('listeners', (s.listeners || []).map(listenerRow));
     const ff = s.fileFailures || [];
     byId('files').textContent = ff.length
       ? ff.map((f) => 'group ' + f.group + ' failed at version ' + f.versionId + ' (' + f.at + '): ' + f.error)

@@ -89,6 +89,19 @@ test('shows the served version, the rollout and the connected clients', async ()
   assert.is(await text('#staged'), 'none', 'no staged rollout');
 });
 
+test("lists each group's listeners by kind, with TLS, passed-through names and protections", async () => {
+  await waitFor('listeners shown', async () => /orders-db/.test(await text('#listeners')));
+  const rows = (await page.locator('#listeners tbody tr').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
+  const find = (group: string, name: string) => rows.find((r) => r.startsWith(`${group} ${name} `));
+  assert.is(find('edge', 'orders-db'), 'edge orders-db TCP 0.0.0.0:5432');
+  assert.is(
+    find('edge', 'edge-https'),
+    'edge edge-https HTTP 0.0.0.0:8443 terminated partner.shop.example.com',
+    'HTTPS with a name passed through',
+  );
+  assert.match(find('default', 'greeter.internal:50051') ?? '', /proxyless gRPC/);
+});
+
 test("the config tree's reads and fleetxds's certificates", async () => {
   await waitFor('tree shown', async () => (await text('#tree')) === 'read');
   assert.is(await text('#certs'), 'no TLS listener');

@@ -7,7 +7,8 @@
  *    certificate) while www.example is terminated with the certificate fleetxds serves over SDS;
  *    on a port of passthrough names alone, any other name is closed;
  *  - a TCP listener that terminates TLS (certificate over SDS) and proxies the bytes inside;
- *  - a TCP listener whose service is reached over TLS (Service tls: SNI, CA): Envoy originates it.
+ *  - a TCP listener whose service is reached over TLS (Service tls: SNI, CA, subject alternative
+ *    names): Envoy originates it, and refuses a certificate without the name required.
  */
 import { X509Certificate } from 'node:crypto';
 import { chmodSync } from 'node:fs';
@@ -30,6 +31,7 @@ interface Ports {
   edge: number;
   tlsTcp: number;
   originate: number;
+  originateWrong: number;
   sniOnly: number;
 }
 
@@ -127,7 +129,11 @@ function tree(tcpTo: string): Record<string, string> {
     svc('a', backends.A!.port),
     svc('b', backends.B!.port),
     svc('db', (dbTls.address() as net.AddressInfo).port),
-    svc('secure', (secureEcho.address() as net.AddressInfo).port) + `tls: { sni: secure.example, caFile: ${caFile} }\n`,
+    svc('secure', (secureEcho.address() as net.AddressInfo).port) +
+      `tls: { sni: secure.example, caFile: ${caFile}, subjectAltNames: [{ type: dns, exact: secure.example }] }\n`,
+    // The same backend, required to be another name: Envoy must refuse its certificate.
+    svc('secure-other', (secureEcho.address() as net.AddressInfo).port) +
+      `tls: { sni: secure.example, caFile: ${caFile}, subjectAltNames: [{ type: dns, exact: other.example }] }\n`,
     'kind: VirtualHost\nname: site\ndomains: ["*"]\nroutes: [{ directResponse: { status: 200, body: www } }]\n',
     `kind: Secret\nname: www\ncertificateFile: ${www.cert}\nprivateKeyFile: ${www.key}\n`,
     `kind: Secret\nname: mq\ncertificateFile: ${mq.cert}\nprivateKeyFile: ${mq.key}\n`,
@@ -147,6 +153,8 @@ function tree(tcpTo: string): Record<string, string> {
         'tls: { secret: mq }\ntcp: { to: b }\n',
       `kind: Listener\nname: ${g}-originate\naddress: 127.0.0.1\nport: ${p.originate}\ngroups: [${g}]\n` +
         'tcp: { to: secure }\n',
+      `kind: Listener\nname: ${g}-originate-wrong\naddress: 127.0.0.1\nport: ${p.originateWrong}\n` +
+        `groups: [${g}]\ntcp: { to: secure-other }\n`,
       `kind: Listener\nname: ${g}-sni-only\naddress: 127.0.0.1\nport: ${p.sniOnly}\ngroups: [${g}]\n` +
         'passthrough: [{ serverNames: [db.example], to: db }]\n',
     );
@@ -181,6 +189,7 @@ test.before(async () => {
         edge: await freePort(),
         tlsTcp: await freePort(),
         originate: await freePort(),
+        originateWrong: await freePort(),
         sniOnly: await freePort(),
       });
     dir = writeTree(tree('a'));
@@ -261,11 +270,17 @@ test('TLS passthrough by SNI beside a terminated name on the same port, and TLS 
   }
 });
 
-test('TLS originated by Envoy to a TCP service, with the SNI the Service names, checked against its CA', async () => {
+test('TLS originated by Envoy to a TCP service, with the SNI the Service names, checked against its CA and names', async () => {
   for (const v of ENVOY_VERSIONS) {
     secureNames.length = 0;
     assert.is(await once(ports.get(v)!.originate, 'plain in'), 'S:plain in', `Envoy ${v}`);
     assert.equal(secureNames, ['secure.example'], `Envoy ${v}: the backend saw the Service's SNI`);
+    // Its certificate names secure.example, not other.example: the handshake fails, nothing is echoed.
+    const refused = await once(ports.get(v)!.originateWrong, 'to the wrong name').catch((e: Error) => e.message);
+    assert.not.match(refused, /^S:/, `Envoy ${v}: ${refused}`);
+    const envoy = envoys[ENVOY_VERSIONS.indexOf(v)]!;
+    const failed = await envoy.stats('cluster.secure-other.ssl.fail_verify_san');
+    assert.ok(Number(failed['cluster.secure-other.ssl.fail_verify_san']) >= 1, `Envoy ${v}: ${JSON.stringify(failed)}`);
   }
 });
 
