@@ -11,6 +11,13 @@ import {
   checkUpstreamNames,
   checkVirtualHostProtection,
 } from './protection-checks.ts';
+import {
+  checkGrpcHashPolicy,
+  checkRetryBudget,
+  checkTrafficListener,
+  checkTrafficRoute,
+  checkTrafficVirtualHost,
+} from './traffic-checks.ts';
 import { Codes } from '../shared/diagnostics.ts';
 import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
@@ -265,6 +272,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     once(memo?.service, s, sink, () => {
       checkService(s, ref('Service', s.name), sink);
       checkUpstreamNames(s, ref('Service', s.name), sink);
+      checkRetryBudget(s, ref('Service', s.name), sink);
     });
     if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
     if (s.tls?.clientSecret !== undefined)
@@ -348,6 +356,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
       );
     l.accessLog?.forEach((a, i) => checkAccessLog(a, ['accessLog', i], !!l.tcp, r, sink));
     checkListenerProtection(l, r, sink, needService);
+    checkTrafficListener(l, r, sink, needService);
     (l.virtualHosts ?? []).forEach((v, i) => {
       usedVhosts.add(v);
       const vdoc = vhosts.get(v);
@@ -409,6 +418,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
       v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, need));
       checkHeaders(v.headers, ['headers'], r, sink);
       checkVirtualHostProtection(v, r, sink);
+      checkTrafficVirtualHost(v, r, sink);
       checkShadowedRoutes(v.routes, r, sink);
     });
   });
@@ -741,8 +751,11 @@ function checkRetries(
     sink.error(Codes.INVALID_VALUE, r, [...path, 'retries', 'backoff', 'max'], 'max is below base');
   if (b && (parseDurationMs(b.base) ?? 0) <= 0)
     sink.error(Codes.INVALID_VALUE, r, [...path, 'retries', 'backoff', 'base'], 'base must be above 0');
+  retries?.retriableHeaders?.forEach((h, i) =>
+    checkStringMatch(h, [...path, 'retries', 'retriableHeaders', i], r, sink),
+  );
   if (what === 'gRPC')
-    for (const k of ['statusCodes', 'retryOtherHosts', 'hostSelectionAttempts'] as const)
+    for (const k of ['statusCodes', 'retryOtherHosts', 'hostSelectionAttempts', 'retriableHeaders'] as const)
       if (retries?.[k] !== undefined)
         sink.error(
           Codes.CLIENT_COMPAT,
@@ -803,6 +816,7 @@ function checkHttpRoute(
   }
   checkRetries(route.retries, ENVOY_RETRY_ON, 'Envoy', path, r, sink);
   const targets = checkTargets(route, path, r, sink, needService);
+  checkTrafficRoute(route, path, r, sink, needService, targets);
   route.hashPolicy?.forEach((h, i) => {
     const set = (['header', 'cookie', 'sourceIp', 'query'] as const).filter((k) => h[k] !== undefined);
     if (set.length !== 1)
@@ -921,6 +935,7 @@ function checkGrpcRoute(
 ): void {
   if ((route.to === undefined) === (route.split === undefined))
     sink.error(Codes.INVALID_VALUE, r, path, 'a gRPC route needs exactly one of to, split');
+  checkGrpcHashPolicy(route, path, r, sink);
   const m = route.match;
   if (m) {
     if (m.method !== undefined && m.service === undefined)

@@ -16,6 +16,7 @@ import {
   RateLimitService,
   SanMatch,
 } from './protection-schema.ts';
+import { Compression, Cors, Mirror, RegexRewrite, Tracing } from './traffic-schema.ts';
 
 export { Duration, Name, NAME_PATTERN };
 
@@ -71,6 +72,15 @@ export const CircuitBreaker = Type.Object(
     maxPendingRequests: Type.Optional(PositiveInt),
     maxRequests: Type.Optional(PositiveInt),
     maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
+    retryBudget: Type.Optional(
+      Type.Object(
+        {
+          percent: Type.Number({ exclusiveMinimum: 0, maximum: 100, description: 'Of active requests (20).' }),
+          minConcurrent: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295, description: 'Default 3.' })),
+        },
+        { ...strict, description: 'Retries at once as a share of active requests (instead of maxRetries).' },
+      ),
+    ),
   },
   strict,
 );
@@ -387,6 +397,13 @@ export const Retries = Type.Object(
     hostSelectionAttempts: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 10, description: 'HTTP: tries at picking such a host.' }),
     ),
+    retriableHeaders: Type.Optional(
+      Type.Array(HeaderMatch, {
+        minItems: 1,
+        maxItems: 16,
+        description: 'HTTP: responses with one of these headers are retried too.',
+      }),
+    ),
   },
   strict,
 );
@@ -403,6 +420,12 @@ export const Route = Type.Object(
           host: Type.Optional(Type.String({ minLength: 1 })),
           path: Type.Optional(Type.String({ pattern: '^/' })),
           https: Type.Optional(Type.Boolean()),
+          port: Type.Optional(Port),
+          prefix: Type.Optional(
+            Type.String({ pattern: '^/', description: "Replaces the matched prefix (a route's match.prefix)." }),
+          ),
+          regex: Type.Optional(RegexRewrite),
+          stripQuery: Type.Optional(Type.Boolean({ description: 'Drop the query string.' })),
           code: Type.Optional(
             Type.Union([Type.Literal(301), Type.Literal(302), Type.Literal(303), Type.Literal(307), Type.Literal(308)]),
           ),
@@ -425,10 +448,20 @@ export const Route = Type.Object(
     ),
     rewrite: Type.Optional(
       Type.Object(
-        { prefix: Type.Optional(Type.String({ pattern: '^/' })), host: Type.Optional(Type.String({ minLength: 1 })) },
+        {
+          prefix: Type.Optional(Type.String({ pattern: '^/' })),
+          regex: Type.Optional(RegexRewrite),
+          host: Type.Optional(Type.String({ minLength: 1 })),
+          hostFromService: Type.Optional(
+            Type.Literal(true, { description: "Host header: the DNS name of the service's endpoint (dns services)." }),
+          ),
+        },
         strict,
       ),
     ),
+    mirror: Type.Optional(Mirror),
+    cors: Type.Optional(Type.Union([Cors, Type.Literal(false)])),
+    compression: Type.Optional(Type.Literal(false, { description: 'No response compression here.' })),
     access: Type.Optional(Type.Union([Access, Type.Literal(false)])),
     jwt: Type.Optional(Type.Union([JwtRequirement, Type.Literal(false)])),
     extAuth: Type.Optional(Type.Literal(false, { description: 'No external authorization here.' })),
@@ -464,6 +497,25 @@ export const GrpcRoute = Type.Object(
     split: Type.Optional(Type.Array(WeightedTarget, { minItems: 1 })),
     timeout: Type.Optional(Duration),
     retries: Type.Optional(Retries),
+    hashPolicy: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            header: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+            channelId: Type.Optional(
+              Type.Literal(true, { description: "The client channel's id: each channel sticks to a backend." }),
+            ),
+            terminal: Type.Optional(Type.Boolean()),
+          },
+          strict,
+        ),
+        {
+          minItems: 1,
+          maxItems: 8,
+          description: 'lb ring_hash services: what an RPC is hashed on (gRFC A42); one of header and channelId each.',
+        },
+      ),
+    ),
   },
   strict,
 );
@@ -523,6 +575,8 @@ export const Listener = Type.Object(
     extAuth: Type.Optional(ExtAuth),
     rateLimit: Type.Optional(RateLimit),
     rateLimitService: Type.Optional(RateLimitService),
+    compression: Type.Optional(Compression),
+    tracing: Type.Optional(Tracing),
     passthrough: Type.Optional(
       Type.Array(
         Type.Object(
@@ -556,6 +610,8 @@ export const VirtualHost = Type.Object(
     extAuth: Type.Optional(Type.Literal(false, { description: 'No external authorization here.' })),
     rateLimit: Type.Optional(Type.Union([RateLimit, Type.Literal(false)])),
     globalRateLimit: Type.Optional(GlobalRateLimit),
+    cors: Type.Optional(Cors),
+    compression: Type.Optional(Type.Literal(false, { description: 'No response compression here.' })),
   },
   strict,
 );

@@ -53,6 +53,10 @@ export function buildCluster(s: ServiceDoc): JsonObject {
           max_pending_requests: cb.maxPendingRequests,
           max_requests: cb.maxRequests,
           max_retries: cb.maxRetries,
+          retry_budget: cb.retryBudget && {
+            budget_percent: { value: cb.retryBudget.percent },
+            ...(cb.retryBudget.minConcurrent !== undefined && { min_retry_concurrency: cb.retryBudget.minConcurrent }),
+          },
         }),
       ],
     };

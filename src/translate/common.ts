@@ -21,6 +21,12 @@ export const TYPE = {
   extAuthzPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute',
   localRateLimit: 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit',
   rateLimit: 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit',
+  cors: 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors',
+  corsPolicy: 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy',
+  compressor: 'type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor',
+  compressorPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.compressor.v3.CompressorPerRoute',
+  zipkin: 'type.googleapis.com/envoy.config.trace.v3.ZipkinConfig',
+  openTelemetry: 'type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig',
 } as const;
 
 /** Every dynamic reference goes over the same ADS stream the client opened. */

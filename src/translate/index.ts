@@ -13,6 +13,7 @@ import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
 import { TranslationMemo } from './memo.ts';
 import { protectionServices } from './protection.ts';
+import { tracingServices } from './traffic.ts';
 import { secretResource } from './secret.ts';
 
 export interface TranslatedResource {
@@ -245,19 +246,28 @@ export function translateSecret(m: SecretMaterial, memo: TranslationMemo = new T
   };
 }
 
-/** The services a document's routes send traffic to, each once. */
-function targetsOf(routes: readonly { to?: string; split?: { service: string }[] }[]): string[] {
+/** The services a document's routes send traffic to (and mirror it to), each once. */
+function targetsOf(
+  routes: readonly { to?: string; split?: { service: string }[]; mirror?: { to: string }[] }[],
+): string[] {
   const out = new Set<string>();
   for (const r of routes) {
     if (r.to !== undefined) out.add(r.to);
     for (const t of r.split ?? []) out.add(t.service);
+    for (const m of r.mirror ?? []) out.add(m.to);
   }
   return [...out];
 }
 
 /** The services a listener itself sends to: its TCP proxying, passthrough, and protections' services. */
 function listenerTargets(l: ListenerDoc): string[] {
-  return [...new Set([...targetsOf([...(l.tcp ? [l.tcp] : []), ...(l.passthrough ?? [])]), ...protectionServices(l)])];
+  return [
+    ...new Set([
+      ...targetsOf([...(l.tcp ? [l.tcp] : []), ...(l.passthrough ?? [])]),
+      ...protectionServices(l),
+      ...tracingServices(l.tracing),
+    ]),
+  ];
 }
 
 function grpcRouteConfiguration(g: GrpcServiceDoc): JsonObject {

@@ -4,6 +4,7 @@ import { accessLogs } from './access-log.ts';
 import { httpSettingsFields } from './http-settings.ts';
 import { adsConfigSource, compact, routerFilter, TYPE, type JsonObject } from './common.ts';
 import { networkRbacFilter, protectionFilters, protectionsUsed } from './protection.ts';
+import { tracingConfig, trafficFilters } from './traffic.ts';
 
 /**
  * `websocket`: for Envoy's listeners, whether upgrades are on; routes may override it only when the
@@ -28,6 +29,12 @@ function httpConnectionManager(
       upgrade_configs: [{ upgrade_type: 'websocket', ...(!websocket && { enabled: false }) }],
     }),
   };
+}
+
+/** The HTTP filters before the router: CORS, the protections, then the compressors. */
+function httpFilters(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): JsonObject[] {
+  const traffic = trafficFilters(l, vhosts);
+  return [...traffic.first, ...protectionFilters(l, protectionsUsed(vhosts)), ...traffic.last];
 }
 
 /** `http`: the chain speaks HTTP and offers h2 and http/1.1 by ALPN; a TCP chain offers none. */
@@ -91,8 +98,8 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
             l.name,
             accessLogs(l.accessLog, l.name, false),
             l.websocket ?? true,
-            httpSettingsFields(l.http),
-            protectionFilters(l, protectionsUsed(vhosts)),
+            { ...httpSettingsFields(l.http), ...compact({ tracing: tracingConfig(l.tracing) }) },
+            httpFilters(l, vhosts),
           ),
         },
       ];

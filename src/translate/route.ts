@@ -11,6 +11,7 @@ import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { compact, headerMatcher, queryMatcher, TYPE, type JsonObject } from './common.ts';
 import { perFilterConfig, routeRateLimits, virtualHostRateLimits } from './protection.ts';
+import { mirrorPolicies, trafficPerFilterConfig } from './traffic.ts';
 
 const REDIRECT_CODE: Record<number, string | undefined> = {
   301: undefined, // MOVED_PERMANENTLY is the proto default
@@ -47,13 +48,16 @@ function hashPolicy(h: HashPolicyDoc): JsonObject {
 
 function httpRetryPolicy(r: RetriesDoc): JsonObject {
   // Status codes are retried only with this condition: it is added for them.
-  const on = r.statusCodes && !r.on.includes('retriable-status-codes') ? [...r.on, 'retriable-status-codes'] : r.on;
+  const on = [...r.on];
+  if (r.statusCodes && !on.includes('retriable-status-codes')) on.push('retriable-status-codes');
+  if (r.retriableHeaders && !on.includes('retriable-headers')) on.push('retriable-headers');
   return compact({
     retry_on: on.join(','),
     num_retries: r.count,
     per_try_timeout: r.perTryTimeout && durationToProto(r.perTryTimeout),
     retry_back_off: backOff(r),
     retriable_status_codes: r.statusCodes,
+    retriable_headers: r.retriableHeaders?.map(headerMatcher),
     retry_host_predicate: r.retryOtherHosts
       ? [{ name: 'envoy.retry_host_predicates.previous_hosts', typed_config: { '@type': TYPE.previousHosts } }]
       : undefined,
@@ -61,6 +65,16 @@ function httpRetryPolicy(r: RetriesDoc): JsonObject {
     host_selection_retry_max_attempts:
       r.hostSelectionAttempts === undefined ? undefined : String(r.hostSelectionAttempts),
   });
+}
+
+/** The per-filter configurations of a virtual host or route: its protections and HTTP features. */
+function filterConfigs(o: RouteDoc | VirtualHostDoc): JsonObject | undefined {
+  const all = { ...perFilterConfig(o), ...trafficPerFilterConfig(o) };
+  return Object.keys(all).length ? all : undefined;
+}
+
+function regexRewrite(r: { pattern: string; substitution: string }): JsonObject {
+  return { pattern: { regex: r.pattern }, substitution: r.substitution };
 }
 
 /** `vhostRateLimits`: the virtual host's rate-limit actions (a route with its own replaces them). */
@@ -77,14 +91,19 @@ function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[]): JsonObj
     name: r.name,
     match,
     ...headerFields(r.headers),
-    typed_per_filter_config: perFilterConfig(r),
+    typed_per_filter_config: filterConfigs(r),
   });
   if (r.redirect) {
+    const d = r.redirect;
     out.redirect = compact({
-      https_redirect: r.redirect.https || undefined,
-      host_redirect: r.redirect.host,
-      path_redirect: r.redirect.path,
-      response_code: REDIRECT_CODE[r.redirect.code ?? 301],
+      https_redirect: d.https || undefined,
+      host_redirect: d.host,
+      port_redirect: d.port,
+      path_redirect: d.path,
+      prefix_rewrite: d.prefix,
+      regex_rewrite: d.regex && regexRewrite(d.regex),
+      response_code: REDIRECT_CODE[d.code ?? 301],
+      strip_query: d.stripQuery || undefined,
     });
   } else if (r.directResponse) {
     out.direct_response = compact({
@@ -95,12 +114,15 @@ function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[]): JsonObj
     out.route = compact({
       ...clusterSpecifier(r),
       prefix_rewrite: r.rewrite?.prefix,
+      regex_rewrite: r.rewrite?.regex && regexRewrite(r.rewrite.regex),
       host_rewrite_literal: r.rewrite?.host,
+      auto_host_rewrite: r.rewrite?.hostFromService,
       timeout: r.timeout && durationToProto(r.timeout),
       retry_policy: r.retries && httpRetryPolicy(r.retries),
       hash_policy: r.hashPolicy?.map(hashPolicy),
       upgrade_configs: r.websocket !== undefined ? [{ upgrade_type: 'websocket', enabled: r.websocket }] : undefined,
       rate_limits: routeRateLimits(r, vhostRateLimits),
+      request_mirror_policies: mirrorPolicies(r.mirror),
     });
   }
   return out;
@@ -114,7 +136,7 @@ export function buildVirtualHost(v: VirtualHostDoc): JsonObject {
     routes: v.routes.map((r) => httpRoute(r, rateLimits)),
     ...headerFields(v.headers),
     rate_limits: rateLimits.length ? rateLimits : undefined,
-    typed_per_filter_config: perFilterConfig(v),
+    typed_per_filter_config: filterConfigs(v),
   });
 }
 
@@ -153,6 +175,11 @@ export function grpcRoute(r: GrpcRouteDoc): JsonObject {
     route: compact({
       ...clusterSpecifier(r),
       max_stream_duration: r.timeout ? { max_stream_duration: durationToProto(r.timeout) } : undefined,
+      hash_policy: r.hashPolicy?.map((h) =>
+        h.channelId
+          ? { filter_state: { key: 'io.grpc.channel_id' }, ...(h.terminal && { terminal: true }) }
+          : { header: { header_name: h.header }, ...(h.terminal && { terminal: true }) },
+      ),
       retry_policy:
         r.retries &&
         compact({ retry_on: r.retries.on.join(','), num_retries: r.retries.count, retry_back_off: backOff(r.retries) }),

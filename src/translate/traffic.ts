@@ -1,0 +1,132 @@
+/**
+ * HTTP features beyond routing in Envoy's terms: request mirror policies, CORS (a filter on the
+ * listeners whose virtual hosts or routes set it, the policy per virtual host or route), response
+ * compressors (one filter per algorithm, off per route), and the connection manager's tracing.
+ */
+import type { ListenerDoc, VirtualHostDoc } from '../model/schema.ts';
+import type { CompressionDoc, CorsDoc, MirrorDoc, TracingDoc } from '../model/traffic-schema.ts';
+import { parseDurationMs } from '../shared/duration.ts';
+import { compact, TYPE, type JsonObject } from './common.ts';
+
+const CORS_FILTER = 'envoy.filters.http.cors';
+const ALGORITHMS = ['gzip', 'brotli', 'zstd'] as const;
+const compressorName = (a: (typeof ALGORITHMS)[number]) => `envoy.filters.http.compressor.${a}`;
+const LIBRARY_TYPE: Record<(typeof ALGORITHMS)[number], string> = {
+  gzip: 'type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip',
+  brotli: 'type.googleapis.com/envoy.extensions.compression.brotli.compressor.v3.Brotli',
+  zstd: 'type.googleapis.com/envoy.extensions.compression.zstd.compressor.v3.Zstd',
+};
+
+/** A CORS policy that is never enabled: a route's `cors: false` under a virtual host's policy. */
+const OFF = { default_value: {}, runtime_key: 'fleetxds.cors.disabled' };
+
+/** A percentage as Envoy's fraction per million (the finest denominator). */
+function perMillion(percent: number): JsonObject {
+  return { numerator: Math.round(percent * 10_000), denominator: 'MILLION' };
+}
+
+export function mirrorPolicies(m: MirrorDoc | undefined): JsonObject[] | undefined {
+  return m?.map((t) =>
+    compact({
+      cluster: t.to,
+      runtime_fraction:
+        t.percent === undefined || t.percent === 100 ? undefined : { default_value: perMillion(t.percent) },
+    }),
+  );
+}
+
+function corsPolicy(c: CorsDoc): JsonObject {
+  return compact({
+    '@type': TYPE.corsPolicy,
+    allow_origin_string_match: c.origins.map((o) =>
+      o.exact !== undefined
+        ? { exact: o.exact }
+        : o.prefix !== undefined
+          ? { prefix: o.prefix }
+          : { safe_regex: { regex: o.regex } },
+    ),
+    allow_methods: c.methods?.join(','),
+    allow_headers: c.allowHeaders?.join(','),
+    expose_headers: c.exposeHeaders?.join(','),
+    max_age: c.maxAge && String(Math.floor((parseDurationMs(c.maxAge) ?? 0) / 1000)),
+    allow_credentials: c.credentials,
+  });
+}
+
+/** What a virtual host or route sets: its CORS policy, or compression off. */
+export function trafficPerFilterConfig(o: { cors?: CorsDoc | false; compression?: false }): JsonObject {
+  const out: JsonObject = {};
+  // A route's false: the preflight and response headers of its virtual host's policy do not apply.
+  if (o.cors) out[CORS_FILTER] = corsPolicy(o.cors);
+  else if (o.cors === false) out[CORS_FILTER] = { '@type': TYPE.corsPolicy, filter_enabled: OFF };
+  if (o.compression === false)
+    for (const a of ALGORITHMS) out[compressorName(a)] = { '@type': TYPE.compressorPerRoute, disabled: true };
+  return out;
+}
+
+/** Whether some virtual host of a listener, or one of its routes, sets a CORS policy. */
+export function usesCors(vs: readonly VirtualHostDoc[]): boolean {
+  return vs.some((v) => v.cors || v.routes.some((r) => r.cors));
+}
+
+/** The HTTP filters of these features, in order: CORS first (preflights never need a token), compressors last. */
+export function trafficFilters(
+  l: ListenerDoc,
+  vs: readonly VirtualHostDoc[],
+): { first: JsonObject[]; last: JsonObject[] } {
+  const first = usesCors(vs) ? [{ name: CORS_FILTER, typed_config: { '@type': TYPE.cors } }] : [];
+  return { first, last: l.compression ? compressorFilters(l.compression) : [] };
+}
+
+function compressorFilters(c: CompressionDoc): JsonObject[] {
+  return c.algorithms.map((a) => ({
+    name: compressorName(a),
+    typed_config: {
+      '@type': TYPE.compressor,
+      response_direction_config: {
+        common_config: compact({ min_content_length: c.minLength, content_type: c.contentTypes }),
+      },
+      compressor_library: { name: a, typed_config: { '@type': LIBRARY_TYPE[a] } },
+    },
+  }));
+}
+
+/** The connection manager's `tracing`: the provider, sampling and tags. */
+export function tracingConfig(t: TracingDoc | undefined): JsonObject | undefined {
+  if (!t) return undefined;
+  const provider = t.zipkin
+    ? {
+        name: 'envoy.tracers.zipkin',
+        typed_config: {
+          '@type': TYPE.zipkin,
+          collector_cluster: t.zipkin.service,
+          collector_endpoint: t.zipkin.path ?? '/api/v2/spans',
+          collector_endpoint_version: 'HTTP_JSON',
+        },
+      }
+    : {
+        name: 'envoy.tracers.opentelemetry',
+        typed_config: compact({
+          '@type': TYPE.openTelemetry,
+          grpc_service: { envoy_grpc: { cluster_name: t.openTelemetry!.service } },
+          service_name: t.serviceName,
+        }),
+      };
+  return compact({
+    provider,
+    random_sampling: t.samplePercent === undefined ? undefined : { value: t.samplePercent },
+    custom_tags: t.tags
+      ? Object.entries(t.tags).map(([tag, from]) =>
+          from.header !== undefined
+            ? { tag, request_header: { name: from.header } }
+            : { tag, literal: { value: from.literal ?? '' } },
+        )
+      : undefined,
+  });
+}
+
+/** The services the listener's tracing sends spans to. */
+export function tracingServices(t: TracingDoc | undefined): string[] {
+  const s = t?.zipkin?.service ?? t?.openTelemetry?.service;
+  return s ? [s] : [];
+}
