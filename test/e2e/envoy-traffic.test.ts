@@ -1,0 +1,238 @@
+/**
+ * HTTP features beyond routing through real Envoy 1.40 and 1.36 (one Envoy each):
+ *  - mirroring: 25% of 1,000 requests reach a shadow backend, whose answers the client never sees;
+ *  - CORS: a preflight from an allowed origin gets the allow headers, another origin does not, and
+ *    a route with cors: false does not answer preflights;
+ *  - compression: gzip and brotli as the client asks, none below minLength or where a route turns
+ *    it off;
+ *  - rewrites: a regex path rewrite and the host taken from a DNS service; redirects with a prefix
+ *    rewrite and the query dropped, and with a regex rewrite;
+ *  - tracing: Zipkin spans reach a collector in the test with the tags from a header and a literal;
+ *  - retriable headers: an answer carrying one is retried, the client gets the third.
+ */
+import http from 'node:http';
+import type net from 'node:net';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningApp } from '../../src/app/app.ts';
+import { ENVOY_VERSIONS, freePort, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
+import { reportSetupFailure } from '../helpers/envoy-lab.ts';
+import { groupOf, perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
+import { waitFor } from '../helpers/process.ts';
+import { startServer } from '../helpers/server.ts';
+import { writeTree } from '../helpers/tree.ts';
+
+let app: RunningApp;
+const servers: net.Server[] = [];
+const envoys: EnvoyProcess[] = [];
+const ports = new Map<EnvoyVersion, number>();
+const shadowSeen: string[] = [];
+const spans: { tags?: Record<string, string>; name?: string }[] = [];
+const flaky = new Map<string, number>();
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+
+function request(
+  port: number,
+  path: string,
+  opts: { method?: string; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path, method: opts.method ?? 'GET', headers: opts.headers, agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function listen(server: net.Server, host = '127.0.0.1'): Promise<number> {
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, host, r));
+  return (server.address() as net.AddressInfo).port;
+}
+
+test.before(async () => {
+  try {
+    // Reflects what it got; /big and /small answer JSON of 4 KB and 13 bytes; dual-stack (localhost).
+    const web = await listen(
+      http.createServer((req, res) => {
+        res.setHeader('content-type', 'application/json');
+        if (req.url?.endsWith('/big')) return res.end(JSON.stringify({ data: 'x'.repeat(4096) }));
+        if (req.url?.endsWith('/small')) return res.end('{"small":true}');
+        const key = req.url?.startsWith('/flaky/') ? req.url : undefined;
+        if (key) {
+          const n = (flaky.get(key) ?? 0) + 1;
+          flaky.set(key, n);
+          if (n < 3) res.setHeader('x-retry', 'yes');
+          return res.end(JSON.stringify({ attempt: n }));
+        }
+        res.end(JSON.stringify({ from: 'web', url: req.url, host: req.headers.host }));
+      }),
+      '::',
+    );
+    const shadow = await listen(
+      http.createServer((req, res) => {
+        shadowSeen.push(req.url ?? '');
+        res.statusCode = 500;
+        res.end('shadow');
+      }),
+    );
+    const zipkin = await listen(
+      http.createServer((req, res) => {
+        let body = '';
+        req.setEncoding('utf8').on('data', (d: string) => (body += d));
+        req.on('end', () => {
+          if (req.url === '/api/v2/spans') spans.push(...(JSON.parse(body) as typeof spans));
+          res.statusCode = 202;
+          res.end();
+        });
+      }),
+    );
+    const docs = [
+      `kind: Service\nname: web\nendpoints: [{ address: 127.0.0.1:${web} }]\n`,
+      `kind: Service\nname: shadow\nendpoints: [{ address: 127.0.0.1:${shadow} }]\n`,
+      `kind: Service\nname: zipkin\nendpoints: [{ address: 127.0.0.1:${zipkin} }]\n`,
+      `kind: Service\nname: legacy\ndns: { host: localhost, port: ${web}, mode: logical }\n`,
+      `kind: VirtualHost
+name: site
+domains: ["*"]
+cors: { origins: [{ exact: "https://app.test" }], methods: [GET, PUT], allowHeaders: [x-token], maxAge: 10m }
+routes:
+  - { match: { prefix: /old/ }, redirect: { prefix: /new/, stripQuery: true, code: 302 } }
+  - { match: { regex: '/u/[0-9]+' }, redirect: { regex: { pattern: '^/u/([0-9]+)$', substitution: '/users/\\1' } } }
+  - match: { prefix: /legacy/ }
+    to: legacy
+    rewrite: { regex: { pattern: '^/legacy/(.*)$', substitution: '/v2/\\1' }, hostFromService: true }
+  - { match: { prefix: /mirrored }, to: web, mirror: [{ to: shadow, percent: 25 }] }
+  - { match: { prefix: /plain }, to: web, compression: false, cors: false }
+  - match: { prefix: /flaky/ }
+    to: web
+    retries: { on: [reset], count: 3, retriableHeaders: [{ name: x-retry, exact: "yes" }] }
+  - to: web
+`,
+    ];
+    const releases = await perRelease(freePort, (_v, p, g) => [
+      siteListenerYaml(
+        g,
+        g,
+        p,
+        'compression: { algorithms: [gzip, brotli], minLength: 100 }\n' +
+          'tracing: { zipkin: { service: zipkin }, tags: { user: { header: x-user }, site: { literal: edge } } }\n',
+      ),
+    ]);
+    for (const [v, p] of releases.ports) ports.set(v, p);
+    app = await startServer(writeTree({ 'traffic.yaml': [...docs, ...releases.docs].join('---\n') }));
+    envoys.push(...(await startEnvoys(app, (v) => request(ports.get(v)!, '/').then((r) => r.status === 200))));
+  } catch (err) {
+    reportSetupFailure(err);
+  }
+});
+
+test.after(async () => {
+  agent.destroy();
+  await stopAll(envoys, app);
+  for (const s of servers) s.close();
+});
+
+test('mirroring: about 25% of 1,000 requests reach the shadow; the client only sees the primary', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    shadowSeen.length = 0;
+    const answers: Answer[] = [];
+    for (let i = 0; i < 1000; i += 50)
+      answers.push(
+        ...(await Promise.all(Array.from({ length: 50 }, (_, j) => request(ports.get(v)!, `/mirrored/${i + j}`)))),
+      );
+    assert.ok(
+      answers.every((a) => a.status === 200 && JSON.parse(a.body.toString()).from === 'web'),
+      `Envoy ${v}: the client sees the primary's answers only`,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const share = shadowSeen.length / 10;
+    console.log(`  Envoy ${v}: ${shadowSeen.length} of 1,000 requests mirrored (${share}%)`);
+    assert.ok(share >= 20 && share <= 30, `Envoy ${v}: ${share}% mirrored`);
+  }
+});
+
+test('CORS: an allowed origin gets the preflight headers; another origin and a route with cors: false do not', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const preflight = (path: string, origin: string) =>
+      request(ports.get(v)!, path, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'x-token' },
+      });
+    const ok = await preflight('/x', 'https://app.test');
+    assert.is(ok.status, 200, `Envoy ${v}`);
+    assert.is(ok.headers['access-control-allow-origin'], 'https://app.test');
+    assert.match(String(ok.headers['access-control-allow-methods']), /PUT/);
+    assert.match(String(ok.headers['access-control-allow-headers']), /x-token/);
+    assert.is(ok.headers['access-control-max-age'], '600');
+    const other = await preflight('/x', 'https://evil.test');
+    assert.is(other.headers['access-control-allow-origin'], undefined, `Envoy ${v}: another origin`);
+    const off = await preflight('/plain', 'https://app.test');
+    assert.is(off.headers['access-control-allow-origin'], undefined, `Envoy ${v}: cors: false`);
+  }
+});
+
+test('compression: gzip or brotli as asked, none below minLength or where a route turns it off', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const p = ports.get(v)!;
+    const gz = await request(p, '/x/big', { headers: { 'accept-encoding': 'gzip' } });
+    assert.is(gz.headers['content-encoding'], 'gzip', `Envoy ${v}`);
+    assert.is(JSON.parse(gunzipSync(gz.body).toString()).data.length, 4096);
+    const br = await request(p, '/x/big', { headers: { 'accept-encoding': 'br' } });
+    assert.is(br.headers['content-encoding'], 'br', `Envoy ${v}`);
+    assert.is(JSON.parse(brotliDecompressSync(br.body).toString()).data.length, 4096);
+    const small = await request(p, '/x/small', { headers: { 'accept-encoding': 'gzip' } });
+    assert.is(small.headers['content-encoding'], undefined, `Envoy ${v}: below minLength`);
+    const off = await request(p, '/plain/big', { headers: { 'accept-encoding': 'gzip' } });
+    assert.is(off.headers['content-encoding'], undefined, `Envoy ${v}: compression: false`);
+  }
+});
+
+test('rewrites: regex path and host from the DNS service; redirects by prefix without the query, and by regex', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const p = ports.get(v)!;
+    const legacy = JSON.parse((await request(p, '/legacy/a/b', { headers: { host: 'shop.test' } })).body.toString());
+    assert.is(legacy.url, '/v2/a/b', `Envoy ${v}`);
+    assert.match(legacy.host, /^localhost/, `Envoy ${v}: the host is the service's DNS name`);
+    const old = await request(p, '/old/page?utm=1', { headers: { host: 'shop.test' } });
+    assert.is(old.status, 302);
+    assert.is(old.headers.location, 'http://shop.test/new/page', `Envoy ${v}`);
+    const user = await request(p, '/u/42', { headers: { host: 'shop.test' } });
+    assert.is(user.status, 301);
+    assert.is(user.headers.location, 'http://shop.test/users/42', `Envoy ${v}`);
+  }
+});
+
+test('retriable headers: answers carrying x-retry: yes are retried; the client gets the third', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const r = await request(ports.get(v)!, `/flaky/${groupOf(v)}`);
+    assert.is(JSON.parse(r.body.toString()).attempt, 3, `Envoy ${v}`);
+  }
+});
+
+test('tracing: Zipkin spans with the tags from a header and a literal reach the collector', async () => {
+  for (const v of ENVOY_VERSIONS)
+    await request(ports.get(v)!, `/traced/${groupOf(v)}`, { headers: { 'x-user': 'alice' } });
+  const traced = (v: EnvoyVersion) =>
+    spans.find((s) => s.tags?.['http.url']?.endsWith(`/traced/${groupOf(v)}`) && s.tags?.user === 'alice');
+  // Envoy sends spans every few seconds.
+  await waitFor('spans of both Envoys', async () => ENVOY_VERSIONS.every((v) => traced(v)), 20_000);
+  for (const v of ENVOY_VERSIONS) assert.is(traced(v)!.tags!.site, 'edge', `Envoy ${v}`);
+  for (const e of envoys) assert.is(await e.rejected(), 0);
+});
+
+test.run();
