@@ -47,7 +47,12 @@ export async function startBackend(name: string): Promise<Backend> {
 const GreeterClient = grpc.makeGenericClientConstructor(GreeterDefinition, 'Greeter');
 
 export interface GreeterClientHandle {
-  sayHello(name: string, deadlineMs?: number): Promise<{ message: string; backend: string }>;
+  /** `metadata`: request headers (what a route's header hash policy reads). */
+  sayHello(
+    name: string,
+    deadlineMs?: number,
+    metadata?: Record<string, string>,
+  ): Promise<{ message: string; backend: string }>;
   close(): void;
 }
 
@@ -57,10 +62,13 @@ export function xdsGreeterClient(target: string, bootstrap: object): GreeterClie
     'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config': JSON.stringify(bootstrap),
   } as grpc.ChannelOptions) as unknown as grpc.Client & { SayHello: (...args: unknown[]) => unknown };
   return {
-    sayHello: (name, deadlineMs = 5000) =>
+    sayHello: (name, deadlineMs = 5000, metadata = {}) =>
       new Promise((resolve, reject) => {
+        const md = new grpc.Metadata();
+        for (const [k, v] of Object.entries(metadata)) md.set(k, v);
         client.SayHello(
           { name },
+          md,
           { deadline: Date.now() + deadlineMs },
           (err: Error | null, res: { message: string; backend: string }) => (err ? reject(err) : resolve(res)),
         );
