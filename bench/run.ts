@@ -151,9 +151,10 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
     const { database: _d, configDir: _c, ...row } = medianOf(featured);
     const plain = rows.find((x) => x.services === n) ?? {};
     table(
-      `Pipeline, ${n.toLocaleString('en')} services, plain tree beside one with hashPolicy, header edits and ` +
-        'retries with backoff on every route, an access log and connection settings on the listener, and access ' +
-        'rules, JWT, external authorization and local and global rate limits on the listener and every virtual host',
+      `Pipeline, ${n.toLocaleString('en')} services, plain tree beside one with hashPolicy, header edits, ` +
+        'mirroring, a regex rewrite and retries with backoff on every route; an access log, connection settings, ' +
+        'compression and tracing on the listener; access rules, JWT, external authorization, local and global ' +
+        'rate limits on the listener and, with CORS, on every virtual host',
       [
         { tree: 'plain', ...plain },
         { tree: 'features', ...row },

@@ -13,7 +13,8 @@ export interface TreeSpec {
   groups?: number;
   /**
    * Every route, listener and service using the HTTP features an operator turns on (affinity,
-   * header edits, retries with backoff, an access log), and every listener and virtual host the
+   * header edits, retries with backoff, mirroring, regex rewrites, CORS, compression, tracing, an
+   * access log), and every listener and virtual host the
    * edge protections (access rules, JWT, external authorization, local and global rate limits).
    */
   features?: boolean;
@@ -44,7 +45,8 @@ export function vhostYaml(v: number, routes: number, services: number, variant =
       features
         ? `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: ` +
             `[5xx, reset], count: 2, statusCodes: [503], backoff: { base: 25ms } }, ` +
-            `hashPolicy: [{ header: x-user }], ` +
+            `hashPolicy: [{ header: x-user }], mirror: [{ to: svc-${(svc + 1) % services}, percent: 5 }], ` +
+            `rewrite: { regex: { pattern: '^/api/r${r}/(.*)$', substitution: '/\\1' } }, ` +
             `headers: { request: { set: { x-route: r-${r} } }, response: { remove: [x-debug] } } }`
         : `  - { name: r-${r}, match: { prefix: /api/r${r}${variant}/ }, to: svc-${svc}, timeout: 3s, retries: { on: ` +
             `[5xx, reset], count: 2 } }`,
@@ -59,7 +61,8 @@ function vhostProtection(v: number): string {
     'access: { deny: [10.66.0.0/16, 192.0.2.7] }\n' +
     'rateLimit: { requests: 1000, per: 1s, by: clientAddress }\n' +
     `globalRateLimit: [[{ generic: { key: vhost, value: vh-${v} } }, { clientAddress: true }]]\n` +
-    'jwt: { require: [corp], optional: true }'
+    'jwt: { require: [corp], optional: true }\n' +
+    `cors: { origins: [{ exact: "https://vh-${v}.example.com" }], methods: [GET, POST], maxAge: 10m }`
   );
 }
 
@@ -76,7 +79,9 @@ const LISTENER_FEATURES =
   `jwt: { providers: [{ name: corp, issuer: https://idp.example, keys: { inline: '${JWKS}' } }] }\n` +
   'extAuth: { service: svc-0, timeout: 200ms }\n' +
   'rateLimit: { requests: 100000, per: 1s }\n' +
-  'rateLimitService: { service: svc-1, domain: edge }\n';
+  'rateLimitService: { service: svc-1, domain: edge }\n' +
+  'compression: { algorithms: [zstd, brotli, gzip], minLength: 1024 }\n' +
+  'tracing: { zipkin: { service: svc-2 }, samplePercent: 1, tags: { user: { header: x-user } } }\n';
 
 export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
   const perFile = spec.servicesPerFile ?? 100;
