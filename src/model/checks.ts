@@ -354,7 +354,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
         ['headers'],
         'headers apply to HTTP requests: this listener has no virtualHosts',
       );
-    l.accessLog?.forEach((a, i) => checkAccessLog(a, ['accessLog', i], !!l.tcp, r, sink));
+    l.accessLog?.forEach((a, i) => checkAccessLog(a, ['accessLog', i], !!l.tcp, r, sink, needService));
     checkListenerProtection(l, r, sink, needService);
     checkTrafficListener(l, r, sink, needService);
     (l.virtualHosts ?? []).forEach((v, i) => {
@@ -629,8 +629,27 @@ function badOperators(format: string): string[] {
   return bad;
 }
 
-function checkAccessLog(a: AccessLogDoc, path: PathSegment[], tcp: boolean, r: DocRef, sink: DiagnosticSink): void {
-  if (a.to !== 'stdout' && a.to !== 'stderr' && !a.to.startsWith('/'))
+function checkAccessLog(
+  a: AccessLogDoc,
+  path: PathSegment[],
+  tcp: boolean,
+  r: DocRef,
+  sink: DiagnosticSink,
+  needService: NeedService,
+): void {
+  if (typeof a.to === 'object') {
+    const s = needService(r, [...path, 'to', 'service'], a.to.service);
+    if (s && s.protocol !== 'grpc' && s.protocol !== 'http2')
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        [...path, 'to', 'service'],
+        `the access log service protocol is gRPC: service "${s.name}" needs protocol: grpc`,
+      );
+    for (const k of ['format', 'fields', 'text'] as const)
+      if (a[k] !== undefined)
+        sink.error(Codes.INVALID_VALUE, r, [...path, k], 'a gRPC access log service gets every field, structured');
+  } else if (a.to !== 'stdout' && a.to !== 'stderr' && !a.to.startsWith('/'))
     sink.error(Codes.INVALID_VALUE, r, [...path, 'to'], `"${a.to}" is not stdout, stderr or an absolute file path`);
   const format = a.format ?? 'json';
   if (format === 'text' && a.text === undefined)

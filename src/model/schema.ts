@@ -316,10 +316,25 @@ export const HttpSettings = Type.Object(
 /** Where a listener logs each request (HTTP) or connection (TCP), and which. */
 export const AccessLog = Type.Object(
   {
-    to: Type.String({
-      minLength: 1,
-      description: 'stdout, stderr, or an absolute file path on the proxy host.',
-    }),
+    to: Type.Union(
+      [
+        Type.String({ minLength: 1 }),
+        Type.Object(
+          {
+            service: Name,
+            logName: Type.Optional(
+              Type.String({ minLength: 1, maxLength: 256, description: 'Default: the listener.' }),
+            ),
+          },
+          strict,
+        ),
+      ],
+      {
+        description:
+          "stdout, stderr, an absolute file path on the proxy host, or { service }: Envoy's gRPC access log " +
+          'service (every field, structured).',
+      },
+    ),
     format: Type.Optional(
       Type.Union([Type.Literal('json'), Type.Literal('text')], {
         description: 'json (default): one object per line; text: `text` with Envoy format operators.',

@@ -42,12 +42,34 @@ export const DEFAULT_TCP_FIELDS: Readonly<Record<string, string>> = {
 };
 
 const FILE = 'type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog';
+const HTTP_GRPC = 'type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig';
+const TCP_GRPC = 'type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.TcpGrpcAccessLogConfig';
 const STDOUT = 'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog';
 const STDERR = 'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog';
 
 function logFormat(a: AccessLogDoc, tcp: boolean): JsonObject {
   if (a.format === 'text') return { text_format_source: { inline_string: `${a.text ?? ''}\n` } };
   return { json_format: { ...(a.fields ?? (tcp ? DEFAULT_TCP_FIELDS : DEFAULT_HTTP_FIELDS)) } };
+}
+
+/** Envoy's gRPC access log service (envoy.service.accesslog.v3) spoken to a service. */
+function grpcLogger(to: { service: string; logName?: string }, key: string, tcp: boolean): JsonObject {
+  return {
+    name: tcp ? 'envoy.access_loggers.tcp_grpc' : 'envoy.access_loggers.http_grpc',
+    typed_config: {
+      '@type': tcp ? TCP_GRPC : HTTP_GRPC,
+      common_config: {
+        log_name: to.logName ?? key,
+        grpc_service: { envoy_grpc: { cluster_name: to.service } },
+        transport_api_version: 'V3',
+      },
+    },
+  };
+}
+
+/** The services a listener's logs are sent to. */
+export function accessLogServices(logs: readonly AccessLogDoc[] | undefined): string[] {
+  return (logs ?? []).flatMap((a) => (typeof a.to === 'object' ? [a.to.service] : []));
 }
 
 /** `tcp`: for a TCP proxy, where a request's status does not exist (a status filter is left out). */
@@ -79,6 +101,11 @@ function filterOf(a: AccessLogDoc, key: string, tcp: boolean): JsonObject | unde
 /** Envoy `access_log` entries for a listener's logs; `key` names it in runtime keys. */
 export function accessLogs(logs: readonly AccessLogDoc[] | undefined, key: string, tcp: boolean): JsonObject[] {
   return (logs ?? []).map((a, i) => {
+    const filter = filterOf(a, `${key}.${i}`, tcp);
+    if (typeof a.to === 'object') {
+      const logger = grpcLogger(a.to, key, tcp);
+      return filter ? { ...logger, filter } : logger;
+    }
     const log_format = logFormat(a, tcp);
     const logger =
       a.to === 'stdout'
@@ -86,7 +113,6 @@ export function accessLogs(logs: readonly AccessLogDoc[] | undefined, key: strin
         : a.to === 'stderr'
           ? { name: 'envoy.access_loggers.stderr', typed_config: { '@type': STDERR, log_format } }
           : { name: 'envoy.access_loggers.file', typed_config: { '@type': FILE, path: a.to, log_format } };
-    const filter = filterOf(a, `${key}.${i}`, tcp);
     return filter ? { ...logger, filter } : logger;
   });
 }

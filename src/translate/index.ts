@@ -14,6 +14,7 @@ import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts
 import { TranslationMemo } from './memo.ts';
 import { protectionServices } from './protection.ts';
 import { tracingServices } from './traffic.ts';
+import { accessLogServices } from './access-log.ts';
 import { secretResource } from './secret.ts';
 
 export interface TranslatedResource {
@@ -266,6 +267,7 @@ function listenerTargets(l: ListenerDoc): string[] {
       ...targetsOf([...(l.tcp ? [l.tcp] : []), ...(l.passthrough ?? [])]),
       ...protectionServices(l),
       ...tracingServices(l.tracing),
+      ...accessLogServices(l.accessLog),
     ]),
   ];
 }

@@ -1,7 +1,8 @@
 /**
  * Access logs through real Envoy 1.40 and 1.36: one request writes one JSON line naming its route
  * and upstream host; a request to a dead upstream logs its response flag; a status filter writes
- * only the matching lines; a TCP listener logs each connection with its upstream host.
+ * only the matching lines; a TCP listener logs each connection with its upstream host; both also
+ * reach Envoy's gRPC access log service (a server in the test), structured.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -13,12 +14,14 @@ import { ENVOY_VERSIONS, freePort, type EnvoyProcess } from '../helpers/envoy.ts
 import { httpGet, reportSetupFailure, startHttpBackend, type Backend } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
 import { perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
+import { startAccessLogServer, type AccessLogEntry, type GrpcTestServer } from '../helpers/envoy-services.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
 
 const logs = tempDir();
 let app: RunningApp;
 let web: Backend;
+let als: GrpcTestServer & { entries: AccessLogEntry[] };
 const envoys: EnvoyProcess[] = [];
 const ports = new Map<string, { http: number; tcp: number }>();
 const file = (v: string, what: string) => join(logs, `${v}-${what}.log`);
@@ -32,10 +35,12 @@ const lines = (path: string): string[] =>
 test.before(async () => {
   try {
     web = await startHttpBackend('A');
+    als = await startAccessLogServer();
     const dead = await freePort(); // nothing listens there
     const docs = [
       `kind: Service\nname: web\nendpoints: [{ address: 127.0.0.1:${web.port} }]\n`,
       `kind: Service\nname: dead\nconnectTimeout: 1s\nendpoints: [{ address: 127.0.0.1:${dead} }]\n`,
+      `kind: Service\nname: als\nprotocol: grpc\nendpoints: [{ address: 127.0.0.1:${als.port} }]\n`,
       'kind: VirtualHost\nname: site\ndomains: ["*"]\nroutes:\n' +
         '  - { name: ok, match: { prefix: /ok }, to: web }\n' +
         '  - { name: dead, match: { prefix: /dead }, to: dead }\n',
@@ -49,10 +54,11 @@ test.before(async () => {
           p.http,
           `accessLog:\n  - to: ${file(v, 'all')}\n` +
             `  - { to: ${file(v, 'errors')}, format: text, text: '%RESPONSE_CODE% %RESPONSE_FLAGS% %ROUTE_NAME%', ` +
-            'filter: { status: { min: 500 } } }\n',
+            'filter: { status: { min: 500 } } }\n' +
+            `  - to: { service: als, logName: ${g}-http }\n`,
         ),
         `kind: Listener\nname: ${g}-tcp\naddress: 127.0.0.1\nport: ${p.tcp}\ngroups: [${g}]\ntcp: { to: web }\n` +
-          `accessLog:\n  - to: ${file(v, 'tcp')}\n`,
+          `accessLog:\n  - to: ${file(v, 'tcp')}\n  - to: { service: als }\n`,
       ],
     );
     for (const [v, p] of releases.ports) ports.set(v, p);
@@ -68,6 +74,7 @@ test.before(async () => {
 test.after(async () => {
   await stopAll(envoys, app);
   web?.server.close();
+  await als?.close();
 });
 
 test('one request, one JSON line with its route and upstream host; a dead upstream logs its flag; the filter keeps errors', async () => {
@@ -114,6 +121,28 @@ test('a TCP connection is logged with its upstream host', async () => {
     assert.is(entry.upstream_cluster, 'web');
   }
   for (const e of envoys) assert.is(await e.rejected(), 0);
+});
+
+test("the gRPC access log service gets each request and connection, under the log's name", async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const g = `g${v.replace('.', '')}`;
+    assert.is((await httpGet(ports.get(v)!.http, '/ok/grpc-logged')).status, 200);
+    await waitFor(
+      `Envoy ${v}: the request reaches the log service`,
+      async () => als.entries.some((e) => e.request?.path === '/ok/grpc-logged' && e.logName === `${g}-http`),
+      20_000,
+    );
+    const entry = als.entries.find((e) => e.request?.path === '/ok/grpc-logged' && e.logName === `${g}-http`)!;
+    assert.is(entry.kind, 'http');
+    const code = entry.response?.response_code;
+    assert.is(typeof code === 'object' ? code.value : code, 200, `Envoy ${v}`);
+    assert.is(entry.common_properties?.upstream_cluster, 'web');
+    await waitFor(
+      `Envoy ${v}: a TCP connection reaches the log service`,
+      async () => als.entries.some((e) => e.kind === 'tcp' && e.logName === `${g}-tcp`),
+      20_000,
+    );
+  }
 });
 
 test.run();

@@ -109,3 +109,37 @@ export async function startRateLimitServer(
   });
   return Object.assign(out, s);
 }
+
+/** One access log entry as the gRPC access log service receives it (the fields a test reads). */
+export interface AccessLogEntry {
+  logName: string;
+  kind: 'http' | 'tcp';
+  request?: { path?: string; request_method?: string };
+  response?: { response_code?: number | { value: number } };
+  common_properties?: { upstream_cluster?: string; upstream_remote_address?: unknown };
+}
+
+/** An access log service (envoy.service.accesslog.v3): every entry of every stream is kept. */
+export async function startAccessLogServer(): Promise<GrpcTestServer & { entries: AccessLogEntry[] }> {
+  const def = serviceOf(load('envoy/service/accesslog/v3/als.proto'), 'envoy.service.accesslog.v3.AccessLogService');
+  const out = { calls: 0, entries: [] as AccessLogEntry[] } as GrpcTestServer & { entries: AccessLogEntry[] };
+  type Message = {
+    identifier?: { log_name?: string };
+    http_logs?: { log_entry: Omit<AccessLogEntry, 'logName' | 'kind'>[] };
+    tcp_logs?: { log_entry: Omit<AccessLogEntry, 'logName' | 'kind'>[] };
+  };
+  const s = await serve(def, {
+    StreamAccessLogs: (call: grpc.ServerReadableStream<Message, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      out.calls++;
+      let logName = '';
+      call.on('data', (m: Message) => {
+        logName = m.identifier?.log_name ?? logName;
+        for (const e of m.http_logs?.log_entry ?? []) out.entries.push({ ...e, logName, kind: 'http' });
+        for (const e of m.tcp_logs?.log_entry ?? []) out.entries.push({ ...e, logName, kind: 'tcp' });
+      });
+      call.on('end', () => cb(null, {}));
+      call.on('error', () => undefined);
+    },
+  });
+  return Object.assign(out, s);
+}
