@@ -2,7 +2,10 @@ import { checkTree } from '../app/check-tree.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 
-/** Prints, per node group and type, the DiscoveryResponse-shaped JSON a tree produces. */
+/**
+ * Prints, per node group and type, the DiscoveryResponse-shaped JSON a tree produces, and under
+ * `patched_by` the resources EnvoyPatch documents changed (`kind/name` -> the patches, in order).
+ */
 export async function renderCommand(dir: string, opts: { group?: string; kind?: string }): Promise<number> {
   const result = await checkTree(dir);
   if (!result.config) {
@@ -33,6 +36,12 @@ export async function renderCommand(dir: string, opts: { group?: string; kind?: 
   if (opts.group && !out[opts.group]) {
     process.stderr.write(`no node group "${opts.group}" (have: ${[...result.config.groups.keys()].join(', ')})\n`);
     return 2;
+  }
+  // Which EnvoyPatch documents changed which resources, in the order they applied.
+  for (const [name, by] of result.config.patchedBy ?? []) {
+    if (!out[name]) continue;
+    const shown = [...by].filter(([key]) => !opts.kind || key.startsWith(`${opts.kind}/`));
+    if (shown.length) out[name].patched_by = Object.fromEntries(shown);
   }
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   return 0;

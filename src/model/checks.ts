@@ -35,6 +35,7 @@ import type {
   ServiceDoc,
   VirtualHostDoc,
 } from './schema.ts';
+import type { EnvoyPatchDoc } from './patch-schema.ts';
 import { DEFAULT_GROUP, groupNames, LIST_OF, listenerGroups, type DocKind, type Model } from './types.ts';
 import { editDistance } from '../shared/edit-distance.ts';
 import { sameItems } from '../shared/same-items.ts';
@@ -471,7 +472,47 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     });
   }
 
+  for (const p of model.envoyPatches ?? []) {
+    const r = ref('EnvoyPatch', p.name);
+    needGroups(r, p.groups);
+    checkPatchShape(p, r, sink);
+  }
+
   checkGroupConflicts(model, groupNames(model), ref, sink);
+}
+
+/** One form per patch; filters go to listeners, at one anchor each, with a typed config naming its type. */
+function checkPatchShape(p: EnvoyPatchDoc, r: DocRef, sink: DiagnosticSink): void {
+  const forms = (['merge', 'jsonPatch', 'filters'] as const).filter((k) => p[k] !== undefined);
+  if (forms.length !== 1)
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      [],
+      forms.length
+        ? `use one of merge, jsonPatch, filters per patch (got ${forms.join(', ')})`
+        : 'a patch needs one of merge, jsonPatch, filters',
+    );
+  if (p.filters && p.target.kind !== 'listener')
+    sink.error(Codes.INVALID_VALUE, r, ['filters'], 'filters are added to listeners (target kind listener)');
+  for (const at of ['http', 'network'] as const)
+    p.filters?.[at]?.forEach((f, i) => {
+      if (f.before !== undefined && f.after !== undefined)
+        sink.error(Codes.INVALID_VALUE, r, ['filters', at, i], 'use one of before and after');
+      if (typeof f.typedConfig['@type'] !== 'string')
+        sink.error(
+          Codes.INVALID_VALUE,
+          r,
+          ['filters', at, i, 'typedConfig'],
+          "typedConfig needs '@type': the type URL of the filter's config message",
+        );
+    });
+  p.jsonPatch?.forEach((op, i) => {
+    if ((op.op === 'move' || op.op === 'copy') && op.from === undefined)
+      sink.error(Codes.INVALID_VALUE, r, ['jsonPatch', i], `${op.op} needs from`);
+    if ((op.op === 'add' || op.op === 'replace' || op.op === 'test') && !('value' in op))
+      sink.error(Codes.INVALID_VALUE, r, ['jsonPatch', i], `${op.op} needs value`);
+  });
 }
 
 function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {

@@ -17,6 +17,7 @@ import {
   SanMatch,
 } from './protection-schema.ts';
 import { Compression, Cors, Mirror, RegexRewrite, Tracing } from './traffic-schema.ts';
+import { EnvoyPatch } from './patch-schema.ts';
 
 export { Duration, Name, NAME_PATTERN };
 
@@ -804,6 +805,7 @@ export const KINDS = {
   NodeGroup,
   Guard,
   Rollout,
+  EnvoyPatch,
 } as const satisfies Record<string, TSchema>;
 
 export type KindName = keyof typeof KINDS;

@@ -8,6 +8,7 @@ import type {
   ServiceDoc,
   VirtualHostDoc,
 } from './schema.ts';
+import type { EnvoyPatchDoc } from './patch-schema.ts';
 import { findByName } from '../shared/sorted-lists.ts';
 
 /** Where a document came from; kept in the model so translation problems can be located too. */
@@ -38,6 +39,8 @@ export interface Model {
   guards?: GuardDoc[];
   /** Staged delivery policy (at most one); absent in models stored before it existed. */
   rollouts?: RolloutDoc[];
+  /** Changes to generated Envoy resources; absent in models stored before they existed. */
+  envoyPatches?: EnvoyPatchDoc[];
 }
 
 export type ModelListName = keyof Omit<Model, 'schemaVersion'>;
@@ -57,6 +60,7 @@ export const LIST_OF = {
   NodeGroup: 'nodeGroups',
   Guard: 'guards',
   Rollout: 'rollouts',
+  EnvoyPatch: 'envoyPatches',
 } as const satisfies Record<string, ModelListName>;
 
 /** Model lists are sorted by name (the order validation produces and a restored model must have). */
@@ -79,6 +83,7 @@ export function emptyModel(): Model {
     nodeGroups: [],
     guards: [],
     rollouts: [],
+    envoyPatches: [],
   };
 }
 

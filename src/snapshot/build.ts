@@ -9,6 +9,7 @@ import { DiagnosticSink } from '../model/diagnostic-sink.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
 import { groupNames, originIn, type Model } from '../model/types.ts';
 import { translateGroup, translateSecret, type TranslatedResource } from '../translate/index.ts';
+import { patchGroup, type PatchedGroup } from '../translate/patches.ts';
 import type { SecretMaterial } from '../model/types.ts';
 import { ResourceEncoder, type EncodedList, type EncodedResource } from './encoder.ts';
 import { TranslationMemo } from '../translate/memo.ts';
@@ -26,6 +27,8 @@ export interface BuiltConfig {
   resolver: NodeGroupResolver;
   /** By `kind/name` of the Envoy resource (the same in every group). */
   readonly origins?: Map<string, ResourceOrigin>;
+  /** By group: the resources (`kind/name`) EnvoyPatch documents changed, and which, in order. */
+  readonly patchedBy?: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>>;
 }
 
 export interface BuildResult {
@@ -53,8 +56,14 @@ export function buildConfig(
   const sink = new DiagnosticSink(textOf);
   const groups = new Map<string, GroupSnapshot>();
   const reported = new Set<EncodedResource>();
+  const matched = new Set<string>();
+  const patchedBy = new Map<string, ReadonlyMap<string, readonly string[]>>();
   for (const group of groupNames(model)) {
-    const translated = translateGroup(model, group, secrets, memo);
+    const patched = patchedGroup(model, group, secrets, memo);
+    reportPatchProblems(sink, model, patched);
+    for (const n of patched.matched) matched.add(n);
+    if (patched.changedBy.size) patchedBy.set(group, patched.changedBy);
+    const translated = patched.resources;
     const encoded = {} as Record<ResourceKind, EncodedList>;
     for (const kind of RESOURCE_KINDS) {
       const list = (encoded[kind] = encoder.encodeList(translated[kind]));
@@ -70,11 +79,22 @@ export function buildConfig(
     groups.set(group, makeGroupSnapshot(group, encoded, previous?.get(group)));
   }
   encoder.finishBuild();
+  for (const p of model.envoyPatches ?? [])
+    if (!matched.has(p.name)) {
+      const origin = originIn(model, `EnvoyPatch/${p.name}`);
+      sink.error(
+        Codes.ENVOY_PATCH,
+        origin && { origin, kind: 'EnvoyPatch', name: p.name },
+        ['target'],
+        `no ${p.target.kind} named "${p.target.name}" in ${p.groups ? `node groups ${p.groups.join(', ')}` : 'any node group'}`,
+      );
+    }
   if (sink.diagnostics.length) return { diagnostics: sink.diagnostics };
   let origins: Map<string, ResourceOrigin> | undefined;
   const config: BuiltConfig = {
     groups,
     resolver: NodeGroupResolver.forModel(model),
+    patchedBy,
     // Only the Envoy check asks: translated again from the memo when it does, not kept by every build.
     get origins() {
       return (origins ??= originsOf(model, [...groups.keys()], secrets, memo));
@@ -91,10 +111,47 @@ function originsOf(
 ): Map<string, ResourceOrigin> {
   const origins = new Map<string, ResourceOrigin>();
   for (const group of groups)
-    for (const list of Object.values(translateGroup(model, group, secrets, memo)))
+    for (const list of Object.values(patchedGroup(model, group, secrets, memo).resources))
       for (const t of list)
         origins.set(`${t.kind}/${t.name}`, { origin: t.origin, virtualHostOrigins: t.virtualHostOrigins });
   return origins;
+}
+
+/** A group's resources, translated and patched (both memoized). */
+function patchedGroup(
+  model: Model,
+  group: string,
+  secrets: ReadonlyMap<string, SecretMaterial>,
+  memo: TranslationMemo,
+): PatchedGroup {
+  return patchGroup(model, group, translateGroup(model, group, secrets, memo), memo);
+}
+
+/** Patches that fail on a group's resources, reported at the patch. A problem shared by groups is reported once. */
+function reportPatchProblems(sink: DiagnosticSink, model: Model, patched: PatchedGroup): void {
+  for (const p of patched.problems) {
+    const origin = originIn(model, `EnvoyPatch/${p.patch}`);
+    const ref = origin && { origin, kind: 'EnvoyPatch', name: p.patch };
+    if (sink.diagnostics.some((d) => d.message === p.message && d.subject === `EnvoyPatch/${p.patch}`)) continue;
+    sink.error(Codes.ENVOY_PATCH, ref, p.path, p.message);
+  }
+}
+
+/**
+ * The EnvoyPatch that set what is at `path` (the encoder's `a.b[0].c`) in a patched resource: the
+ * last one whose changed paths contain it or lie inside it. Undefined when no patch set it.
+ */
+function patchAt(t: TranslatedResource, path: string): string | undefined {
+  if (!t.patches) return undefined;
+  const pointer = `/${path
+    .replace(/\[(\d+)\]/g, '.$1')
+    .replace(/\["([^"]*)"\]/g, '.$1')
+    .split('.')
+    .join('/')}`;
+  const within = (a: string, b: string) => a === b || a.startsWith(`${b}/`);
+  for (const p of [...t.patches].reverse())
+    if (p.paths.some((x) => within(pointer, x) || within(x, pointer))) return `EnvoyPatch/${p.patch}`;
+  return undefined;
 }
 
 /** Problems the encoder found in a resource, reported against the operator document it comes from. */
@@ -102,7 +159,7 @@ function reportIssues(sink: DiagnosticSink, model: Model, t: TranslatedResource,
   for (const issue of r.issues) {
     // Blame the virtual host for problems inside its part of a route configuration.
     const vh = /^virtual_hosts\[(\d+)\]/.exec(issue.path);
-    const originKey = (vh && t.virtualHostOrigins?.[Number(vh[1])]) || t.origin;
+    const originKey = patchAt(t, issue.path) ?? ((vh && t.virtualHostOrigins?.[Number(vh[1])]) || t.origin);
     const [kind = '', name = ''] = originKey.split('/');
     const origin = originIn(model, originKey);
     const what = `${ResourceTypes[t.kind].envoyName} "${t.name}"`;

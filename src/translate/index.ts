@@ -25,6 +25,8 @@ export interface TranslatedResource {
   origin: string;
   /** For route configurations: origin of each entry of `virtual_hosts`, by index. */
   virtualHostOrigins?: string[];
+  /** EnvoyPatch documents that changed it, in order, with the JSON pointers each changed. */
+  patches?: readonly { patch: string; paths: readonly string[] }[];
 }
 
 /** A group's resources by kind, each list in name order. */

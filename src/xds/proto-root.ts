@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import protobuf from 'protobufjs';
 import { sha256Hex } from '../shared/hash.ts';
 import { packageDir, packageVersion, projectPath } from '../shared/paths.ts';
@@ -162,7 +162,7 @@ export function loadRequestRoot(file: string): protobuf.Root | undefined {
   return r;
 }
 
-function parseProtos(manifest: RootsManifest): protobuf.Root {
+function emptyRoot(manifest: RootsManifest): protobuf.Root {
   const base = packageDir(manifest.package);
   const includeDirs = manifest.includeDirs.map((d) => join(base, d));
   const protobufDir = packageDir('protobufjs');
@@ -177,11 +177,52 @@ function parseProtos(manifest: RootsManifest): protobuf.Root {
     }
     return target;
   };
+  return r;
+}
+
+function parseProtos(manifest: RootsManifest): protobuf.Root {
+  const r = emptyRoot(manifest);
   r.loadSync(manifest.files, { keepCase: true });
   r.resolveAll();
   return r;
 }
 
+let everyMessage: protobuf.Root | undefined;
+
+/**
+ * Every v3 message of the Envoy API the package carries, for the types only an EnvoyPatch names
+ * (a Lua filter, say): parsed on first need, about half a second, never for a tree without such a
+ * patch. Files whose imports the package lacks (OpenCensus, OpenTelemetry's own protos) are left out.
+ */
+function envoyApiRoot(): protobuf.Root {
+  if (everyMessage) return everyMessage;
+  const { manifest } = manifestOf();
+  const apiDir = join(packageDir(manifest.package), manifest.includeDirs[0]!);
+  const files: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.proto') && p.includes('/v3/')) files.push(relative(apiDir, p));
+    }
+  };
+  walk(join(apiDir, 'envoy'));
+  const r = emptyRoot(manifest);
+  for (const f of files.sort())
+    try {
+      r.loadSync(f, { keepCase: true });
+    } catch {
+      // An import the package does not carry: that file's messages stay unknown.
+    }
+  r.resolveAll();
+  return (everyMessage = r);
+}
+
 export function lookupType(fullName: string): protobuf.Type {
-  return protoRoot().lookupType(fullName);
+  try {
+    return protoRoot().lookupType(fullName);
+  } catch (err) {
+    if (!/^\.?envoy\./.test(fullName)) throw err;
+    return envoyApiRoot().lookupType(fullName);
+  }
 }
