@@ -86,7 +86,8 @@ export function buildConfig(
         Codes.ENVOY_PATCH,
         origin && { origin, kind: 'EnvoyPatch', name: p.name },
         ['target'],
-        `no ${p.target.kind} named "${p.target.name}" in ${p.groups ? `node groups ${p.groups.join(', ')}` : 'any node group'}`,
+        `no ${p.target.kind} named "${p.target.name}" in ` +
+          (p.groups ? `node groups ${p.groups.join(', ')}` : 'any node group'),
       );
     }
   if (sink.diagnostics.length) return { diagnostics: sink.diagnostics };
