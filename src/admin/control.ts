@@ -11,6 +11,15 @@ import type { Pin } from '../store/pins.ts';
 import type { Rejection } from '../store/rejections.ts';
 import type { GroupChanges, VersionRecord } from '../store/revisions.ts';
 
+export interface ServedPatchInfo {
+  name: string;
+  groups: readonly string[] | 'all';
+  /** `kind/name-or-glob`. */
+  target: string;
+  form: 'merge' | 'jsonPatch' | 'filters';
+  description?: string;
+}
+
 export interface ServedSecretInfo {
   name: string;
   fingerprint: string;
@@ -28,6 +37,8 @@ export interface AdminControl {
   nacks(nodeId?: string, limit?: number): NackEvent[];
   /** Served secrets as fingerprints and expiry (never the material). */
   secrets(): ServedSecretInfo[];
+  /** The EnvoyPatch documents of the served version, with their groups and targets. */
+  patches?(): ServedPatchInfo[];
   /**
    * Decisions; each is audited, and fails with a FleetError (FXDS_UNKNOWN_VERSION, ...) when it
    * cannot be made. With several replicas it is made through the shared store, and fails with

@@ -351,6 +351,7 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
           [...g.types.listener.resources.values()].map((r) => ({ group, ...listenerView(r.json) })),
         )
       : [],
+    patches: deps.control.patches?.() ?? [],
     history,
   };
 }

@@ -26,6 +26,9 @@ th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-al
 <h2>Listeners</h2><table id="listeners"><thead><tr>
 <th>group</th><th>listener</th><th>kind</th><th>address</th><th>TLS</th><th>passed through</th><th>protections</th>
 </tr></thead><tbody></tbody></table>
+<h2>Envoy patches</h2><table id="patches"><thead><tr>
+<th>patch</th><th>groups</th><th>target</th><th>form</th><th>description</th>
+</tr></thead><tbody></tbody></table>
 <h2>Config tree</h2><div id="tree">read</div>
 <h2>Last rejected config</h2><div id="rejection">none</div>
 <h2>File rendering</h2><div id="files">ok</div>
@@ -137,6 +140,8 @@ async function refresh() {
     fill('rollout', s.rollout.map(rolloutRow));
     fill('nodes', s.nodes.map(nodeRow));
     fill('listeners', (s.listeners || []).map(listenerRow));
+    fill('patches', (s.patches || []).map((p) =>
+      row([p.name, p.groups === 'all' ? 'all' : p.groups.join(', '), p.target, p.form, p.description || ''])));
     const ff = s.fileFailures || [];
     byId('files').textContent = ff.length
       ? ff.map((f) => 'group ' + f.group + ' failed at version ' + f.versionId + ' (' + f.at + '): ' + f.error)

@@ -200,6 +200,7 @@ export async function startApp(
     latestRejection: () => stores.rejections.latest(),
     nacks: (nodeId, limit) => stores.nacks.list(nodeId, limit),
     secrets: () => pipeline.servedSecrets,
+    patches: () => pipeline.servedPatches,
     rollback: (versionId, actor) => desk.make({ kind: 'rollback', versionId }, actor),
     pin: (group, versionId, actor) => desk.make({ kind: 'pin', group, versionId }, actor),
     unpin: (group, actor) => desk.make({ kind: 'unpin', group }, actor),

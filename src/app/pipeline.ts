@@ -38,6 +38,14 @@ import { checkTree } from './check-tree.ts';
 import type { Decision, DecisionResult } from '../decisions/decision.ts';
 import type { EnvoyChecker } from './envoy-check.ts';
 
+export interface ServedPatch {
+  name: string;
+  groups: readonly string[] | 'all';
+  target: string;
+  form: 'merge' | 'jsonPatch' | 'filters';
+  description?: string;
+}
+
 export type ApplyOutcome =
   | { status: 'applied'; versionId: number; diagnostics: Diagnostic[] }
   | { status: 'unchanged'; versionId: number; diagnostics: Diagnostic[] }
@@ -116,6 +124,19 @@ export class ConfigPipeline {
       fingerprint,
       notAfter,
       subject,
+    }));
+  }
+
+  /** The EnvoyPatch documents of the newest applied version, with the groups each applies to. */
+  get servedPatches(): ServedPatch[] {
+    const model = this.inputs?.revision.model;
+    if (!model) return [];
+    return (model.envoyPatches ?? []).map((p) => ({
+      name: p.name,
+      groups: p.groups ?? 'all',
+      target: `${p.target.kind}/${p.target.name}`,
+      form: p.merge ? 'merge' : p.jsonPatch ? 'jsonPatch' : 'filters',
+      ...(p.description !== undefined && { description: p.description }),
     }));
   }
 

@@ -105,6 +105,14 @@ test('a patch adding the gzip compressor filter compresses responses', async () 
     assert.is(r.headers['content-encoding'], 'gzip', `Envoy ${v}`);
     assert.is(JSON.parse(gunzipSync(r.body).toString()).data.length, 2048);
   }
+  // The status API (and page) list the patches served.
+  const status = (await (await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/status`)).json()) as {
+    patches: { name: string; groups: string; target: string; form: string }[];
+  };
+  assert.equal(status.patches, [
+    { name: 'gzip', groups: 'all', target: 'listener/g*', form: 'filters' },
+    { name: 'keepalive', groups: 'all', target: 'cluster/web', form: 'merge' },
+  ]);
 });
 
 test('a patch one release refuses is refused with that release named; the previous version keeps serving', async () => {
