@@ -183,7 +183,10 @@ class Patcher {
         this.problem(p, ['jsonPatch', e.index ?? 0], `on ${key}${base}: ${what}`);
         return undefined;
       }
-      paths = p.jsonPatch.flatMap((op) => [op.path, ...(op.from !== undefined ? [op.from] : [])]);
+      // What the operations change: a test only reads, a copy only reads its source, a move empties it.
+      paths = p.jsonPatch
+        .filter((op) => op.op !== 'test')
+        .flatMap((op) => [op.path, ...(op.op === 'move' && op.from !== undefined ? [op.from] : [])]);
     } else if (p.filters) {
       if (!this.addFilters(p, key, out)) return undefined;
     }
