@@ -306,16 +306,31 @@ export interface Used {
   requirements: Map<string, JwtRequirementDoc>;
 }
 
+/** What one virtual host uses, by document: a listener rebuilt after a one-route edit reads the others' as they were. */
+const usedByVhost = new WeakMap<VirtualHostDoc, Used>();
+
+function usedBy(v: VirtualHostDoc): Used {
+  let used = usedByVhost.get(v);
+  if (used) return used;
+  used = { rbac: false, localRateLimit: false, requirements: new Map() };
+  const note = (o: Overrides) => {
+    if (o.access) used!.rbac = true;
+    if (o.rateLimit) used!.localRateLimit = true;
+    if (o.jwt) used!.requirements.set(requirementName(o.jwt), o.jwt);
+  };
+  note(v);
+  for (const r of v.routes) note(r);
+  usedByVhost.set(v, used);
+  return used;
+}
+
 export function protectionsUsed(vs: readonly VirtualHostDoc[]): Used {
   const used: Used = { rbac: false, localRateLimit: false, requirements: new Map() };
-  const note = (o: Overrides) => {
-    if (o.access) used.rbac = true;
-    if (o.rateLimit) used.localRateLimit = true;
-    if (o.jwt) used.requirements.set(requirementName(o.jwt), o.jwt);
-  };
   for (const v of vs) {
-    note(v);
-    for (const r of v.routes) note(r);
+    const u = usedBy(v);
+    used.rbac ||= u.rbac;
+    used.localRateLimit ||= u.localRateLimit;
+    for (const [name, r] of u.requirements) used.requirements.set(name, r);
   }
   return used;
 }

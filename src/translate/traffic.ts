@@ -66,7 +66,16 @@ export function trafficPerFilterConfig(o: { cors?: CorsDoc | false; compression?
 
 /** Whether some virtual host of a listener, or one of its routes, sets a CORS policy. */
 export function usesCors(vs: readonly VirtualHostDoc[]): boolean {
-  return vs.some((v) => v.cors || v.routes.some((r) => r.cors));
+  return vs.some(hasCors);
+}
+
+/** By document, like the protections a virtual host uses. */
+const corsByVhost = new WeakMap<VirtualHostDoc, boolean>();
+
+function hasCors(v: VirtualHostDoc): boolean {
+  let has = corsByVhost.get(v);
+  if (has === undefined) corsByVhost.set(v, (has = !!v.cors || v.routes.some((r) => !!r.cors)));
+  return has;
 }
 
 /** The HTTP filters of these features, in order: CORS first (preflights never need a token), compressors last. */
