@@ -306,7 +306,7 @@ export interface Used {
   requirements: Map<string, JwtRequirementDoc>;
 }
 
-/** What one virtual host uses, by document: a listener rebuilt after a one-route edit reads the others' as they were. */
+/** What one virtual host uses, by document: a listener rebuilt after an edit reads the others as they were. */
 const usedByVhost = new WeakMap<VirtualHostDoc, Used>();
 
 function usedBy(v: VirtualHostDoc): Used {
