@@ -17,9 +17,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { makePki, type Pki } from '../helpers/certs.ts';
-import { ENVOY_VERSIONS, freePort, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
+import { ENVOY_VERSIONS, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { groupOf, perRelease, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
+import { freePorts, groupOf, listenOn, perRelease, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
@@ -38,6 +38,7 @@ let tree: string;
 let treeText: string;
 const clients: Record<'good' | 'bad', { cert: string; key: string }> = {} as never;
 const servers: net.Server[] = [];
+const listen = (server: net.Server, host?: string) => listenOn(server, servers, host);
 const envoys: EnvoyProcess[] = [];
 const byRelease = new Map<EnvoyVersion, Ports>();
 
@@ -86,12 +87,6 @@ function echo(port: number, from: string): Promise<string> {
     s.on('close', () => resolve(got ? got.trim() : 'closed'));
     s.on('error', () => undefined);
   });
-}
-
-async function listen(server: net.Server): Promise<number> {
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return (server.address() as net.AddressInfo).port;
 }
 
 test.before(async () => {
@@ -153,15 +148,8 @@ routes:
   - { match: { prefix: /wrong }, to: secure-wrong }
 `,
     ];
-    const releases = await perRelease(
-      async (): Promise<Ports> => ({
-        site: await freePort(),
-        mtls: await freePort(),
-        tcp: await freePort(),
-        upstream: await freePort(),
-      }),
-      (_v, p, g) => [
-        `kind: Listener
+    const releases = await perRelease(freePorts('site', 'mtls', 'tcp', 'upstream'), (_v, p, g) => [
+      `kind: Listener
 name: acc-${g}
 address: 127.0.0.1
 port: ${p.site}
@@ -169,7 +157,7 @@ groups: [${g}]
 virtualHosts: [acc]
 access: { deny: [127.0.0.2] }
 `,
-        `kind: Listener
+      `kind: Listener
 name: names-${g}
 address: 127.0.0.1
 port: ${p.mtls}
@@ -178,7 +166,7 @@ virtualHosts: [names]
 tls: { secret: site-cert, clientCa: clients }
 access: { clientNames: [{ prefix: "spiffe://test/good/" }] }
 `,
-        `kind: Listener
+      `kind: Listener
 name: tcp-${g}
 address: 127.0.0.1
 port: ${p.tcp}
@@ -186,7 +174,7 @@ groups: [${g}]
 tcp: { to: tcp-echo }
 access: { deny: [127.0.0.2] }
 `,
-        `kind: Listener
+      `kind: Listener
 name: up-${g}
 address: 127.0.0.1
 port: ${p.upstream}
@@ -194,8 +182,7 @@ groups: [${g}]
 virtualHosts: [upstreams]
 accessLog: [{ to: ${join(logDir, `${g}.log`)}, fields: { status: '%RESPONSE_CODE%', reason: '%UPSTREAM_TRANSPORT_FAILURE_REASON%' } }]
 `,
-      ],
-    );
+    ]);
     for (const [v, p] of releases.ports) byRelease.set(v, p);
     treeText = [...docs, ...releases.docs].join('---\n');
     tree = writeTree({ 'access.yaml': treeText });

@@ -16,7 +16,7 @@ import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { ENVOY_VERSIONS, freePort, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
+import { freePorts, listenOn, perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { startAuthorizationServer, type GrpcTestServer } from '../helpers/envoy-services.ts';
 import { startServer } from '../helpers/server.ts';
 import { writeTree } from '../helpers/tree.ts';
@@ -34,6 +34,7 @@ let app: RunningApp;
 let authz: GrpcTestServer;
 let backendCalls = 0;
 const servers: net.Server[] = [];
+const listen = (server: net.Server, host?: string) => listenOn(server, servers, host);
 const envoys: EnvoyProcess[] = [];
 const byRelease = new Map<EnvoyVersion, Ports>();
 
@@ -78,12 +79,6 @@ function get(
     });
     req.on('error', reject);
   });
-}
-
-async function listen(server: net.Server): Promise<number> {
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return (server.address() as net.AddressInfo).port;
 }
 
 test.before(async () => {
@@ -142,13 +137,7 @@ routes:
 `,
     ];
     const releases = await perRelease(
-      async (): Promise<Ports> => ({
-        jwt: await freePort(),
-        grpcAuthz: await freePort(),
-        httpAuthz: await freePort(),
-        downOpen: await freePort(),
-        downClosed: await freePort(),
-      }),
+      freePorts('jwt', 'grpcAuthz', 'httpAuthz', 'downOpen', 'downClosed'),
       (_v, p, g) => [
         `kind: Listener
 name: jwt-${g}

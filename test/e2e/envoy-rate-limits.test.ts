@@ -15,7 +15,7 @@ import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { ENVOY_VERSIONS, freePort, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { perRelease, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
+import { freePorts, perRelease, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { startRateLimitServer, type GrpcTestServer, type RateLimitRequest } from '../helpers/envoy-services.ts';
 import { startServer } from '../helpers/server.ts';
 import { writeTree } from '../helpers/tree.ts';
@@ -121,13 +121,7 @@ routes:
       `kind: Listener\nname: ${name}-${g}\naddress: 127.0.0.1\nport: ${port}\ngroups: [${g}]\n` +
       `virtualHosts: [${vhost}]\n${extra}`;
     const releases = await perRelease(
-      async (): Promise<Ports> => ({
-        local: await freePort(),
-        perClient: await freePort(),
-        global: await freePort(),
-        downOpen: await freePort(),
-        downClosed: await freePort(),
-      }),
+      freePorts('local', 'perClient', 'global', 'downOpen', 'downClosed'),
       (_v, p, g) => [
         listener('local', g, p.local, 'limited', 'rateLimit: { requests: 100, per: 1s }\n'),
         listener('per-client', g, p.perClient, 'per-client', ''),

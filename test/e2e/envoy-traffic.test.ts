@@ -18,13 +18,14 @@ import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { ENVOY_VERSIONS, freePort, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { groupOf, perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
+import { groupOf, listenOn, perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { writeTree } from '../helpers/tree.ts';
 
 let app: RunningApp;
 const servers: net.Server[] = [];
+const listen = (server: net.Server, host?: string) => listenOn(server, servers, host);
 const envoys: EnvoyProcess[] = [];
 const ports = new Map<EnvoyVersion, number>();
 const shadowSeen: string[] = [];
@@ -56,12 +57,6 @@ function request(
     req.on('error', reject);
     req.end();
   });
-}
-
-async function listen(server: net.Server, host = '127.0.0.1'): Promise<number> {
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, host, r));
-  return (server.address() as net.AddressInfo).port;
 }
 
 test.before(async () => {

@@ -4,7 +4,8 @@
  */
 import type { RunningApp } from '../../src/app/app.ts';
 import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
-import { ENVOY_VERSIONS, startEnvoy, type EnvoyProcess, type EnvoyVersion } from './envoy.ts';
+import type { AddressInfo, Server } from 'node:net';
+import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from './envoy.ts';
 import { waitFor } from './process.ts';
 import { tempDir } from './tree.ts';
 
@@ -57,6 +58,22 @@ export async function perRelease<P>(
     out.docs.push(nodeGroupYaml(v), ...docs(v, p, groupOf(v)));
   }
   return out;
+}
+
+/** A free loopback port for each name (for `perRelease`: each release's ports by role). */
+export function freePorts<K extends string>(...names: K[]): () => Promise<Record<K, number>> {
+  return async () => {
+    const out = {} as Record<K, number>;
+    for (const n of names) out[n] = await freePort();
+    return out;
+  };
+}
+
+/** Starts `server` on `host` (loopback by default) at a free port, remembered in `into` to close. */
+export async function listenOn(server: Server, into: Server[], host = '127.0.0.1'): Promise<number> {
+  into.push(server);
+  await new Promise<void>((r) => server.listen(0, host, r));
+  return (server.address() as AddressInfo).port;
 }
 
 /** An HTTP listener on 127.0.0.1:`port` for a release's group, with the virtual host `site`. */
