@@ -20,6 +20,16 @@ export interface ServedPatchInfo {
   description?: string;
 }
 
+export interface RegistrationInfo {
+  service: string;
+  address: string;
+  state: 'healthy' | 'unhealthy' | 'draining';
+  identity: string;
+  lastSeen: string;
+  weight?: number;
+  zone?: string;
+}
+
 export interface ServedSecretInfo {
   name: string;
   fingerprint: string;
@@ -39,6 +49,8 @@ export interface AdminControl {
   secrets(): ServedSecretInfo[];
   /** The EnvoyPatch documents of the served version, with their groups and targets. */
   patches?(): ServedPatchInfo[];
+  /** Endpoints registered at run time: service, address, state, last heartbeat, identity. */
+  registrations?(): RegistrationInfo[];
   /**
    * Decisions; each is audited, and fails with a FleetError (FXDS_UNKNOWN_VERSION, ...) when it
    * cannot be made. With several replicas it is made through the shared store, and fails with

@@ -352,6 +352,7 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
         )
       : [],
     patches: deps.control.patches?.() ?? [],
+    registrations: deps.control.registrations?.() ?? [],
     history,
   };
 }

@@ -26,6 +26,9 @@ th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-al
 <h2>Listeners</h2><table id="listeners"><thead><tr>
 <th>group</th><th>listener</th><th>kind</th><th>address</th><th>TLS</th><th>passed through</th><th>protections</th>
 </tr></thead><tbody></tbody></table>
+<h2>Registered endpoints</h2><table id="registrations"><thead><tr>
+<th>service</th><th>address</th><th>state</th><th>last heartbeat</th><th>identity</th>
+</tr></thead><tbody></tbody></table>
 <h2>Envoy patches</h2><table id="patches"><thead><tr>
 <th>patch</th><th>groups</th><th>target</th><th>form</th><th>description</th>
 </tr></thead><tbody></tbody></table>
@@ -140,6 +143,9 @@ async function refresh() {
     fill('rollout', s.rollout.map(rolloutRow));
     fill('nodes', s.nodes.map(nodeRow));
     fill('listeners', (s.listeners || []).map(listenerRow));
+    const stateCls = (st) => (st === 'healthy' ? 'ok' : st === 'draining' ? 'warn' : 'bad');
+    fill('registrations', (s.registrations || []).map((r) =>
+      row([r.service, r.address, el('span', r.state, stateCls(r.state)), r.lastSeen, r.identity])));
     fill('patches', (s.patches || []).map((p) =>
       row([p.name, p.groups === 'all' ? 'all' : p.groups.join(', '), p.target, p.form, p.description || ''])));
     const ff = s.fileFailures || [];

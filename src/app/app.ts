@@ -19,6 +19,12 @@ import { EnvoyChecker, envoyCheckDir } from './envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
 import { TokenAuth } from '../security/tokens.ts';
 import type { RestServer } from '../transports/rest/rest-server.ts';
+import { Membership } from '../membership/membership.ts';
+
+/** How often TTLs and drain times are applied to registered endpoints. */
+const SWEEP_MS = 200;
+/** Registration changes within this window go out as one push. */
+const MEMBERS_COALESCE_MS = 20;
 import type { FileRenderer, RenderStats } from '../transports/files/file-renderer.ts';
 import { RolloutDriver } from './rollout-driver.ts';
 import { DecisionDesk } from './decisions.ts';
@@ -139,6 +145,28 @@ export async function startApp(
   pipeline.events.on('rejected', () => metrics.validationFailures.inc());
   pipeline.events.on('unreadable', () => metrics.readFailures.inc());
 
+  // Endpoints registered at run time: restored from the store (each with a fresh TTL), changes
+  // coalesced into one EDS push, TTLs and drain times applied every SWEEP_MS.
+  const pendingMembers = new Set<string>();
+  let membersTimer: NodeJS.Timeout | undefined;
+  const membership = new Membership(
+    (service) => pipeline.servedService(service)?.registration,
+    (services) => {
+      for (const s of services) pendingMembers.add(s);
+      membersTimer ??= setTimeout(() => {
+        membersTimer = undefined;
+        const changed = new Set(pendingMembers);
+        pendingMembers.clear();
+        pipeline.membersChanged(changed);
+      }, MEMBERS_COALESCE_MS);
+    },
+    stores.registrations,
+  );
+  membership.restore();
+  pipeline.membership = membership;
+  const sweep = setInterval(() => membership.sweep(), SWEEP_MS);
+  sweep.unref();
+
   // Serve the last good version before touching the directory (fast restart, survives a broken tree).
   await pipeline.loadLatestFromStore();
 
@@ -201,6 +229,16 @@ export async function startApp(
     nacks: (nodeId, limit) => stores.nacks.list(nodeId, limit),
     secrets: () => pipeline.servedSecrets,
     patches: () => pipeline.servedPatches,
+    registrations: () =>
+      membership.list().map((r) => ({
+        service: r.service,
+        address: r.address,
+        state: r.state,
+        identity: r.identity,
+        lastSeen: new Date(r.lastSeen).toISOString(),
+        ...(r.weight !== undefined && { weight: r.weight }),
+        ...(r.zone !== undefined && { zone: r.zone }),
+      })),
     rollback: (versionId, actor) => desk.make({ kind: 'rollback', versionId }, actor),
     pin: (group, versionId, actor) => desk.make({ kind: 'pin', group, versionId }, actor),
     unpin: (group, actor) => desk.make({ kind: 'unpin', group }, actor),
@@ -250,6 +288,7 @@ export async function startApp(
       tokens: new TokenAuth(config.rest.tokens ?? []),
       tls: restCertificate && { listener: restCertificate.initial, identityPrefix: config.rest.tls?.identityPrefix },
       secretsAllowed: sds.rest,
+      registration: { membership, audit: (actor, action, detail) => stores.audit.append(actor, action, detail) },
     });
     const r = splitListen(config.rest.listen);
     await restServer.app.listen({ host: r.host, port: r.port });
@@ -360,6 +399,8 @@ export async function startApp(
     reloadCertificates,
     filesIdle: () => rendering,
     async close() {
+      clearInterval(sweep);
+      clearTimeout(membersTimer);
       rollouts.stop();
       retry.stop();
       await watcher?.close();

@@ -37,6 +37,10 @@ import { changesServed, rulesOf, servedRollout, servingChanged, type ActiveRollo
 import { checkTree } from './check-tree.ts';
 import type { Decision, DecisionResult } from '../decisions/decision.ts';
 import type { EnvoyChecker } from './envoy-check.ts';
+import type { Membership } from '../membership/membership.ts';
+import type { ServiceDoc } from '../model/schema.ts';
+import { buildLoadAssignment } from '../translate/endpoints.ts';
+import { findByName } from '../shared/sorted-lists.ts';
 
 export interface ServedPatch {
   name: string;
@@ -127,6 +131,11 @@ export class ConfigPipeline {
     }));
   }
 
+  /** A service of the newest applied version. */
+  servedService(name: string): ServiceDoc | undefined {
+    return findByName(this.inputs?.revision.model.services ?? [], name);
+  }
+
   /** The EnvoyPatch documents of the newest applied version, with the groups each applies to. */
   get servedPatches(): ServedPatch[] {
     const model = this.inputs?.revision.model;
@@ -140,6 +149,37 @@ export class ConfigPipeline {
     }));
   }
 
+  /**
+   * Endpoints registered at run time: `changed` names the services whose members changed; their
+   * assignments are encoded again and served (EDS only: nothing else changes, no version is made).
+   */
+  membersChanged(changed: ReadonlySet<string>): void {
+    const served = this.inputs?.revision;
+    if (!served || !this.membership) return;
+    const members = new Map(this.inputs?.members);
+    for (const name of changed) {
+      const s = findByName(served.model.services, name);
+      if (s?.registration) members.set(name, this.memberAssignment(s));
+      else members.delete(name);
+    }
+    this.update({ members });
+  }
+
+  /** Where registrations are kept; set once at start, before the first version is served. */
+  membership?: Membership;
+
+  private memberAssignment(s: ServiceDoc): EncodedResource {
+    return this.caches.encoder.encode('endpoint', s.name, buildLoadAssignment(s, this.membership!.members(s.name)));
+  }
+
+  /** The registered services' assignments for a revision (its static endpoints, today's members). */
+  private membersFor(revision: Revision): Map<string, EncodedResource> {
+    const out = new Map<string, EncodedResource>();
+    if (this.membership)
+      for (const s of revision.model.services) if (s.registration) out.set(s.name, this.memberAssignment(s));
+    return out;
+  }
+
   /** The one publish path: replaces some inputs, reconciles, publishes. */
   private update(change: Partial<ServedInputs>): void {
     const base = this.inputs;
@@ -150,6 +190,7 @@ export class ConfigPipeline {
       pins: change.pins ?? base?.pins ?? new Map(),
       secrets: change.secrets ?? base?.secrets ?? new Map(),
       rollout: 'rollout' in change ? change.rollout : base?.rollout,
+      members: change.members ?? (revision === base?.revision ? base.members : this.membersFor(revision)),
     };
     this.cache.publish(reconcile(this.inputs, this.cache.current));
   }

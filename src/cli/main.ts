@@ -33,7 +33,10 @@ const USAGE = `usage: fleetxds <command> [options]
                                                 version history and rollback, through the running server's admin API
   rollout status|promote|halt|resume|abort  [--config FILE]
                                                 the staged rollout under way (see kind: Rollout)
-  token                                         print a new bearer token and the sha256 digest for the settings`;
+  token                                         print a new bearer token and the sha256 digest for the settings
+  register --service NAME --address IP:PORT --server URL [--check URL|tcp] [--interval 10s] [--weight N]
+           [--zone Z] [--token-file F | --tls-cert F --tls-key F] [--tls-ca F]
+                                                register an endpoint, heartbeat with its check, drain on stop`;
 
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, ...rest] = argv;
@@ -62,6 +65,13 @@ async function main(argv: string[]): Promise<number | undefined> {
       'git-dir': { type: 'string' },
       envoy: { type: 'string', multiple: true },
       previous: { type: 'string' },
+      service: { type: 'string' },
+      address: { type: 'string' },
+      check: { type: 'string' },
+      interval: { type: 'string' },
+      weight: { type: 'string' },
+      zone: { type: 'string' },
+      'token-file': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -110,6 +120,20 @@ async function main(argv: string[]): Promise<number | undefined> {
       );
       return 0;
     }
+    case 'register':
+      return (await import('./register.ts')).registerCommand({
+        service: values.service,
+        address: values.address,
+        server: values.server?.[0],
+        check: values.check,
+        interval: values.interval,
+        weight: values.weight,
+        zone: values.zone,
+        tokenFile: values['token-file'],
+        tlsCa: values['tls-ca'],
+        tlsCert: values['tls-cert'],
+        tlsKey: values['tls-key'],
+      });
     case 'bootstrap':
       return (await import('./bootstrap.ts')).bootstrapCommand({
         config: values.config!,

@@ -40,7 +40,7 @@ import { DEFAULT_GROUP, groupNames, LIST_OF, listenerGroups, type DocKind, type 
 import { editDistance } from '../shared/edit-distance.ts';
 import { sameItems } from '../shared/same-items.ts';
 import { changedNames, findByName } from '../shared/sorted-lists.ts';
-import { parseHostPort } from './addresses.ts';
+import { cidrRange, parseHostPort } from './addresses.ts';
 import { appendAll } from '../shared/arrays.ts';
 
 /** The model's definition of a document (src/model/assemble.ts). */
@@ -515,21 +515,45 @@ function checkPatchShape(p: EnvoyPatchDoc, r: DocRef, sink: DiagnosticSink): voi
   });
 }
 
+/** Registration needs a way to authenticate, addresses that parse, and times Envoy can act on. */
+function checkRegistration(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
+  const g = s.registration!;
+  if (!g.identities && !g.tokens)
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      ['registration'],
+      'registration needs identities (client certificates) or tokens: anyone could add endpoints otherwise',
+    );
+  g.addresses?.forEach((c, i) => {
+    if (!cidrRange(c))
+      sink.error(Codes.INVALID_VALUE, r, ['registration', 'addresses', i], `"${c}" is not a CIDR block`);
+  });
+  for (const k of ['ttl', 'drain'] as const)
+    if (g[k] !== undefined && (parseDurationMs(g[k]) ?? 0) < 1000)
+      sink.error(Codes.INVALID_VALUE, r, ['registration', k], 'at least 1s');
+}
+
 function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
   if (s.ringHash && s.lb !== 'ring_hash')
     sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'ringHash goes with lb: ring_hash');
   if (s.ringHash?.minSize !== undefined && s.ringHash.maxSize !== undefined && s.ringHash.minSize > s.ringHash.maxSize)
     sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'minSize is above maxSize');
-  if ((s.endpoints === undefined) === (s.dns === undefined)) {
+  if (s.dns && (s.endpoints !== undefined || s.registration))
     sink.error(
       Codes.INVALID_VALUE,
       r,
       [],
-      s.dns
-        ? 'use either `endpoints` or `dns`, not both'
-        : 'a service needs `endpoints` (static IPs) or `dns` (a host name)',
+      s.registration ? 'a dns service cannot take registered endpoints' : 'use either `endpoints` or `dns`, not both',
     );
-  }
+  else if (!s.dns && s.endpoints === undefined && !s.registration)
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      [],
+      'a service needs `endpoints` (static IPs), `dns` (a host name) or `registration` (endpoints at run time)',
+    );
+  if (s.registration) checkRegistration(s, r, sink);
   const seen = new Map<string, number>();
   const priorities = new Set<number>();
   (s.endpoints ?? []).forEach((e, i) => {

@@ -128,6 +128,39 @@ export const UpstreamTls = Type.Object(
   strict,
 );
 
+/** Who may add endpoints to a service at run time, and for how long an endpoint stays without news. */
+export const Registration = Type.Object(
+  {
+    identities: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+        minItems: 1,
+        description: 'Client certificate names (URI or DNS SANs) allowed to register, as globs (* and ?).',
+      }),
+    ),
+    tokens: Type.Optional(
+      Type.Array(Type.String({ pattern: '^[0-9a-f]{64}$' }), {
+        minItems: 1,
+        description: 'sha256 (hex) of bearer tokens allowed to register into this service (fleetxds token).',
+      }),
+    ),
+    addresses: Type.Optional(
+      Type.Array(Type.String({ minLength: 2, maxLength: 64 }), {
+        minItems: 1,
+        description: 'CIDR blocks registered endpoints must be in (default: any).',
+      }),
+    ),
+    ports: Type.Optional(
+      Type.Array(Port, { minItems: 1, uniqueItems: true, description: 'Allowed ports (default any).' }),
+    ),
+    ttl: Type.Optional({
+      ...Duration,
+      description: 'Without a heartbeat for this long an endpoint is unhealthy, and removed after as long again (30s).',
+    }),
+    drain: Type.Optional({ ...Duration, description: 'A draining endpoint is removed after this long (30s).' }),
+  },
+  { ...strict, description: 'Endpoints registered at run time (fleetxds register), besides the static ones.' },
+);
+
 export const Service = Type.Object(
   {
     kind: Type.Literal('Service'),
@@ -173,6 +206,7 @@ export const Service = Type.Object(
     circuitBreaker: Type.Optional(CircuitBreaker),
     outlierDetection: Type.Optional(OutlierDetection),
     tls: Type.Optional(UpstreamTls),
+    registration: Type.Optional(Registration),
   },
   strict,
 );
@@ -830,6 +864,7 @@ export type QueryMatchDoc = Static<typeof QueryMatch>;
 export type WeightedTargetDoc = Static<typeof WeightedTarget>;
 export type RetriesDoc = Static<typeof Retries>;
 export type EndpointDoc = Static<typeof Endpoint>;
+export type RegistrationDoc = Static<typeof Registration>;
 
 /** The JSON Schema published for editors (yaml-language-server: `# yaml-language-server: $schema=...`). */
 export function publishedJsonSchema(): object {

@@ -18,6 +18,8 @@ export const ErrorCodes = {
   BAD_REQUEST: 'FXDS_BAD_REQUEST',
   /** What the client asked for is not for it (node identity not allowed, secrets without authentication). */
   FORBIDDEN: 'FXDS_FORBIDDEN',
+  /** A registration for a service that takes none, or an endpoint that is not registered. */
+  NOT_REGISTERED: 'FXDS_NOT_REGISTERED',
   /** A decision that must reach every replica while the shared store (PostgreSQL) is unreachable. */
   SHARED_UNAVAILABLE: 'FXDS_SHARED_UNAVAILABLE',
 } as const;
@@ -37,6 +39,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, { http: number; grpc: Grpc
   FXDS_BAD_REQUEST: { http: 400, grpc: 'INVALID_ARGUMENT' },
   FXDS_FORBIDDEN: { http: 403, grpc: 'PERMISSION_DENIED' },
   FXDS_SHARED_UNAVAILABLE: { http: 503, grpc: 'UNAVAILABLE' },
+  FXDS_NOT_REGISTERED: { http: 404, grpc: 'NOT_FOUND' },
 };
 
 export class FleetError extends Error {

@@ -2,7 +2,8 @@
  * What is served is a function of three inputs and nothing else:
  *  - the applied revision (model, encoded resources per group);
  *  - pins: node groups held at an earlier revision;
- *  - secret material: the current encoded Secret of every secret name.
+ *  - secret material: the current encoded Secret of every secret name;
+ *  - membership: the ClusterLoadAssignment of each service endpoints register into at run time.
  * Every trigger (apply, rollback, pin, unpin, certificate rotation, restart) changes one input
  * and calls `reconcile`; the pipeline publishes its result and has no other way to publish.
  *
@@ -34,13 +35,18 @@ export interface ServedInputs {
   readonly pins: ReadonlyMap<string, Revision>;
   /** Encoded Secret resources by name, from the TLS material read last. */
   readonly secrets: ReadonlyMap<string, EncodedResource>;
+  /**
+   * By service name: its ClusterLoadAssignment with the endpoints registered now (and its static
+   * ones), in place of the revision's for every group that has the service.
+   */
+  readonly members?: ReadonlyMap<string, EncodedResource>;
 }
 
 export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): PublishedConfig {
   const { revision, rollout } = inputs;
   const groups = new Map<string, GroupSnapshot>();
   const serve = (name: string, g: RevisionGroup) =>
-    groups.set(name, servedGroup(name, g, inputs.secrets, previous?.groups.get(name)));
+    groups.set(name, servedGroup(name, g, inputs, previous?.groups.get(name)));
   // During a rollout the groups serve the previous version by default (a group the previous
   // version lacks has nothing older to serve) and the new one to promoted stages.
   const stagedGroups = new Map<string, GroupSnapshot>();
@@ -52,7 +58,7 @@ export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): Pub
     }
     serve(name, older);
     const prev = previous?.staged?.groups.get(name) ?? previous?.groups.get(name);
-    stagedGroups.set(name, servedGroup(name, g, inputs.secrets, prev));
+    stagedGroups.set(name, servedGroup(name, g, inputs, prev));
   }
   // A pin holds its group at the pinned revision (also a group the newest revision no longer has),
   // whatever stage its proxies are in.
@@ -88,7 +94,7 @@ export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): Pub
 function servedGroup(
   name: string,
   g: RevisionGroup,
-  secrets: ReadonlyMap<string, EncodedResource>,
+  { secrets, members }: Pick<ServedInputs, 'secrets' | 'members'>,
   prev: GroupSnapshot | undefined,
 ): GroupSnapshot {
   const types = {} as Record<ResourceKind, TypeSnapshot>;
@@ -99,11 +105,26 @@ function servedGroup(
             'secret',
             g.secretNames.flatMap((n) => secrets.get(n) ?? []),
           )
-        : g.snapshot.types[kind];
+        : kind === 'endpoint'
+          ? withMembers(g.snapshot.types.endpoint, members)
+          : g.snapshot.types[kind];
     const before = prev?.types[kind];
     types[kind] = before && before.version === fresh.version ? before : fresh;
   }
   return { group: name, types };
+}
+
+/** The group's endpoint type with the registered services' assignments in place of the revision's. */
+function withMembers(t: TypeSnapshot, members: ReadonlyMap<string, EncodedResource> | undefined): TypeSnapshot {
+  if (!members?.size) return t;
+  let replaced = false;
+  const list = [...t.resources.values()].map((r) => {
+    const m = members.get(r.name);
+    if (!m) return r;
+    replaced = true;
+    return m;
+  });
+  return replaced ? makeTypeSnapshot('endpoint', list) : t;
 }
 
 /** DiscoveryResponse.control_plane.identifier: the served version and its git commit. */

@@ -18,6 +18,7 @@ import { RevisionStore } from './revisions.ts';
 import { ReplicaStateStore } from './replica-state.ts';
 import { RolloutStore } from './rollouts.ts';
 import { DEFAULT_RETENTION, type RetentionSettings } from './retention.ts';
+import { RegistrationStore } from './registrations.ts';
 
 /** Every store of one database file, and the few things done across them. */
 export interface Stores {
@@ -28,6 +29,8 @@ export interface Stores {
   readonly rejections: RejectionLog;
   readonly rollouts: RolloutStore;
   readonly replicaState: ReplicaStateStore;
+  /** Endpoints registered at run time. */
+  readonly registrations: RegistrationStore;
   /** Parsed YAML files by content: a restart parses only what changed. */
   readonly parses: ParseStore;
   /** Runs `fn` in one transaction (BEGIN IMMEDIATE): a decision and its audit entry land together. */
@@ -60,6 +63,7 @@ export function openStores(
     rejections: new RejectionLog(db, retention.rejections),
     rollouts: new RolloutStore(db),
     replicaState: new ReplicaStateStore(db),
+    registrations: new RegistrationStore(db),
     parses: new ParseStore(db),
     atomically: (fn) => db.transaction(fn).immediate(),
     path,

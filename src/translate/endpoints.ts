@@ -7,9 +7,30 @@ import { compact, type JsonObject } from './common.ts';
  * endpoints still gets an (empty) assignment: it completes cluster warming in Envoy.
  * Localities always carry `locality` and a weight > 0, which gRPC clients require.
  */
-export function buildLoadAssignment(s: ServiceDoc): JsonObject {
-  const groups = new Map<string, { priority: number; locality: JsonObject; items: EndpointDoc[] }>();
-  for (const e of s.endpoints ?? []) {
+/** An endpoint registered at run time, with the state proxies are told (EDS health_status). */
+export interface RegisteredEndpoint {
+  address: string;
+  weight?: number;
+  region?: string;
+  zone?: string;
+  health: 'healthy' | 'unhealthy' | 'draining';
+}
+
+const HEALTH_STATUS = { healthy: 'HEALTHY', unhealthy: 'UNHEALTHY', draining: 'DRAINING' } as const;
+
+type Item = EndpointDoc & { health?: RegisteredEndpoint['health'] };
+
+/**
+ * `registered`: endpoints that joined at run time, beside the static ones. They carry their
+ * health_status (static ones none: UNKNOWN, used), which gRPC clients honour as Envoy does.
+ */
+export function buildLoadAssignment(s: ServiceDoc, registered: readonly RegisteredEndpoint[] = []): JsonObject {
+  const groups = new Map<string, { priority: number; locality: JsonObject; items: Item[] }>();
+  const all: Item[] = [
+    ...(s.endpoints ?? []),
+    ...registered.filter((r) => !s.endpoints?.some((e) => e.address === r.address)),
+  ];
+  for (const e of all) {
     const locality = compact({ region: e.region, zone: e.zone, sub_zone: e.subZone });
     const priority = e.priority ?? 0;
     const key = JSON.stringify([priority, e.region ?? '', e.zone ?? '', e.subZone ?? '']);
@@ -27,10 +48,15 @@ export function buildLoadAssignment(s: ServiceDoc): JsonObject {
         const hp = parseHostPort(e.address)!;
         return compact({
           endpoint: { address: { socket_address: { address: hp.host, port_value: hp.port } } },
+          health_status: e.health && HEALTH_STATUS[e.health],
           load_balancing_weight: e.weight,
         });
       }),
-      load_balancing_weight: items.reduce((a, e) => a + (e.weight ?? 1), 0),
+      // A locality's weight counts the endpoints that take requests.
+      load_balancing_weight: Math.max(
+        1,
+        items.reduce((a, e) => a + (e.health && e.health !== 'healthy' ? 0 : (e.weight ?? 1)), 0),
+      ),
       priority: g.priority || undefined,
     });
   });

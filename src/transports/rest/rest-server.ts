@@ -26,6 +26,7 @@ import type { Server as HttpsServer } from 'node:https';
 import { listenerOptions, type ListenerTls } from '../../security/listener-tls.ts';
 import type { TokenAuth } from '../../security/tokens.ts';
 import { checkNodeIdentity, clientCertificateOf, verifiedPeerCertificate } from '../../security/node-identity.ts';
+import { registrationRoutes, type RegistrationApi } from './registration-routes.ts';
 import { shortHash } from '../../shared/hash.ts';
 import {
   restVariant,
@@ -74,6 +75,8 @@ export interface RestOptions {
   secretsAllowed?: boolean;
   /** HTTPS, optionally with client certificates bound to node ids. */
   tls?: { listener: ListenerTls; identityPrefix?: string };
+  /** Endpoints registering at run time (the registration API). */
+  registration?: RegistrationApi;
 }
 
 interface Selection {
@@ -407,6 +410,8 @@ export function createRestServer(opts: RestOptions): RestServer {
     if (status >= 500) opts.log.error({ err }, 'REST request failed');
     reply.code(status).send({ error: err.message });
   });
+
+  if (opts.registration) registrationRoutes(app, opts.registration);
 
   // find-my-way cannot put a parameter right after a literal ':', so take the whole segment.
   // Not async, and never returning the reply (a thenable): a held poll then costs no pending

@@ -1,0 +1,238 @@
+/**
+ * Endpoints that register at run time: who may join a service is the Service's `registration` in
+ * git; who is there is kept here. Each endpoint has a state:
+ *
+ *   healthy   -- heartbeats arrive within the TTL and its own check passes
+ *   unhealthy -- its check fails, or no heartbeat for a TTL (removed after a second TTL without one)
+ *   draining  -- it asked to leave: no new requests; removed once the drain time is over
+ *
+ * A change of membership or of an endpoint's state is reported (`onChange`) and stored; a heartbeat
+ * that changes nothing is neither: many heartbeats, one push only when something changed.
+ */
+import { cidrRange, parseHostPort } from '../model/addresses.ts';
+import type { RegistrationDoc } from '../model/schema.ts';
+import { parseDurationMs } from '../shared/duration.ts';
+import { ErrorCodes, FleetError } from '../shared/errors.ts';
+import { compileGlob } from '../shared/glob.ts';
+import type { RegistrationStore, StoredRegistration } from '../store/registrations.ts';
+
+export type Health = StoredRegistration['health'];
+
+export const DEFAULT_TTL = '30s';
+export const DEFAULT_DRAIN = '30s';
+
+/** What a VM sends with each heartbeat. */
+export interface RegisterRequest {
+  address: string;
+  weight?: number;
+  region?: string;
+  zone?: string;
+  /** Its own check's verdict (default healthy). */
+  health?: 'healthy' | 'unhealthy';
+}
+
+/** How the caller proved who it is: its client certificate's names, and/or a bearer token's sha256. */
+export interface Credentials {
+  certificateNames: readonly string[];
+  tokenSha256?: string;
+}
+
+/** A registered endpoint as the EDS translation needs it. */
+export interface Member {
+  address: string;
+  weight?: number;
+  region?: string;
+  zone?: string;
+  health: Health;
+}
+
+/** What a state is after `ms` without a heartbeat, given the TTL and drain time: the state machine. */
+export function effectiveState(
+  e: Pick<StoredRegistration, 'health' | 'lastSeen' | 'drainUntil'>,
+  now: number,
+  ttlMs: number,
+): Health | 'gone' {
+  if (e.health === 'draining') return now >= (e.drainUntil ?? 0) ? 'gone' : 'draining';
+  const silent = now - e.lastSeen;
+  if (silent >= 2 * ttlMs) return 'gone';
+  if (silent >= ttlMs) return 'unhealthy';
+  return e.health;
+}
+
+const key = (service: string, address: string) => `${service}\u0000${address}`;
+
+export class Membership {
+  private readonly entries = new Map<string, StoredRegistration>();
+  /** The state last reported for each entry (what proxies were told). */
+  private readonly told = new Map<string, Health>();
+
+  constructor(
+    /** The registration policy of a service in the served config (undefined: it takes none). */
+    private readonly policyOf: (service: string) => RegistrationDoc | undefined,
+    private readonly onChange: (services: ReadonlySet<string>) => void,
+    private readonly store?: RegistrationStore,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Endpoints known before a restart, each given a fresh TTL: a live one heartbeats within it, so a
+   * restart of fleetxds removes none that is alive; one that died meanwhile goes after its TTL.
+   */
+  restore(): void {
+    const t = this.now();
+    for (const r of this.store?.list() ?? []) {
+      const e = { ...r, lastSeen: r.health === 'draining' ? r.lastSeen : t };
+      this.entries.set(key(r.service, r.address), e);
+      this.told.set(key(r.service, r.address), r.health);
+    }
+  }
+
+  /** Who the caller is, for `service`: an allowed certificate name or token, else a FleetError (403). */
+  authorize(service: string, cred: Credentials): string {
+    const policy = this.policyOf(service);
+    if (!policy) throw new FleetError(ErrorCodes.NOT_REGISTERED, `service "${service}" takes no registrations`);
+    for (const n of cred.certificateNames) if ((policy.identities ?? []).some((g) => compileGlob(g).test(n))) return n;
+    if (cred.tokenSha256 && policy.tokens?.includes(cred.tokenSha256)) return `token:${cred.tokenSha256.slice(0, 12)}`;
+    throw new FleetError(
+      ErrorCodes.FORBIDDEN,
+      cred.certificateNames.length || cred.tokenSha256
+        ? `not allowed to register into service "${service}"`
+        : `registering into service "${service}" needs a client certificate or a token it allows`,
+    );
+  }
+
+  /** A registration or heartbeat. */
+  heartbeat(service: string, req: RegisterRequest, identity: string): Health {
+    const policy = this.policyOf(service)!;
+    const hp = parseHostPort(req.address);
+    if (!hp || !cidrRange(hp.host)) throw new FleetError(ErrorCodes.BAD_REQUEST, `"${req.address}" is not IP:port`);
+    if (policy.ports && !policy.ports.includes(hp.port))
+      throw new FleetError(ErrorCodes.FORBIDDEN, `port ${hp.port} is not one service "${service}" takes`);
+    if (policy.addresses && !policy.addresses.some((c) => inCidr(hp.host, c)))
+      throw new FleetError(ErrorCodes.FORBIDDEN, `${hp.host} is outside the addresses service "${service}" takes`);
+    const k = key(service, req.address);
+    const before = this.entries.get(k);
+    const entry: StoredRegistration = {
+      service,
+      address: req.address,
+      ...(req.weight !== undefined && { weight: req.weight }),
+      ...(req.region !== undefined && { region: req.region }),
+      ...(req.zone !== undefined && { zone: req.zone }),
+      // A draining endpoint stays draining: heartbeats do not bring it back.
+      health: before?.health === 'draining' ? 'draining' : (req.health ?? 'healthy'),
+      identity,
+      lastSeen: this.now(),
+      ...(before?.drainUntil !== undefined && { drainUntil: before.drainUntil }),
+    };
+    this.entries.set(k, entry);
+    const changed =
+      !before ||
+      this.told.get(k) !== entry.health ||
+      before.weight !== entry.weight ||
+      before.region !== entry.region ||
+      before.zone !== entry.zone;
+    if (changed) this.commit(new Set([service]), [entry]);
+    return entry.health;
+  }
+
+  /** Stops new requests to the endpoint; it is removed once the service's drain time is over. */
+  drain(service: string, address: string): void {
+    const k = key(service, address);
+    const e = this.entries.get(k);
+    if (!e) throw new FleetError(ErrorCodes.NOT_REGISTERED, `${address} is not registered in service "${service}"`);
+    if (e.health === 'draining') return;
+    const policy = this.policyOf(service);
+    const drainMs = parseDurationMs(policy?.drain ?? DEFAULT_DRAIN) ?? 30_000;
+    const entry = { ...e, health: 'draining' as const, drainUntil: this.now() + drainMs };
+    this.entries.set(k, entry);
+    this.commit(new Set([service]), [entry]);
+  }
+
+  deregister(service: string, address: string): void {
+    const k = key(service, address);
+    if (!this.entries.delete(k)) return;
+    this.told.delete(k);
+    this.store?.remove(service, address);
+    this.onChange(new Set([service]));
+  }
+
+  /** Applies the TTLs and drain times; reports the services whose endpoints changed state. */
+  sweep(): void {
+    const t = this.now();
+    const changed = new Set<string>();
+    const stored: StoredRegistration[] = [];
+    for (const [k, e] of this.entries) {
+      const policy = this.policyOf(e.service);
+      const ttlMs = parseDurationMs(policy?.ttl ?? DEFAULT_TTL) ?? 30_000;
+      const state = policy ? effectiveState(e, t, ttlMs) : 'gone';
+      if (state === 'gone') {
+        this.entries.delete(k);
+        this.told.delete(k);
+        this.store?.remove(e.service, e.address);
+        changed.add(e.service);
+      } else if (this.told.get(k) !== state) {
+        this.told.set(k, state);
+        stored.push({ ...e });
+        changed.add(e.service);
+      }
+    }
+    for (const e of stored) this.store?.put(e);
+    if (changed.size) this.onChange(changed);
+  }
+
+  /** The service's registered endpoints, by address, with the state proxies are told. */
+  members(service: string): Member[] {
+    const out: Member[] = [];
+    for (const [k, e] of this.entries)
+      if (e.service === service)
+        out.push({
+          address: e.address,
+          health: this.told.get(k) ?? e.health,
+          ...(e.weight !== undefined && { weight: e.weight }),
+          ...(e.region !== undefined && { region: e.region }),
+          ...(e.zone !== undefined && { zone: e.zone }),
+        });
+    return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  }
+
+  /** Every registration, for the status API. */
+  list(): (StoredRegistration & { state: Health })[] {
+    return [...this.entries].map(([k, e]) => ({ ...e, state: this.told.get(k) ?? e.health }));
+  }
+
+  private commit(services: ReadonlySet<string>, entries: StoredRegistration[]): void {
+    for (const e of entries) {
+      this.told.set(key(e.service, e.address), e.health);
+      this.store?.put(e);
+    }
+    this.onChange(services);
+  }
+}
+
+function inCidr(ip: string, cidr: string): boolean {
+  const range = cidrRange(cidr);
+  const host = cidrRange(ip);
+  if (!range || !host || range.address_prefix.includes(':') !== host.address_prefix.includes(':')) return false;
+  const bits = (a: string) =>
+    a.includes(':')
+      ? expand6(a)
+      : a
+          .split('.')
+          .map((x) => Number(x).toString(2).padStart(8, '0'))
+          .join('');
+  return bits(host.address_prefix).slice(0, range.prefix_len) === bits(range.address_prefix).slice(0, range.prefix_len);
+}
+
+function expand6(a: string): string {
+  const [head, tail = ''] = a.split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const groups = a.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h;
+  return groups
+    .map((g) =>
+      parseInt(g || '0', 16)
+        .toString(2)
+        .padStart(16, '0'),
+    )
+    .join('');
+}

@@ -1,0 +1,126 @@
+/**
+ * The registered endpoint state machine, table-driven (effectiveState), and Membership's
+ * bookkeeping: a heartbeat that changes nothing reports nothing; TTLs, drains and removals are
+ * reported once; a restore gives each endpoint a fresh TTL; policy refusals.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { effectiveState, Membership } from '../../src/membership/membership.ts';
+import type { RegistrationDoc } from '../../src/model/schema.ts';
+import { FleetError } from '../../src/shared/errors.ts';
+import { openStores } from '../../src/store/database.ts';
+import { tempDir } from '../helpers/tree.ts';
+
+test('effectiveState: healthy, unhealthy after a TTL of silence, gone after two; draining until its time', () => {
+  const ttl = 1000;
+  const cases: [string, Parameters<typeof effectiveState>[0], number, string][] = [
+    ['fresh healthy', { health: 'healthy', lastSeen: 0 }, 999, 'healthy'],
+    ['reported unhealthy', { health: 'unhealthy', lastSeen: 0 }, 10, 'unhealthy'],
+    ['silent for a TTL', { health: 'healthy', lastSeen: 0 }, 1000, 'unhealthy'],
+    ['silent for two TTLs', { health: 'healthy', lastSeen: 0 }, 2000, 'gone'],
+    ['draining before its time', { health: 'draining', lastSeen: 0, drainUntil: 5000 }, 4999, 'draining'],
+    [
+      'draining, silent (heartbeats do not matter)',
+      { health: 'draining', lastSeen: 0, drainUntil: 5000 },
+      3000,
+      'draining',
+    ],
+    ['drained', { health: 'draining', lastSeen: 0, drainUntil: 5000 }, 5000, 'gone'],
+  ];
+  for (const [what, e, now, want] of cases) assert.is(effectiveState(e, now, ttl), want, what);
+});
+
+function setup(policy: RegistrationDoc = { tokens: ['a'.repeat(64)], ttl: '1s', drain: '2s' }) {
+  let now = 1_000_000;
+  const stores = openStores(`${tempDir()}/m.db`);
+  const changes: string[][] = [];
+  const make = () =>
+    new Membership(
+      (s) => (s === 'app' ? policy : undefined),
+      (services) => changes.push([...services]),
+      stores.registrations,
+      () => now,
+    );
+  return { m: make(), make, changes, advance: (ms: number) => (now += ms), stores };
+}
+
+test('heartbeats that change nothing report nothing; a TTL, a drain and a removal each report once', () => {
+  const { m, changes, advance } = setup();
+  m.heartbeat('app', { address: '10.0.0.1:80' }, 'vm-1');
+  assert.equal(changes, [['app']], 'joined');
+  for (let i = 0; i < 5; i++) {
+    advance(300);
+    m.heartbeat('app', { address: '10.0.0.1:80' }, 'vm-1');
+    m.sweep();
+  }
+  assert.is(changes.length, 1, 'heartbeats alone: no change');
+  m.heartbeat('app', { address: '10.0.0.1:80', health: 'unhealthy' }, 'vm-1');
+  assert.is(changes.length, 2, 'its check failed');
+  assert.is(m.members('app')[0]!.health, 'unhealthy');
+  m.heartbeat('app', { address: '10.0.0.1:80' }, 'vm-1');
+  advance(1000);
+  m.sweep();
+  assert.is(m.members('app')[0]!.health, 'unhealthy', 'silent for a TTL');
+  assert.is(changes.length, 4);
+  advance(1000);
+  m.sweep();
+  assert.equal(m.members('app'), [], 'silent for two TTLs: removed');
+  assert.is(changes.length, 5);
+  m.heartbeat('app', { address: '10.0.0.2:80' }, 'vm-2');
+  m.drain('app', '10.0.0.2:80');
+  m.heartbeat('app', { address: '10.0.0.2:80' }, 'vm-2');
+  assert.is(m.members('app')[0]!.health, 'draining', 'a heartbeat does not undo a drain');
+  advance(2000);
+  m.sweep();
+  assert.equal(m.members('app'), [], 'drained');
+});
+
+test('a restore gives every stored endpoint a fresh TTL', () => {
+  const { m, make, advance } = setup();
+  m.heartbeat('app', { address: '10.0.0.1:80', zone: 'a' }, 'vm-1');
+  advance(900);
+  const again = make();
+  again.restore();
+  advance(900); // 1.8 s after the last heartbeat, 0.9 s after the restore
+  again.sweep();
+  assert.equal(again.members('app'), [{ address: '10.0.0.1:80', zone: 'a', health: 'healthy' }]);
+});
+
+test('refusals: no policy, a token or name it does not list, an address or port outside it', () => {
+  const { m } = setup({ identities: ['spiffe://corp/app/*'], addresses: ['10.0.0.0/8'], ports: [80], ttl: '1s' });
+  const code = (fn: () => unknown) => {
+    try {
+      fn();
+      return 'ok';
+    } catch (err) {
+      return (err as FleetError).code;
+    }
+  };
+  assert.is(
+    code(() => m.authorize('other', { certificateNames: [] })),
+    'FXDS_NOT_REGISTERED',
+  );
+  assert.is(
+    code(() => m.authorize('app', { certificateNames: ['spiffe://corp/db/x'] })),
+    'FXDS_FORBIDDEN',
+  );
+  assert.is(m.authorize('app', { certificateNames: ['spiffe://corp/app/vm-1'] }), 'spiffe://corp/app/vm-1');
+  assert.is(
+    code(() => m.heartbeat('app', { address: '192.168.0.1:80' }, 'x')),
+    'FXDS_FORBIDDEN',
+  );
+  assert.is(
+    code(() => m.heartbeat('app', { address: '10.0.0.1:81' }, 'x')),
+    'FXDS_FORBIDDEN',
+  );
+  assert.is(
+    code(() => m.heartbeat('app', { address: 'host:80' }, 'x')),
+    'FXDS_BAD_REQUEST',
+  );
+  assert.is(
+    code(() => m.heartbeat('app', { address: '10.9.9.9:80' }, 'x')),
+    'ok',
+  );
+});
+
+test.run();
