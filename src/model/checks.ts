@@ -1066,6 +1066,16 @@ function checkGrpcRoute(
         path,
         `service "${s.name}" has upstream TLS; proxyless gRPC clients need xDS credentials to use it`,
       );
+    const o = s.outlierDetection;
+    const ignored = (['consecutive5xx', 'consecutiveGatewayFailure'] as const).filter((k) => o?.[k] !== undefined);
+    if (ignored.length)
+      sink.warn(
+        Codes.CLIENT_COMPAT,
+        r,
+        path,
+        `service "${s.name}" ejects on ${ignored.join(' and ')}, which gRPC clients ignore (gRFC A50): use ` +
+          'outlierDetection.successRate or failurePercentage for them',
+      );
   }
 }
 

@@ -77,6 +77,17 @@ export function buildCluster(s: ServiceDoc): JsonObject {
       base_ejection_time: o.baseEjectionTime && durationToProto(o.baseEjectionTime),
       max_ejection_percent: o.maxEjectionPercent,
       consecutive_gateway_failure: o.consecutiveGatewayFailure,
+      max_ejection_time: o.maxEjectionTime && durationToProto(o.maxEjectionTime),
+      // Envoy takes the factor in thousandths.
+      success_rate_stdev_factor:
+        o.successRate?.stdevFactor === undefined ? undefined : Math.round(o.successRate.stdevFactor * 1000),
+      success_rate_minimum_hosts: o.successRate?.minimumHosts,
+      success_rate_request_volume: o.successRate?.requestVolume,
+      enforcing_success_rate: o.successRate ? (o.successRate.enforcingPercent ?? 100) : undefined,
+      failure_percentage_threshold: o.failurePercentage?.threshold,
+      failure_percentage_minimum_hosts: o.failurePercentage?.minimumHosts,
+      failure_percentage_request_volume: o.failurePercentage?.requestVolume,
+      enforcing_failure_percentage: o.failurePercentage ? (o.failurePercentage.enforcingPercent ?? 100) : undefined,
     });
   }
   if (s.tls) {

@@ -254,6 +254,22 @@ test('warnings do not block a tree: lb least_request used by a proxyless gRPC se
   assert.ok(r.config, 'a tree with only warnings builds');
 });
 
+test('ejections gRPC clients ignore are warned about for a proxyless gRPC service (gRFC A50)', async () => {
+  const r = await checkTree(
+    writeTree({
+      ...BASE,
+      'grpc.yaml':
+        'kind: Service\nname: g\nprotocol: grpc\nendpoints: [{ address: 10.0.0.9:50051 }]\n' +
+        'outlierDetection: { consecutive5xx: 5, failurePercentage: { threshold: 50 } }\n---\n' +
+        'kind: GrpcService\nname: g\ntarget: g.internal:50051\nroutes: [{ to: g }]\n',
+    }),
+  );
+  const w = only(r.diagnostics, 'FXDS_CLIENT_COMPAT');
+  assert.is(w.severity, 'warning');
+  assert.match(w.message, /consecutive5xx, which gRPC clients ignore \(gRFC A50\)/);
+  assert.ok(r.config);
+});
+
 test('an alias bomb is refused', async () => {
   const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
   for (let i = 0; i < 8; i++)
