@@ -164,6 +164,19 @@ export async function startApp(
   );
   membership.restore();
   pipeline.membership = membership;
+  // Replicas share membership through the PostgreSQL they share decisions through.
+  const sharedMembership =
+    pg &&
+    new (await import('../membership/shared-membership.ts')).SharedMembership(
+      pg.url,
+      membership,
+      log.child({ component: 'membership' }),
+      pg.queryTimeoutMs ?? 3000,
+    );
+  if (sharedMembership) {
+    membership.observer = sharedMembership;
+    await sharedMembership.start();
+  }
   const sweep = setInterval(() => membership.sweep(), SWEEP_MS);
   sweep.unref();
 
@@ -401,6 +414,7 @@ export async function startApp(
     async close() {
       clearInterval(sweep);
       clearTimeout(membersTimer);
+      await sharedMembership?.close();
       rollouts.stop();
       retry.stop();
       await watcher?.close();

@@ -61,8 +61,17 @@ export function effectiveState(
 
 const key = (service: string, address: string) => `${service}\u0000${address}`;
 
+/** Told of every change and heartbeat: how replicas share membership (shared-membership.ts). */
+export interface MembershipObserver {
+  changed(e: StoredRegistration): void;
+  removed(service: string, address: string): void;
+  seen(e: StoredRegistration): void;
+}
+
 export class Membership {
   private readonly entries = new Map<string, StoredRegistration>();
+  /** Set when replicas share membership. */
+  observer?: MembershipObserver;
   /** The state last reported for each entry (what proxies were told). */
   private readonly told = new Map<string, Health>();
 
@@ -123,6 +132,7 @@ export class Membership {
       identity,
       lastSeen: this.now(),
       ...(before?.drainUntil !== undefined && { drainUntil: before.drainUntil }),
+      updatedAt: before?.updatedAt ?? this.now(),
     };
     this.entries.set(k, entry);
     const changed =
@@ -131,7 +141,8 @@ export class Membership {
       before.weight !== entry.weight ||
       before.region !== entry.region ||
       before.zone !== entry.zone;
-    if (changed) this.commit(new Set([service]), [entry]);
+    if (changed) this.commit(new Set([service]), [{ ...entry, updatedAt: this.now() }]);
+    else this.observer?.seen(entry);
     return entry.health;
   }
 
@@ -143,7 +154,7 @@ export class Membership {
     if (e.health === 'draining') return;
     const policy = this.policyOf(service);
     const drainMs = parseDurationMs(policy?.drain ?? DEFAULT_DRAIN) ?? 30_000;
-    const entry = { ...e, health: 'draining' as const, drainUntil: this.now() + drainMs };
+    const entry = { ...e, health: 'draining' as const, drainUntil: this.now() + drainMs, updatedAt: this.now() };
     this.entries.set(k, entry);
     this.commit(new Set([service]), [entry]);
   }
@@ -153,6 +164,7 @@ export class Membership {
     if (!this.entries.delete(k)) return;
     this.told.delete(k);
     this.store?.remove(service, address);
+    this.observer?.removed(service, address);
     this.onChange(new Set([service]));
   }
 
@@ -169,6 +181,7 @@ export class Membership {
         this.entries.delete(k);
         this.told.delete(k);
         this.store?.remove(e.service, e.address);
+        this.observer?.removed(e.service, e.address);
         changed.add(e.service);
       } else if (this.told.get(k) !== state) {
         this.told.set(k, state);
@@ -200,10 +213,53 @@ export class Membership {
     return [...this.entries].map(([k, e]) => ({ ...e, state: this.told.get(k) ?? e.health }));
   }
 
+  /**
+   * What another replica knows (the shared store's rows): entries it has that this one lacks join;
+   * a newer heartbeat counts; a newer change of state or attributes wins; an entry the store no
+   * longer has is removed unless it changed here within `settleMs` (not written there yet).
+   */
+  merge(rows: readonly StoredRegistration[], settleMs: number): void {
+    const t = this.now();
+    const changed = new Set<string>();
+    const present = new Set<string>();
+    for (const row of rows) {
+      const k = key(row.service, row.address);
+      present.add(k);
+      const local = this.entries.get(k);
+      if (!local || (row.updatedAt ?? 0) > (local.updatedAt ?? 0)) {
+        this.entries.set(k, { ...row, lastSeen: Math.max(row.lastSeen, local?.lastSeen ?? 0) });
+        this.store?.put(this.entries.get(k)!);
+        changed.add(row.service);
+      } else if (row.lastSeen > local.lastSeen) this.entries.set(k, { ...local, lastSeen: row.lastSeen });
+    }
+    for (const [k, e] of this.entries)
+      if (!present.has(k) && t - (e.updatedAt ?? 0) > settleMs) {
+        this.entries.delete(k);
+        this.told.delete(k);
+        this.store?.remove(e.service, e.address);
+        changed.add(e.service);
+      }
+    // States follow from the merged entries at the next sweep; new and removed entries now.
+    if (changed.size) {
+      for (const [k, e] of this.entries) {
+        if (!changed.has(e.service)) continue;
+        const state = effectiveState(e, t, this.ttlOf(e.service));
+        if (state !== 'gone') this.told.set(k, state);
+      }
+      this.onChange(changed);
+    }
+  }
+
+  private ttlOf(service: string): number {
+    return parseDurationMs(this.policyOf(service)?.ttl ?? DEFAULT_TTL) ?? 30_000;
+  }
+
   private commit(services: ReadonlySet<string>, entries: StoredRegistration[]): void {
     for (const e of entries) {
+      this.entries.set(key(e.service, e.address), e);
       this.told.set(key(e.service, e.address), e.health);
       this.store?.put(e);
+      this.observer?.changed(e);
     }
     this.onChange(services);
   }

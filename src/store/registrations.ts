@@ -12,6 +12,8 @@ export interface StoredRegistration {
   /** ms since the epoch. */
   lastSeen: number;
   drainUntil?: number;
+  /** When its state or attributes last changed (ms since the epoch): between replicas, the newest wins. */
+  updatedAt?: number;
 }
 
 /** Endpoints registered at run time, written on a change of membership or health. */
