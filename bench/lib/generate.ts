@@ -18,9 +18,11 @@ export interface TreeSpec {
    * edge protections (access rules, JWT, external authorization, local and global rate limits).
    */
   features?: boolean;
+  /** sha256 of a token: every service takes registered endpoints with it (ttl 30s). */
+  registrationToken?: string;
 }
 
-export function serviceYaml(i: number, endpointSeed = 0, features = false): string {
+export function serviceYaml(i: number, endpointSeed = 0, features = false, registrationToken?: string): string {
   const ip = (k: number) => `10.${(i >> 8) & 255}.${i & 255}.${((k + endpointSeed) % 250) + 1}`;
   return `kind: Service
 name: svc-${i}
@@ -32,7 +34,7 @@ endpoints:
   - { address: ${ip(2)}:8080, zone: c, weight: 2 }
 healthCheck: { type: http, path: /healthz, interval: 5s }
 circuitBreaker: { maxConnections: 1000, maxRequests: 1000 }
-${features ? 'lb: ring_hash\n' : ''}`;
+${features ? 'lb: ring_hash\n' : ''}${registrationToken ? `registration: { tokens: ["${registrationToken}"], ttl: 30s }\n` : ''}`;
 }
 
 export function vhostYaml(v: number, routes: number, services: number, variant = '', features = false): string {
@@ -92,7 +94,7 @@ export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
   for (let f = 0; f * perFile < spec.services; f++) {
     const docs: string[] = [];
     for (let i = f * perFile; i < Math.min(spec.services, (f + 1) * perFile); i++)
-      docs.push(serviceYaml(i, 0, spec.features));
+      docs.push(serviceYaml(i, 0, spec.features, spec.registrationToken));
     writeFileSync(join(dir, 'services', `svc-${f}.yaml`), docs.join('---\n'));
   }
   const vhosts = Math.max(1, Math.ceil(spec.services / routesPer));
