@@ -23,6 +23,7 @@ import {
   type PeerResult,
 } from './scenarios/peers.ts';
 import { restScenario, type RestResult } from './scenarios/rest.ts';
+import { registrationScenario, type RegistrationResult } from './scenarios/registration.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import { rolloutCost } from './scenarios/rollout.ts';
 import { machineInfo, median } from './lib/proc.ts';
@@ -33,7 +34,7 @@ const { values, positionals } = parseArgs({
   options: { runs: { type: 'string' }, changes: { type: 'string' }, quick: { type: 'boolean', default: false } },
 });
 // `peers` and `threads` need Go and the Go module proxy: run them by name.
-const all = ['pipeline', 'restart', 'fanout', 'push-loop', 'rollout', 'rest', 'files', 'envoy-check'];
+const all = ['pipeline', 'restart', 'fanout', 'push-loop', 'rollout', 'rest', 'registration', 'files', 'envoy-check'];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
 const quick = values.quick;
@@ -210,6 +211,20 @@ if (selected.includes('rest')) {
       'from the change until all are answered (fleetxds: from the file write, incl. debounce) and server CPU s ' +
       'for it; the floor is bare node:http holding the same polls and answering with the same bytes',
     [...rows, ratioRow({ server: 'fleetxds / bare-http', held: ours.held }, ours, floor)],
+  );
+}
+
+if (selected.includes('registration')) {
+  const services = quick ? 100 : 1000;
+  const results: RegistrationResult[] = [];
+  for (let r = 0; r < Math.min(runs, 2); r++)
+    results.push(await registrationScenario(services, 10, quick ? 200 : 1000));
+  const row = medianOf(results as unknown as Record<string, unknown>[]) as unknown as RegistrationResult;
+  record(figures, figureKey.registration(row.endpoints), row);
+  table(
+    'Registered endpoints, server on one core: heartbeats every 10 s over keep-alive HTTP (server CPU %, pushes ' +
+      'meanwhile), then 1% changing health at once (ms until every ADS stream has ACKed it, p50 / p99)',
+    [row as unknown as Record<string, unknown>],
   );
 }
 

@@ -63,7 +63,11 @@ export const figureKey = {
   restart: (services: number) => `restart.${services}`,
   rest: (polls: number, server: string) => `rest.${polls}.${server}`,
   peers: ([services, streams]: Point, server: string) => `peers.${services}x${streams}.${server}`,
+  registration: (endpoints: number) => `registration.${endpoints}`,
 };
+
+/** Registered endpoints the registration targets are set at (1,000 services, 1,000 ADS streams). */
+const REGISTERED = 10_000;
 
 const [FIRST] = PEER_POINTS as [Point];
 const peer = (point: Point, server: string, field: string) => `${figureKey.peers(point, server)}.${field}`;
@@ -83,6 +87,27 @@ const AGAINST_GCP: [field: string, words: string][] = [
 ];
 
 export const TARGETS: readonly Target[] = [
+  {
+    text: `${count(REGISTERED)} registered endpoints heartbeating every 10 s: server CPU, share of one core`,
+    scenario: 'registration',
+    limit: 10,
+    unit: '%',
+    measure: (f) => one(f.get(`${figureKey.registration(REGISTERED)}.heartbeatCpuPercent`)),
+  },
+  {
+    text: `the same: pushes to 1,000 ADS streams while nothing but heartbeats arrives`,
+    scenario: 'registration',
+    limit: 0,
+    unit: '',
+    measure: (f) => one(f.get(`${figureKey.registration(REGISTERED)}.pushesDuringHeartbeats`)),
+  },
+  {
+    text: `1% of them changing health at once: p99 until all of 1,000 ADS streams have it`,
+    scenario: 'registration',
+    limit: 1000,
+    unit: 'ms',
+    measure: (f) => one(f.get(`${figureKey.registration(REGISTERED)}.healthChangeP99Ms`)),
+  },
   {
     text: `one-route edit, ${count(TREE)} services: apply after the debounce`,
     scenario: 'pipeline',
