@@ -34,8 +34,10 @@ endpoints:
   - { address: ${ip(2)}:8080, zone: c, weight: 2 }
 healthCheck: { type: http, path: /healthz, interval: 5s }
 circuitBreaker: { maxConnections: 1000, maxRequests: 1000 }
-${features ? 'lb: ring_hash\n' : ''}${registrationToken ? `registration: { tokens: ["${registrationToken}"], ttl: 30s }\n` : ''}`;
+${features ? 'lb: ring_hash\n' : ''}${registrationToken ? registrationYaml(registrationToken) : ''}`;
 }
+
+const registrationYaml = (token: string) => `registration: { tokens: ["${token}"], ttl: 30s }\n`;
 
 export function vhostYaml(v: number, routes: number, services: number, variant = '', features = false): string {
   const lines = [`kind: VirtualHost\nname: vh-${v}\ndomains: [vh-${v}.example.com]`];

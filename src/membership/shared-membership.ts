@@ -105,7 +105,8 @@ export class SharedMembership implements MembershipObserver {
         );
       if (removals.length)
         await c.query(
-          'DELETE FROM fleetxds_registrations WHERE (service, address) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
+          'DELETE FROM fleetxds_registrations ' +
+            'WHERE (service, address) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
           [removals.map((r) => r.service), removals.map((r) => r.address)],
         );
     } catch (err) {
