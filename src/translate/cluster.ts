@@ -83,7 +83,9 @@ export function buildCluster(s: ServiceDoc): JsonObject {
         o.successRate?.stdevFactor === undefined ? undefined : Math.round(o.successRate.stdevFactor * 1000),
       success_rate_minimum_hosts: o.successRate?.minimumHosts,
       success_rate_request_volume: o.successRate?.requestVolume,
-      enforcing_success_rate: o.successRate ? (o.successRate.enforcingPercent ?? 100) : undefined,
+      // Only the ejections the operator lists: Envoy (and gRPC, gRFC A50) would otherwise also eject on
+      // success rate by default. 0 is the proto default, so it is written as an explicit wrapper value.
+      enforcing_success_rate: o.successRate ? (o.successRate.enforcingPercent ?? 100) : 0,
       failure_percentage_threshold: o.failurePercentage?.threshold,
       failure_percentage_minimum_hosts: o.failurePercentage?.minimumHosts,
       failure_percentage_request_volume: o.failurePercentage?.requestVolume,
