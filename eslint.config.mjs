@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.node/', '.envoy/', '.data/', 'test/golden/'] },
+  { ignores: ['node_modules/', 'dist/', 'release/', '.node/', '.envoy/', '.data/', 'test/golden/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -47,10 +47,11 @@ export async function bundleServer(outdir = SERVER_DIR, more: readonly string[] 
   });
 }
 
-async function main(): Promise<void> {
+/** Everything `npm run build` makes (the release builds on it). */
+export async function buildAll(): Promise<void> {
   writeProtoDescriptor();
   await build({ ...YAML_BUNDLE, ...FOR_NODE });
   await bundleServer();
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) await buildAll();

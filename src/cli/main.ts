@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 // imported when run, so `serve` loads nothing the other commands need, and the other way round.
 enableCompileCache();
 
-const USAGE = `usage: fleetxds <command> [options]
+const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: version and commit)
   serve    [--config config/fleetxds.yaml]     run the xDS server
   validate <dir> [--json]                       validate a config tree; exit 1 if invalid
   render   <dir> [--group NAME] [--kind KIND]   print the Envoy resources the tree produces
@@ -75,6 +75,10 @@ async function main(argv: string[]): Promise<number | undefined> {
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
+  if (command === '--version' || command === 'version') {
+    process.stdout.write(`${(await import('./version.ts')).versionLine()}\n`);
+    return 0;
+  }
   if (values.help || !command) {
     process.stdout.write(`${USAGE}\n`);
     return command ? 0 : 2;

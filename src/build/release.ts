@@ -1,0 +1,193 @@
+/**
+ * `npm run release` (after `npm run build`): a self-contained archive for linux-x64 and a Debian
+ * package made from it, in release/. Inside, under lib/fleetxds, the project as the bundled server
+ * expects to find it (dist/, proto/, migrations/, the JSON Schema, package.json) with production
+ * dependencies only (better-sqlite3's prebuilt binary included) and the Envoy protos the server
+ * loads (from @grpc/grpc-js-xds), plus the Node.js runtime the tests run on; bin/fleetxds on top;
+ * share/ holds the systemd units, an example settings file and config tree, and the docs. The
+ * target host needs no compiler, npm or network.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join, relative } from 'node:path';
+import { packageDir, projectPath } from '../shared/paths.ts';
+import { SERVER_NODE_FLAGS } from '../shared/runtime-flags.ts';
+
+const ARCH = 'linux-x64';
+
+interface Manifest {
+  version: string;
+  commit: string;
+  node: string;
+}
+
+/** The folders of the production dependencies, as npm installed them. */
+function productionPackages(): string[] {
+  const out = execFileSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], {
+    cwd: projectPath(),
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  });
+  return out
+    .split('\n')
+    .filter((p) => p && p !== projectPath())
+    .map((p) => relative(projectPath(), p));
+}
+
+function gitCommit(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: projectPath(), encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** bin/fleetxds: the command with the Node.js runtime the release ships, and the server's Node flags. */
+export function releaseWrapper(): string {
+  return `#!/bin/sh
+# fleetxds with the Node.js runtime it ships with.
+here=$(dirname "$(readlink -f "$0")")
+lib="$here/../lib/fleetxds"
+exec "$lib/node/bin/node" --enable-source-maps ${SERVER_NODE_FLAGS.join(' ')} "$lib/dist/server/main.js" "$@"
+`;
+}
+
+/** The unit as installed: the packaged command, the paths the package creates. */
+function installedUnit(text: string): string {
+  return text.replace(
+    /^ExecStart=\/usr\/bin\/node (?:--\S+ )*\/opt\/fleetxds\/dist\/server\/main\.js /m,
+    'ExecStart=/usr/bin/fleetxds ',
+  );
+}
+
+export function buildRelease(outDir = projectPath('release')): { archive: string; deb: string; manifest: Manifest } {
+  const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string };
+  const nodeDir = projectPath('.node', '24');
+  if (!existsSync(join(nodeDir, 'bin', 'node')))
+    throw new Error('no Node.js 24 runtime in .node/24 (run bash .ci/node.sh node --version once)');
+  if (!existsSync(projectPath('dist', 'server', 'main.js'))) throw new Error('no dist/server: run npm run build first');
+  const manifest: Manifest = {
+    version: pkg.version,
+    commit: gitCommit(),
+    node: execFileSync(join(nodeDir, 'bin', 'node'), ['--version'], { encoding: 'utf8' }).trim(),
+  };
+  const name = `fleetxds-${manifest.version}-${ARCH}`;
+  const stage = join(outDir, name);
+  rmSync(stage, { recursive: true, force: true });
+  const lib = join(stage, 'lib', 'fleetxds');
+  mkdirSync(lib, { recursive: true });
+  for (const p of ['dist', 'proto', 'migrations', 'package.json', join('config', 'schema')])
+    cpSync(projectPath(p), join(lib, p), { recursive: true });
+  rmSync(join(lib, 'dist', 'server'), { recursive: true, force: true });
+  cpSync(projectPath('dist', 'server'), join(lib, 'dist', 'server'), {
+    recursive: true,
+    filter: (src) => !src.endsWith('.map') || src.includes('main'),
+  });
+  writeFileSync(join(lib, 'dist', 'release.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  // Production packages, and the protos the server loads (a development package of the project).
+  const xds = relative(projectPath(), packageDir('@grpc/grpc-js-xds'));
+  for (const p of [...productionPackages(), xds])
+    cpSync(projectPath(p), join(lib, p), { recursive: true, dereference: true });
+  cpSync(nodeDir, join(lib, 'node'), {
+    recursive: true,
+    filter: (src) => !src.startsWith(join(nodeDir, 'include')) && !src.startsWith(join(nodeDir, 'share')),
+  });
+  mkdirSync(join(stage, 'bin'));
+  writeFileSync(join(stage, 'bin', 'fleetxds'), releaseWrapper());
+  chmodSync(join(stage, 'bin', 'fleetxds'), 0o755);
+  const share = join(stage, 'share', 'fleetxds');
+  mkdirSync(join(share, 'systemd'), { recursive: true });
+  for (const unit of ['fleetxds.service', 'fleetxds-register@.service'])
+    writeFileSync(join(share, 'systemd', unit), installedUnit(readFileSync(projectPath('systemd', unit), 'utf8')));
+  cpSync(projectPath('config', 'services'), join(share, 'example', 'services'), { recursive: true });
+  cpSync(projectPath('config', 'tls'), join(share, 'example', 'tls'), { recursive: true });
+  cpSync(projectPath('config', 'fleetxds.yaml'), join(share, 'example', 'fleetxds.yaml'));
+  cpSync(projectPath('docs'), join(share, 'docs'), { recursive: true });
+  cpSync(projectPath('README.md'), join(share, 'docs', 'README.md'));
+  mkdirSync(outDir, { recursive: true });
+  const archive = join(outDir, `${name}.tar.gz`);
+  execFileSync('tar', ['-C', outDir, '-czf', archive, name]);
+  const deb = debianPackage(stage, outDir, manifest);
+  return { archive, deb, manifest };
+}
+
+/**
+ * The Debian package: the archive's tree under /opt/fleetxds, /usr/bin/fleetxds, the units in
+ * /lib/systemd/system (installed, not started), /etc/fleetxds/fleetxds.yaml as a conffile (kept
+ * across upgrades); the maintainer scripts create the system user and its folders, and removal
+ * leaves /var/lib/fleetxds.
+ */
+function debianPackage(stage: string, outDir: string, m: Manifest): string {
+  const root = join(outDir, `deb-${basename(stage)}`);
+  rmSync(root, { recursive: true, force: true });
+  cpSync(stage, join(root, 'opt', 'fleetxds'), { recursive: true, verbatimSymlinks: true });
+  mkdirSync(join(root, 'usr', 'bin'), { recursive: true });
+  execFileSync('ln', ['-s', '/opt/fleetxds/bin/fleetxds', join(root, 'usr', 'bin', 'fleetxds')]);
+  const units = join(root, 'lib', 'systemd', 'system');
+  mkdirSync(units, { recursive: true });
+  cpSync(join(stage, 'share', 'fleetxds', 'systemd'), units, { recursive: true });
+  mkdirSync(join(root, 'etc', 'fleetxds'), { recursive: true });
+  writeFileSync(
+    join(root, 'etc', 'fleetxds', 'fleetxds.yaml'),
+    readFileSync(projectPath('config', 'fleetxds.yaml'), 'utf8')
+      .replace(/^configDir: .*$/m, 'configDir: /etc/fleetxds/services')
+      .replace(/^database: .*$/m, 'database: /var/lib/fleetxds/fleetxds.db'),
+  );
+  const debian = join(root, 'DEBIAN');
+  mkdirSync(debian);
+  const sizeKb = Math.ceil(duBytes(root) / 1024);
+  writeFileSync(
+    join(debian, 'control'),
+    [
+      'Package: fleetxds',
+      `Version: ${m.version}`,
+      'Architecture: amd64',
+      'Maintainer: fleetxds <fleetxds@localhost>',
+      `Installed-Size: ${sizeKb}`,
+      'Depends: adduser',
+      'Section: net',
+      'Priority: optional',
+      `Description: xDS configuration server for Envoy fleets on VMs (commit ${m.commit})`,
+      ' Serves Envoy and proxyless gRPC clients from YAML service definitions kept in git.',
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(join(debian, 'conffiles'), '/etc/fleetxds/fleetxds.yaml\n');
+  const script = (name: string, body: string) => {
+    writeFileSync(join(debian, name), `#!/bin/sh\nset -e\n${body}`);
+    chmodSync(join(debian, name), 0o755);
+  };
+  script(
+    'postinst',
+    `if [ "$1" = configure ]; then
+  getent passwd fleetxds >/dev/null || adduser --system --group --home /var/lib/fleetxds --no-create-home fleetxds
+  install -d -o fleetxds -g fleetxds -m 0750 /var/lib/fleetxds
+  install -d -m 0755 /etc/fleetxds/services
+  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+fi
+`,
+  );
+  script(
+    'postrm',
+    `# The state directory (history, pins, registrations) stays; purge says what to delete.
+if [ "$1" = purge ]; then echo "fleetxds: /var/lib/fleetxds is kept; remove it by hand if it is not needed"; fi
+`,
+  );
+  const deb = join(outDir, `fleetxds_${m.version}_amd64.deb`);
+  execFileSync('fakeroot', ['dpkg-deb', '-Zgzip', '--build', root, deb], { stdio: 'ignore' });
+  rmSync(root, { recursive: true, force: true });
+  return deb;
+}
+
+function duBytes(dir: string): number {
+  return Number(execFileSync('du', ['-sb', dir], { encoding: 'utf8' }).split('\t')[0]);
+}
+
+if (import.meta.main) {
+  const r = buildRelease();
+  const mb = (f: string) => `${(statSync(f).size / 1048576).toFixed(1)} MB`;
+  process.stdout.write(
+    `fleetxds ${r.manifest.version} (commit ${r.manifest.commit}, Node.js ${r.manifest.node})\n` +
+      `  ${r.archive} ${mb(r.archive)}\n  ${r.deb} ${mb(r.deb)}\n`,
+  );
+}
