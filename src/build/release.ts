@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
-import { packageDir, projectPath } from '../shared/paths.ts';
+import { projectPath } from '../shared/paths.ts';
 import { SERVER_NODE_FLAGS } from '../shared/runtime-flags.ts';
 
 const ARCH = 'linux-x64';
@@ -22,21 +22,21 @@ interface Manifest {
 }
 
 /** The folders of the production dependencies, as npm installed them. */
-function productionPackages(): string[] {
+function productionPackages(root: string): string[] {
   const out = execFileSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], {
-    cwd: projectPath(),
+    cwd: root,
     encoding: 'utf8',
     maxBuffer: 1 << 24,
   });
   return out
     .split('\n')
-    .filter((p) => p && p !== projectPath())
-    .map((p) => relative(projectPath(), p));
+    .filter((p) => p && p !== root)
+    .map((p) => relative(root, p));
 }
 
-function gitCommit(): string {
+function gitCommit(root: string): string {
   try {
-    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: projectPath(), encoding: 'utf8' }).trim();
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
   } catch {
     return 'unknown';
   }
@@ -60,15 +60,23 @@ function installedUnit(text: string): string {
   );
 }
 
-export function buildRelease(outDir = projectPath('release')): { archive: string; deb: string; manifest: Manifest } {
-  const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string };
+/**
+ * `root`: the checkout to package (built already); another one than this (an earlier commit, for
+ * the upgrade test) is packaged the same way, with this checkout's Node.js runtime.
+ */
+export function buildRelease(
+  outDir = projectPath('release'),
+  root = projectPath(),
+): { archive: string; deb: string; manifest: Manifest } {
+  const at = (...parts: string[]) => join(root, ...parts);
+  const pkg = JSON.parse(readFileSync(at('package.json'), 'utf8')) as { version: string };
   const nodeDir = projectPath('.node', '24');
   if (!existsSync(join(nodeDir, 'bin', 'node')))
     throw new Error('no Node.js 24 runtime in .node/24 (run bash .ci/node.sh node --version once)');
-  if (!existsSync(projectPath('dist', 'server', 'main.js'))) throw new Error('no dist/server: run npm run build first');
+  if (!existsSync(at('dist', 'server', 'main.js'))) throw new Error('no dist/server: run npm run build first');
   const manifest: Manifest = {
     version: pkg.version,
-    commit: gitCommit(),
+    commit: gitCommit(root),
     node: execFileSync(join(nodeDir, 'bin', 'node'), ['--version'], { encoding: 'utf8' }).trim(),
   };
   const name = `fleetxds-${manifest.version}-${ARCH}`;
@@ -77,17 +85,17 @@ export function buildRelease(outDir = projectPath('release')): { archive: string
   const lib = join(stage, 'lib', 'fleetxds');
   mkdirSync(lib, { recursive: true });
   for (const p of ['dist', 'proto', 'migrations', 'package.json', join('config', 'schema')])
-    cpSync(projectPath(p), join(lib, p), { recursive: true });
+    cpSync(at(p), join(lib, p), { recursive: true });
   rmSync(join(lib, 'dist', 'server'), { recursive: true, force: true });
-  cpSync(projectPath('dist', 'server'), join(lib, 'dist', 'server'), {
+  cpSync(at('dist', 'server'), join(lib, 'dist', 'server'), {
     recursive: true,
     filter: (src) => !src.endsWith('.map') || src.includes('main'),
   });
   writeFileSync(join(lib, 'dist', 'release.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   // Production packages, and the protos the server loads (a development package of the project).
-  const xds = relative(projectPath(), packageDir('@grpc/grpc-js-xds'));
-  for (const p of [...productionPackages(), xds])
-    cpSync(projectPath(p), join(lib, p), { recursive: true, dereference: true });
+  const xds = join('node_modules', '@grpc', 'grpc-js-xds');
+  for (const p of [...productionPackages(root), xds])
+    cpSync(at(p), join(lib, p), { recursive: true, dereference: true });
   cpSync(nodeDir, join(lib, 'node'), {
     recursive: true,
     filter: (src) => !src.startsWith(join(nodeDir, 'include')) && !src.startsWith(join(nodeDir, 'share')),
@@ -98,16 +106,17 @@ export function buildRelease(outDir = projectPath('release')): { archive: string
   const share = join(stage, 'share', 'fleetxds');
   mkdirSync(join(share, 'systemd'), { recursive: true });
   for (const unit of ['fleetxds.service', 'fleetxds-register@.service'])
-    writeFileSync(join(share, 'systemd', unit), installedUnit(readFileSync(projectPath('systemd', unit), 'utf8')));
-  cpSync(projectPath('config', 'services'), join(share, 'example', 'services'), { recursive: true });
-  cpSync(projectPath('config', 'tls'), join(share, 'example', 'tls'), { recursive: true });
-  cpSync(projectPath('config', 'fleetxds.yaml'), join(share, 'example', 'fleetxds.yaml'));
-  cpSync(projectPath('docs'), join(share, 'docs'), { recursive: true });
-  cpSync(projectPath('README.md'), join(share, 'docs', 'README.md'));
+    if (existsSync(at('systemd', unit)))
+      writeFileSync(join(share, 'systemd', unit), installedUnit(readFileSync(at('systemd', unit), 'utf8')));
+  cpSync(at('config', 'services'), join(share, 'example', 'services'), { recursive: true });
+  cpSync(at('config', 'tls'), join(share, 'example', 'tls'), { recursive: true });
+  cpSync(at('config', 'fleetxds.yaml'), join(share, 'example', 'fleetxds.yaml'));
+  cpSync(at('docs'), join(share, 'docs'), { recursive: true });
+  cpSync(at('README.md'), join(share, 'docs', 'README.md'));
   mkdirSync(outDir, { recursive: true });
   const archive = join(outDir, `${name}.tar.gz`);
   execFileSync('tar', ['-C', outDir, '-czf', archive, name]);
-  const deb = debianPackage(stage, outDir, manifest);
+  const deb = debianPackage(stage, outDir, manifest, at('config', 'fleetxds.yaml'));
   return { archive, deb, manifest };
 }
 
@@ -117,7 +126,7 @@ export function buildRelease(outDir = projectPath('release')): { archive: string
  * across upgrades); the maintainer scripts create the system user and its folders, and removal
  * leaves /var/lib/fleetxds.
  */
-function debianPackage(stage: string, outDir: string, m: Manifest): string {
+function debianPackage(stage: string, outDir: string, m: Manifest, settings: string): string {
   const root = join(outDir, `deb-${basename(stage)}`);
   rmSync(root, { recursive: true, force: true });
   cpSync(stage, join(root, 'opt', 'fleetxds'), { recursive: true, verbatimSymlinks: true });
@@ -129,7 +138,7 @@ function debianPackage(stage: string, outDir: string, m: Manifest): string {
   mkdirSync(join(root, 'etc', 'fleetxds'), { recursive: true });
   writeFileSync(
     join(root, 'etc', 'fleetxds', 'fleetxds.yaml'),
-    readFileSync(projectPath('config', 'fleetxds.yaml'), 'utf8')
+    readFileSync(settings, 'utf8')
       .replace(/^configDir: .*$/m, 'configDir: /etc/fleetxds/services')
       .replace(/^database: .*$/m, 'database: /var/lib/fleetxds/fleetxds.db'),
   );
