@@ -37,18 +37,11 @@ import { changesServed, rulesOf, servedRollout, servingChanged, type ActiveRollo
 import { checkTree } from './check-tree.ts';
 import type { Decision, DecisionResult } from '../decisions/decision.ts';
 import type { EnvoyChecker } from './envoy-check.ts';
+import type { ServedPatchInfo } from '../admin/control.ts';
 import type { Membership } from '../membership/membership.ts';
 import type { ServiceDoc } from '../model/schema.ts';
 import { buildLoadAssignment } from '../translate/endpoints.ts';
 import { findByName } from '../shared/sorted-lists.ts';
-
-export interface ServedPatch {
-  name: string;
-  groups: readonly string[] | 'all';
-  target: string;
-  form: 'merge' | 'jsonPatch' | 'filters';
-  description?: string;
-}
 
 export type ApplyOutcome =
   | { status: 'applied'; versionId: number; diagnostics: Diagnostic[] }
@@ -137,7 +130,7 @@ export class ConfigPipeline {
   }
 
   /** The EnvoyPatch documents of the newest applied version, with the groups each applies to. */
-  get servedPatches(): ServedPatch[] {
+  get servedPatches(): ServedPatchInfo[] {
     const model = this.inputs?.revision.model;
     if (!model) return [];
     return (model.envoyPatches ?? []).map((p) => ({
