@@ -19,6 +19,8 @@ import type { RegistrationStore, StoredRegistration } from '../store/registratio
 export type Health = StoredRegistration['health'];
 
 export const DEFAULT_TTL = '30s';
+/** Registered endpoints one service takes at the most. */
+export const MAX_PER_SERVICE = 10_000;
 export const DEFAULT_DRAIN = '30s';
 
 /** What a VM sends with each heartbeat. */
@@ -121,6 +123,12 @@ export class Membership {
       throw new FleetError(ErrorCodes.FORBIDDEN, `${hp.host} is outside the addresses service "${service}" takes`);
     const k = key(service, req.address);
     const before = this.entries.get(k);
+    // Even an allowed caller cannot grow a service without bound.
+    if (!before && this.countOf(service) >= MAX_PER_SERVICE)
+      throw new FleetError(
+        ErrorCodes.FORBIDDEN,
+        `service "${service}" has ${MAX_PER_SERVICE} registered endpoints, the most one service takes`,
+      );
     const entry: StoredRegistration = {
       service,
       address: req.address,
@@ -206,6 +214,13 @@ export class Membership {
           ...(e.zone !== undefined && { zone: e.zone }),
         });
     return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  }
+
+  /** A service's registered endpoints (counted when one joins: joining is rare, heartbeats are not). */
+  private countOf(service: string): number {
+    let n = 0;
+    for (const e of this.entries.values()) if (e.service === service) n++;
+    return n;
   }
 
   /** Every registration, for the status API. */

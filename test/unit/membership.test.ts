@@ -5,7 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { effectiveState, Membership } from '../../src/membership/membership.ts';
+import { effectiveState, MAX_PER_SERVICE, Membership } from '../../src/membership/membership.ts';
 import type { RegistrationDoc } from '../../src/model/schema.ts';
 import { FleetError } from '../../src/shared/errors.ts';
 import { openStores } from '../../src/store/database.ts';
@@ -121,6 +121,21 @@ test('refusals: no policy, a token or name it does not list, an address or port 
     code(() => m.heartbeat('app', { address: '10.9.9.9:80' }, 'x')),
     'ok',
   );
+});
+
+test('a service takes at most MAX_PER_SERVICE endpoints; heartbeats of those it has still pass', () => {
+  const { m } = setup({ tokens: ['a'.repeat(64)], ttl: '1h' });
+  for (let i = 0; i < MAX_PER_SERVICE; i++)
+    m.heartbeat('app', { address: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}:80` }, 'vm');
+  let refused = '';
+  try {
+    m.heartbeat('app', { address: '10.200.0.1:80' }, 'vm');
+  } catch (err) {
+    refused = (err as FleetError).message;
+  }
+  assert.match(refused, /has 10000 registered endpoints, the most one service takes/);
+  assert.is(m.heartbeat('app', { address: '10.0.0.7:80' }, 'vm'), 'healthy');
+  assert.is(m.members('app').length, MAX_PER_SERVICE);
 });
 
 test.run();
