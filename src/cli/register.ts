@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { parseHostPort } from '../model/addresses.ts';
 import { parseDurationMs } from '../shared/duration.ts';
 
 export interface RegisterOptions {
@@ -31,8 +32,9 @@ export function localCheck(check: string | undefined, address: string): Promise<
   return new Promise((resolve) => {
     const done = (ok: boolean) => resolve(ok ? 'healthy' : 'unhealthy');
     if (check === 'tcp') {
-      const i = address.lastIndexOf(':');
-      const s = net.connect({ host: address.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(address.slice(i + 1)) });
+      const hp = parseHostPort(address);
+      if (!hp) return done(false);
+      const s = net.connect({ host: hp.host, port: hp.port });
       s.setTimeout(2000, () => (s.destroy(), done(false)));
       s.once('connect', () => (s.destroy(), done(true)));
       s.once('error', () => done(false));

@@ -9,6 +9,7 @@
  * A change of membership or of an endpoint's state is reported (`onChange`) and stored; a heartbeat
  * that changes nothing is neither: many heartbeats, one push only when something changed.
  */
+import { BlockList, isIP } from 'node:net';
 import { cidrRange, parseHostPort } from '../model/addresses.ts';
 import type { RegistrationDoc } from '../model/schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
@@ -59,6 +60,21 @@ export function effectiveState(
   if (silent >= 2 * ttlMs) return 'gone';
   if (silent >= ttlMs) return 'unhealthy';
   return e.health;
+}
+
+/** A policy's allowed addresses, compiled once per policy document (the same object while it is served). */
+const BLOCKS = new WeakMap<RegistrationDoc, BlockList>();
+
+function allowedBlocks(policy: RegistrationDoc): BlockList {
+  let b = BLOCKS.get(policy);
+  if (b) return b;
+  b = new BlockList();
+  for (const c of policy.addresses ?? []) {
+    const r = cidrRange(c)!;
+    b.addSubnet(r.address_prefix, r.prefix_len, isIP(r.address_prefix) === 6 ? 'ipv6' : 'ipv4');
+  }
+  BLOCKS.set(policy, b);
+  return b;
 }
 
 const key = (service: string, address: string) => `${service}\u0000${address}`;
@@ -119,7 +135,7 @@ export class Membership {
     if (!hp || !cidrRange(hp.host)) throw new FleetError(ErrorCodes.BAD_REQUEST, `"${req.address}" is not IP:port`);
     if (policy.ports && !policy.ports.includes(hp.port))
       throw new FleetError(ErrorCodes.FORBIDDEN, `port ${hp.port} is not one service "${service}" takes`);
-    if (policy.addresses && !policy.addresses.some((c) => inCidr(hp.host, c)))
+    if (policy.addresses && !allowedBlocks(policy).check(hp.host, isIP(hp.host) === 6 ? 'ipv6' : 'ipv4'))
       throw new FleetError(ErrorCodes.FORBIDDEN, `${hp.host} is outside the addresses service "${service}" takes`);
     const k = key(service, req.address);
     const before = this.entries.get(k);
@@ -278,32 +294,4 @@ export class Membership {
     }
     this.onChange(services);
   }
-}
-
-function inCidr(ip: string, cidr: string): boolean {
-  const range = cidrRange(cidr);
-  const host = cidrRange(ip);
-  if (!range || !host || range.address_prefix.includes(':') !== host.address_prefix.includes(':')) return false;
-  const bits = (a: string) =>
-    a.includes(':')
-      ? expand6(a)
-      : a
-          .split('.')
-          .map((x) => Number(x).toString(2).padStart(8, '0'))
-          .join('');
-  return bits(host.address_prefix).slice(0, range.prefix_len) === bits(range.address_prefix).slice(0, range.prefix_len);
-}
-
-function expand6(a: string): string {
-  const [head, tail = ''] = a.split('::');
-  const h = head ? head.split(':') : [];
-  const t = tail ? tail.split(':') : [];
-  const groups = a.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h;
-  return groups
-    .map((g) =>
-      parseInt(g || '0', 16)
-        .toString(2)
-        .padStart(16, '0'),
-    )
-    .join('');
 }

@@ -20,7 +20,7 @@ import {
 } from './traffic-checks.ts';
 import { Codes } from '../shared/diagnostics.ts';
 import type { Diagnostic, PathSegment } from '../shared/diagnostics.ts';
-import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
+import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
 import type {
   AccessLogDoc,
   HeadersDoc,
@@ -618,8 +618,6 @@ function checkStringMatch(
     sink.error(Codes.INVALID_VALUE, r, path, `use only one of exact, prefix, regex, present (got ${set.join(', ')})`);
   if (m.regex !== undefined) checkRegex(m.regex, [...path, 'regex'], r, sink);
 }
-
-export type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;
 
 /**
  * What a port carries: HTTP (virtualHosts) or TCP (tcp: one service or a split), and the server

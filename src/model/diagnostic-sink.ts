@@ -2,6 +2,7 @@ import { Codes, type Diagnostic, type DiagnosticCode, type Severity } from '../s
 import type { PathSegment } from '../shared/diagnostics.ts';
 import { YamlLocator } from './yaml-locate.ts';
 import type { Origin } from './types.ts';
+import type { ServiceDoc } from './schema.ts';
 import { appendAll } from '../shared/arrays.ts';
 
 /** A document as validation sees it: its origin plus the text needed to locate fields lazily. */
@@ -10,6 +11,9 @@ export interface DocRef {
   kind: string;
   name: string;
 }
+
+/** Looks a service up for a check, reporting (at `path` of `r`) when it does not exist. */
+export type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;
 
 /** Formats `['routes', 0, 'match']` as `routes[0].match`. */
 export function formatPath(path: readonly PathSegment[]): string {

@@ -7,12 +7,10 @@ import { Codes, type PathSegment } from '../shared/diagnostics.ts';
 import { parseDurationMs } from '../shared/duration.ts';
 import { globToRegex } from '../shared/glob.ts';
 import { cidrRange } from './addresses.ts';
-import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
+import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
 import type { AccessDoc, ClientNameDoc, GlobalRateLimitDoc, JwtDoc, RateLimitDoc } from './protection-schema.ts';
 import { checkRegex } from './regex-check.ts';
 import type { ListenerDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from './schema.ts';
-
-type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;
 
 /** Members of a JWK that only a private or symmetric key has. */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'] as const;

@@ -4,12 +4,10 @@
  * protocol, and settings that only make sense together.
  */
 import { Codes, type PathSegment } from '../shared/diagnostics.ts';
-import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
+import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
 import { checkRegex } from './regex-check.ts';
 import type { GrpcRouteDoc, ListenerDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from './schema.ts';
 import type { CorsDoc } from './traffic-schema.ts';
-
-type NeedService = (r: DocRef, path: PathSegment[], name: string) => ServiceDoc | undefined;
 
 function checkCors(c: CorsDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
   c.origins.forEach((o, i) => {

@@ -15,17 +15,24 @@ export interface PeerCertificateLike {
   subjectaltname?: string;
 }
 
+/** A certificate's subject alternative names of the given kinds (URI, DNS), without their prefix. */
+export function sanNames(cert: PeerCertificateLike | undefined, kinds: readonly ('URI' | 'DNS')[]): string[] {
+  return (cert?.subjectaltname ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .flatMap((s) => {
+      const colon = s.indexOf(':');
+      return (kinds as readonly string[]).includes(s.slice(0, colon)) ? [s.slice(colon + 1)] : [];
+    });
+}
+
 export function checkNodeIdentity(
   node: Pick<NodeIdentity, 'id' | 'cluster'>,
   cert: PeerCertificateLike | undefined,
   prefix: string,
 ): string | undefined {
   if (!cert) return 'a client certificate is required';
-  const uris = (cert.subjectaltname ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.startsWith('URI:'))
-    .map((s) => s.slice(4));
+  const uris = sanNames(cert, ['URI']);
   const ids = uris.filter((u) => u.startsWith(`${prefix}node/`)).map((u) => u.slice(prefix.length + 5));
   const clusters = uris.filter((u) => u.startsWith(`${prefix}cluster/`)).map((u) => u.slice(prefix.length + 8));
   if (!ids.some((p) => compileGlob(p).test(node.id)))

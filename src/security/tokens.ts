@@ -26,14 +26,19 @@ export class TokenAuth {
 
   /** The token's name and role, or undefined. Accepts `Bearer <token>`. */
   check(authorization: string | undefined): { name: string; role: Role } | undefined {
-    const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
-    if (!token) return undefined;
-    const digest = createHash('sha256').update(token).digest();
+    const digest = bearerDigest(authorization);
+    if (!digest) return undefined;
     let found: { name: string; role: Role } | undefined;
     for (const e of this.entries)
       if (e.digest.length === 32 && timingSafeEqual(e.digest, digest)) found = { name: e.name, role: e.role };
     return found;
   }
+}
+
+/** The sha256 of the token in an `Authorization: Bearer <token>` header, or undefined. */
+export function bearerDigest(authorization: string | undefined): Buffer | undefined {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+  return token === undefined ? undefined : createHash('sha256').update(token).digest();
 }
 
 /** A new random token and the digest to put in the settings. */

@@ -90,7 +90,10 @@ function controlPlaneParts(json: unknown, out: string[] = []): string[] {
 }
 
 function sameParts(a: string[], b: string[]): boolean {
-  return a.length === b.length && a.sort().every((x, i) => x === b.sort()[i]);
+  if (a.length !== b.length) return false;
+  a.sort();
+  b.sort();
+  return a.every((x, i) => x === b[i]);
 }
 
 const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);

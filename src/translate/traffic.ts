@@ -6,7 +6,7 @@
 import type { ListenerDoc, VirtualHostDoc } from '../model/schema.ts';
 import type { CompressionDoc, CorsDoc, MirrorDoc, TracingDoc } from '../model/traffic-schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
-import { compact, TYPE, type JsonObject } from './common.ts';
+import { compact, stringMatcher, TYPE, type JsonObject } from './common.ts';
 
 const CORS_FILTER = 'envoy.filters.http.cors';
 const ALGORITHMS = ['gzip', 'brotli', 'zstd'] as const;
@@ -38,13 +38,7 @@ export function mirrorPolicies(m: MirrorDoc | undefined): JsonObject[] | undefin
 function corsPolicy(c: CorsDoc): JsonObject {
   return compact({
     '@type': TYPE.corsPolicy,
-    allow_origin_string_match: c.origins.map((o) =>
-      o.exact !== undefined
-        ? { exact: o.exact }
-        : o.prefix !== undefined
-          ? { prefix: o.prefix }
-          : { safe_regex: { regex: o.regex } },
-    ),
+    allow_origin_string_match: c.origins.map((o) => stringMatcher(o)),
     allow_methods: c.methods?.join(','),
     allow_headers: c.allowHeaders?.join(','),
     expose_headers: c.exposeHeaders?.join(','),

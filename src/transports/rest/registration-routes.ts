@@ -8,10 +8,10 @@
  * The caller proves who it is with a client certificate whose name the Service's `registration`
  * allows, or a bearer token whose sha256 it lists. A refusal is answered 403 and audited.
  */
-import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Credentials, Membership, RegisterRequest } from '../../membership/membership.ts';
-import { verifiedPeerCertificate } from '../../security/node-identity.ts';
+import { sanNames, verifiedPeerCertificate } from '../../security/node-identity.ts';
+import { bearerDigest } from '../../security/tokens.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 
 export interface RegistrationApi {
@@ -22,16 +22,10 @@ export interface RegistrationApi {
 
 /** The names of a verified client certificate (URI and DNS SANs), and the sha256 of a bearer token. */
 function credentialsOf(req: FastifyRequest): Credentials {
-  const cert = verifiedPeerCertificate(req.raw.socket);
-  const names = (cert?.subjectaltname ?? '')
-    .split(',')
-    .map((x) => x.trim())
-    .flatMap((x) => (x.startsWith('URI:') ? [x.slice(4)] : x.startsWith('DNS:') ? [x.slice(4)] : []));
-  const auth = req.headers.authorization;
-  const token = auth?.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
+  const digest = bearerDigest(req.headers.authorization);
   return {
-    certificateNames: names,
-    ...(token && { tokenSha256: createHash('sha256').update(token).digest('hex') }),
+    certificateNames: sanNames(verifiedPeerCertificate(req.raw.socket), ['URI', 'DNS']),
+    ...(digest && { tokenSha256: digest.toString('hex') }),
   };
 }
 
