@@ -1,6 +1,6 @@
 /**
  * Rate limits through real Envoy 1.40 and 1.36 (one Envoy each):
- *  - local: 150 requests at once against 100 per second give 100 +- 5 answers 200 and the rest 429
+ *  - local: 150 requests at once against 100 per minute give 100 +- 5 answers 200 and the rest 429
  *    with x-ratelimit-* headers; a route with rateLimit: false is not limited; a limit per client
  *    address gives each client its own bucket;
  *  - global, through Envoy's rate-limit service protocol to a test server speaking
@@ -123,7 +123,7 @@ routes:
     const releases = await perRelease(
       freePorts('local', 'perClient', 'global', 'downOpen', 'downClosed'),
       (_v, p, g) => [
-        listener('local', g, p.local, 'limited', 'rateLimit: { requests: 100, per: 1s }\n'),
+        listener('local', g, p.local, 'limited', 'rateLimit: { requests: 100, per: 1m }\n'),
         listener('per-client', g, p.perClient, 'per-client', ''),
         listener('global', g, p.global, 'global', 'rateLimitService: { service: rls, domain: edge, timeout: 1s }\n'),
         listener('open', g, p.downOpen, 'global', 'rateLimitService: { service: rls-down, domain: edge }\n'),
@@ -150,10 +150,11 @@ test.after(async () => {
   for (const s of servers) s.close();
 });
 
-test('local: 150 requests at once against 100 per second: 100 +- 5 pass, the rest get 429 with the headers', async () => {
+// The bucket refills continuously (100 a minute is under two a second), so a burst that a slow machine
+// spreads over a second still meets a full bucket plus at most two tokens; each release's listener takes
+// one burst only.
+test('local: 150 requests at once against 100 per minute: 100 +- 5 pass, the rest get 429 with the headers', async () => {
   for (const v of ENVOY_VERSIONS) {
-    // A fresh bucket: nothing was sent to this listener within the last second.
-    await new Promise((r) => setTimeout(r, 1100));
     const answers = await burst(byRelease.get(v)!.local, '/x', 150);
     const ok = answers.filter((h) => Number(h[':status']) === 200).length;
     const limited = answers.filter((h) => Number(h[':status']) === 429);
