@@ -39,7 +39,7 @@ function open(i: number): void {
   const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
     'grpc.use_local_subchannel_pool': 1,
     'grpc.max_receive_message_length': -1,
-  } as grpc.ChannelOptions);
+  });
   const call = client.S();
   const st: StreamState = { ready: false, got: new Set(), bytes: 0 };
   states[i] = st;
@@ -103,7 +103,7 @@ process.on('message', (m: { type: string; typeUrl?: string }) => {
   if (m.type === 'exit') process.exit(0);
 });
 
-(async () => {
+void (async () => {
   for (let i = 0; i < count; i++) {
     open(i);
     if (i % 100 === 99) await new Promise((r) => setTimeout(r, 60));

@@ -91,7 +91,7 @@ const PROTOCOLS: Record<
     make: (o) => {
       const s = new SotwStream(o);
       return {
-        handle: (req) => s.handle(req as SotwRequest),
+        handle: (req) => s.handle(req),
         close: () => s.close(),
         decode: (bytes) => decodeSotwRequest(SOTW_REQUEST, bytes, false, (typeUrl) => s.subscriptionOf(typeUrl)),
       };
@@ -109,7 +109,7 @@ const PROTOCOLS: Record<
     make: (o) => {
       const s = new DeltaStream(o);
       return {
-        handle: (req) => s.handle(req as DeltaRequest),
+        handle: (req) => s.handle(req),
         close: () => s.close(),
         decode: (bytes) => decodeDeltaRequest(DELTA_REQUEST, bytes, false),
       };

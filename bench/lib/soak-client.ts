@@ -28,7 +28,7 @@ function open(id: string, behaviour: 'ack' | 'nack' | 'stall'): () => void {
   const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
     'grpc.use_local_subchannel_pool': 1,
     'grpc.max_receive_message_length': -1,
-  } as grpc.ChannelOptions);
+  });
   const call = client.S();
   let edsRequested = false;
   call.on('data', ({ msg }) => {
@@ -66,7 +66,7 @@ function open(id: string, behaviour: 'ack' | 'nack' | 'stall'): () => void {
   };
 }
 
-(async () => {
+void (async () => {
   const end = Date.now() + totalSeconds * 1000;
   for (let wave = 0; Date.now() < end; wave++) {
     const closers: (() => void)[] = [];

@@ -67,7 +67,7 @@ function forgedNack(id: string): Promise<void> {
   });
 }
 
-(async () => {
+void (async () => {
   const end = Date.now() + totalSeconds * 1000;
   let i = 0;
   let last = Date.now();

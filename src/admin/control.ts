@@ -5,6 +5,7 @@
  */
 import type { DecisionResult, SharedDecisionStatus } from '../decisions/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
+import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { AuditEntry } from '../store/audit.ts';
 import type { NackEvent } from '../store/nacks.ts';
 import type { Pin } from '../store/pins.ts';
@@ -49,6 +50,8 @@ export interface AdminControl {
   secrets(): ServedSecretInfo[];
   /** The EnvoyPatch documents of the served version, with their groups and targets. */
   patches?(): ServedPatchInfo[];
+  /** The group as its newest applied version serves it, with no pin or rollout stage (for `explain`). */
+  newestGroup?(group: string): GroupSnapshot | undefined;
   /** Endpoints registered at run time: service, address, state, last heartbeat, identity. */
   registrations?(): RegistrationInfo[];
   /**

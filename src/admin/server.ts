@@ -2,10 +2,12 @@
  * Admin/status HTTP API (fastify). Read-only in this version; bind it to localhost. Token auth,
  * the web page and metrics come with the operations issue.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { fastifyLogger } from '../shared/fastify-logger.ts';
 import type { Logger } from 'pino';
 import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import type { AdminControl } from './control.ts';
+import { explainNode, gatherFacts } from './explain.ts';
 import { peerNodes, type ReplicaNode, type ReplicaSettings } from './peers.ts';
 import type { Metrics } from '../status/metrics.ts';
 import type { TokenAuth } from '../security/tokens.ts';
@@ -34,6 +36,8 @@ export interface AdminDeps {
   unreadableTree?: () => { since: string; reason: string; failedReads: number; nextReadAt: string } | undefined;
   /** /readyz answers 503 while this replica cannot know whether it missed shared decisions. */
   notReadyWhileUnknown?: boolean;
+  /** grpc.serveLastAckedOnNack: what explains a node served its group's last accepted version. */
+  serveLastAckedOnNack?: boolean;
   /** The certificates fleetxds's own TLS listeners serve now. */
   listenerCertificates?: () => { listener: string; subject: string; fingerprint: string; notAfter: Date }[];
 }
@@ -65,14 +69,17 @@ function decisionBody(body: unknown): { versionId?: number; actor?: string } {
 
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
   const app = Fastify({
-    loggerInstance: deps.log.child({ component: 'admin' }, { level: 'warn' }) as FastifyBaseLogger,
+    loggerInstance: fastifyLogger(deps.log.child({ component: 'admin' }, { level: 'warn' })),
     bodyLimit: 64 * 1024,
     requestTimeout: 30_000,
   });
 
   // Refusals of operator decisions carry a stable code and their HTTP status (404 for an unknown version...).
   app.setErrorHandler((err, _req, reply) => {
-    if (err instanceof FleetError) return reply.code(err.httpStatus).send({ error: err.message, code: err.code });
+    if (err instanceof FleetError) {
+      if (err.code === ErrorCodes.UNAUTHENTICATED) void reply.header('www-authenticate', 'Bearer');
+      return reply.code(err.httpStatus).send({ error: err.message, code: err.code });
+    }
     return reply.send(err);
   });
   // Before any route reads a body: conversions of nested values recurse.
@@ -80,13 +87,13 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     if (nestedDeeperThan(req.body, MAX_BODY_DEPTH))
       throw new FleetError(ErrorCodes.BAD_REQUEST, `the body is nested deeper than ${MAX_BODY_DEPTH} levels`);
   });
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', async (req) => {
     // The page itself holds no data; everything it shows comes from the API, which needs a token.
     if (!deps.tokens?.enabled || req.url === '/healthz' || req.url === '/readyz' || req.url === '/') return;
     const who = deps.tokens.check(req.headers.authorization);
-    if (!who) return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
+    if (!who) throw new FleetError(ErrorCodes.UNAUTHENTICATED, 'a bearer token is required');
     if (req.method !== 'GET' && req.method !== 'HEAD' && who.role !== 'admin')
-      return reply.code(403).send({ error: `token "${who.name}" is read-only` });
+      throw new FleetError(ErrorCodes.FORBIDDEN, `token "${who.name}" is read-only`);
     (req as unknown as { actor: string }).actor = who.name;
   });
   const actorOf = (req: unknown, fallback: string) => (req as { actor?: string }).actor ?? fallback;
@@ -113,7 +120,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     };
   });
   app.get('/metrics', async (_req, reply) => {
-    if (!deps.metrics) return reply.code(404).send({ error: 'metrics disabled' });
+    if (!deps.metrics) throw new FleetError(ErrorCodes.NOT_FOUND, 'metrics disabled');
     return reply.type('text/plain; version=0.0.4').send(await deps.metrics.text());
   });
   app.get('/readyz', async (_req, reply) => {
@@ -131,9 +138,9 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     return { ready: true, versionId: cur.versionId };
   });
 
-  app.get('/api/v1/config', async (_req, reply) => {
+  app.get('/api/v1/config', async () => {
     const cur = deps.cache.current;
-    if (!cur) return reply.code(404).send({ error: 'no config version applied yet' });
+    if (!cur) throw new FleetError(ErrorCodes.NOT_FOUND, 'no config version applied yet');
     const groups = Object.fromEntries(
       [...cur.groups].map(([name, g]) => [
         name,
@@ -158,12 +165,12 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     };
   });
 
-  app.get<{ Params: { group: string; kind: string } }>('/api/v1/groups/:group/resources/:kind', async (req, reply) => {
+  app.get<{ Params: { group: string; kind: string } }>('/api/v1/groups/:group/resources/:kind', async (req) => {
     const cur = deps.cache.current;
     const g = cur?.groups.get(req.params.group);
-    if (!g) return reply.code(404).send({ error: `no node group "${req.params.group}"` });
+    if (!g) throw new FleetError(ErrorCodes.UNKNOWN_GROUP, `no node group "${req.params.group}"`);
     if (!(RESOURCE_KINDS as readonly string[]).includes(req.params.kind))
-      return reply.code(404).send({ error: `kind must be one of ${RESOURCE_KINDS.join(', ')}` });
+      throw new FleetError(ErrorCodes.NOT_FOUND, `kind must be one of ${RESOURCE_KINDS.join(', ')}`);
     const t = g.types[req.params.kind as ResourceKind];
     // Secrets carry private keys: status shows who has which secret, by fingerprint, never the bytes.
     const shown =
@@ -191,9 +198,10 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
       }),
     };
   });
-  app.get<{ Params: { a: string; b: string } }>('/api/v1/versions/:a/diff/:b', async (req, reply) => {
+  app.get<{ Params: { a: string; b: string } }>('/api/v1/versions/:a/diff/:b', async (req) => {
     const d = deps.control.diff(Number(req.params.a), Number(req.params.b));
-    return d ?? reply.code(404).send({ error: 'unknown version (or one without stored resources)' });
+    if (!d) throw new FleetError(ErrorCodes.UNKNOWN_VERSION, 'unknown version (or one without stored resources)');
+    return d;
   });
   app.post('/api/v1/rollback', async (req) => {
     const body = decisionBody(req.body);
@@ -214,18 +222,19 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     return { unpinned: req.params.group, result };
   });
   app.get('/api/v1/rollout', async () => deps.control.rollout());
-  app.post<{ Params: { command: string } }>('/api/v1/rollout/:command', async (req, reply) => {
+  app.post<{ Params: { command: string } }>('/api/v1/rollout/:command', async (req) => {
     const command = req.params.command;
     if (command !== 'promote' && command !== 'halt' && command !== 'resume' && command !== 'abort')
-      return reply.code(404).send({ error: 'command must be promote, halt, resume or abort' });
+      throw new FleetError(ErrorCodes.NOT_FOUND, 'command must be promote, halt, resume or abort');
     const actor = actorOf(req, decisionBody(req.body).actor ?? `admin@${req.ip}`);
     return { rollout: await deps.control.rolloutCommand(command, actor) };
   });
   app.get('/api/v1/audit', async () => ({ audit: deps.control.audit() }));
-  app.get(
-    '/api/v1/rejections/latest',
-    async (_req, reply) => deps.control.latestRejection() ?? reply.code(404).send({ error: 'no rejected tree' }),
-  );
+  app.get('/api/v1/rejections/latest', async () => {
+    const r = deps.control.latestRejection();
+    if (!r) throw new FleetError(ErrorCodes.NOT_FOUND, 'no rejected tree');
+    return r;
+  });
 
   app.get('/api/v1/secrets', async () => ({ secrets: deps.control.secrets() }));
   app.get('/api/v1/transports', async () => ({
@@ -258,11 +267,36 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
       limit,
     };
   });
-  app.get<{ Params: { id: string } }>('/api/v1/nodes/:id', async (req, reply) => {
+  app.get<{ Params: { id: string } }>('/api/v1/nodes/:id', async (req) => {
     const streams = deps.registry.byNodeId(req.params.id);
     const nacks = deps.control.nacks(req.params.id, 50);
-    if (!streams.length && !nacks.length) return reply.code(404).send({ error: `node "${req.params.id}" is unknown` });
+    if (!streams.length && !nacks.length)
+      throw new FleetError(ErrorCodes.UNKNOWN_NODE, `node "${req.params.id}" is unknown`);
     return { id: req.params.id, streams, nacks };
+  });
+  // What the node is served and why, per type (admin/explain.ts).
+  app.get<{ Params: { id: string }; Querystring: { type?: string } }>('/api/v1/nodes/:id/explain', async (req) => {
+    const only = req.query.type;
+    if (only !== undefined && !(RESOURCE_KINDS as readonly string[]).includes(only))
+      throw new FleetError(ErrorCodes.BAD_REQUEST, `type must be one of ${RESOURCE_KINDS.join(', ')}`);
+    const cfg = deps.cache.current;
+    if (!cfg) throw new FleetError(ErrorCodes.NOT_READY, 'no config version applied yet');
+    const facts = gatherFacts(
+      req.params.id,
+      {
+        cfg,
+        streams: deps.registry.byNodeId(req.params.id),
+        pins: deps.control.pins(),
+        newestGroup: (group) => deps.control.newestGroup?.(group),
+        recentNacks: deps.control.nacks(undefined, 1000),
+        serveLastAckedOnNack: deps.serveLastAckedOnNack ?? false,
+        rolloutId: deps.control.rollout().rollout?.id,
+      },
+      only as ResourceKind | undefined,
+    );
+    if (!facts)
+      throw new FleetError(ErrorCodes.UNKNOWN_NODE, `node "${req.params.id}" is not connected to this replica`);
+    return explainNode(facts);
   });
   app.get<{ Querystring: { limit?: string } }>('/api/v1/nacks', async (req) => ({
     nacks: deps.control.nacks(undefined, clampLimit(req.query.limit)),

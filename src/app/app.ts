@@ -242,6 +242,7 @@ export async function startApp(
     nacks: (nodeId, limit) => stores.nacks.list(nodeId, limit),
     secrets: () => pipeline.servedSecrets,
     patches: () => pipeline.servedPatches,
+    newestGroup: (group) => pipeline.newestGroup(group),
     registrations: () =>
       membership.list().map((r) => ({
         service: r.service,
@@ -272,7 +273,8 @@ export async function startApp(
     restHeld: config.rest ? () => restServer?.heldCount() ?? 0 : undefined,
     replica: config.replica,
     notReadyWhileUnknown: config.replica?.postgres?.notReadyWhileUnknown ?? false,
-    fileFailures: () => [...(files?.failures ?? new Map())].map(([group, f]) => ({ group, ...f })),
+    serveLastAckedOnNack: config.grpc.serveLastAckedOnNack ?? false,
+    fileFailures: () => [...(files?.failures ?? [])].map(([group, f]) => ({ group, ...f })),
     unreadableTree: () => retry.unreadable,
     listenerCertificates: () =>
       [grpcCertificate, restCertificate].flatMap((c) => {
@@ -360,12 +362,12 @@ export async function startApp(
   if (config.watch.enabled) {
     secretWatcher = new SecretWatcher(
       () => pipeline.secretFiles,
-      () => void pipeline.reloadSecrets(),
+      () => void pipeline.reloadSecrets().catch((err) => log.error({ err }, 'secret reload failed')),
       config.watch.debounceMs,
       (err) => log.error({ err }, 'secret watcher error'),
     );
     await secretWatcher.sync();
-    cache.onPublish(() => void secretWatcher!.sync());
+    cache.onPublish(() => void secretWatcher!.sync().catch((err) => log.error({ err }, 'secret watcher sync failed')));
   }
   const reloadCertificates = async () => {
     await Promise.all([

@@ -70,7 +70,10 @@ function inline(json: Obj, endpoints: ReadonlyMap<string, Obj>, routes: Readonly
     }),
     rds: ({ rds: _, ...hcm }, name) => {
       const rc = routes.get(name) ?? { name };
-      return { ...hcm, route_config: vhost === undefined ? rc : { ...rc, virtual_hosts: [rc.virtual_hosts[vhost]] } };
+      return {
+        ...hcm,
+        route_config: vhost === undefined ? rc : { ...rc, virtual_hosts: [(rc.virtual_hosts as Obj[])[vhost]] },
+      };
     },
     sds: ({ sds_config: _, ...config }) => config, // a name alone refers to a static secret
   });
@@ -122,9 +125,12 @@ function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>
         // The HTTP chains' routes (a TCP or passthrough chain has none; every HTTP chain names the same).
         const chains = ((r.json as Obj).filter_chains ?? []) as Obj[];
         const rds = chains
-          .map((c) => c.filters?.[0]?.typed_config?.rds?.route_config_name as string | undefined)
+          .map((c) => {
+            const hcm = (c.filters as Obj[] | undefined)?.[0]?.typed_config as Obj | undefined;
+            return (hcm?.rds as Obj | undefined)?.route_config_name as string | undefined;
+          })
           .find((n) => n !== undefined);
-        const vhosts: Piece[] = ((rds && routes.get(rds)?.virtual_hosts) ?? []).map((_: unknown, i: number) => ({
+        const vhosts: Piece[] = (((rds && routes.get(rds)?.virtual_hosts) ?? []) as Obj[]).map((_, i) => ({
           parent,
           part: true,
           blame: blame('route', rds!, i),
@@ -234,7 +240,7 @@ async function versionOf(binary: string): Promise<string> {
 
 /** Bounded concurrency: one Envoy process per core. */
 async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
+  const out = new Array<R>(items.length);
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(limit, items.length) }, async () => {

@@ -25,7 +25,8 @@ import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnost
 import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import { buildSecrets } from '../snapshot/build.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
-import { reconcile, type ServedInputs } from '../snapshot/reconcile.ts';
+import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
+import { newestGroup, reconcile, type ServedInputs } from '../snapshot/reconcile.ts';
 import { makeRevision, revisionGroups, type Revision } from '../snapshot/revision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { revisionOf } from '../source/git-info.ts';
@@ -171,6 +172,11 @@ export class ConfigPipeline {
     if (this.membership)
       for (const s of revision.model.services) if (s.registration) out.set(s.name, this.memberAssignment(s));
     return out;
+  }
+
+  /** The group's snapshot in the newest applied version, as if nothing held it back (no pin, no stage). */
+  newestGroup(group: string): GroupSnapshot | undefined {
+    return this.inputs && newestGroup(this.inputs, group, this.cache.current);
   }
 
   /** The one publish path: replaces some inputs, reconciles, publishes. */
@@ -516,7 +522,7 @@ export class ConfigPipeline {
       versionManifest(groups),
       appliedAt,
     );
-    this.material = check.secrets ?? new Map();
+    this.material = check.secrets ?? new Map<string, SecretMaterial>();
     const revision = makeRevision({
       id,
       modelHash: hash,

@@ -12,7 +12,9 @@
  *   native bindings), loaded from node_modules as before.
  */
 import { build, type BuildOptions } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { writeProtoDescriptor } from '../xds/proto-root.ts';
 import { projectPath, SERVER_DIR } from '../shared/paths.ts';
 import { YAML_BUNDLE } from '../shared/yaml.ts';
@@ -54,4 +56,44 @@ export async function buildAll(): Promise<void> {
   await bundleServer();
 }
 
-if (import.meta.main) await buildAll();
+/** What the build reads: a change to any of these makes `--if-changed` build again. */
+const INPUTS = ['src', 'proto', 'package-lock.json', 'tsconfig.json'];
+const STAMP = projectPath('dist', '.inputs-sha256');
+
+/** One digest over the paths and contents of every input file, in a stable order. */
+export function inputsDigest(): string {
+  const hash = createHash('sha256');
+  const add = (rel: string): void => {
+    const full = projectPath(rel);
+    let entries: string[] | undefined;
+    try {
+      entries = readdirSync(full).sort();
+    } catch {
+      entries = undefined;
+    }
+    if (entries) for (const e of entries) add(join(rel, e));
+    else hash.update(`${rel}\0`).update(readFileSync(full)).update('\0');
+  };
+  for (const input of INPUTS) add(input);
+  return hash.digest('hex');
+}
+
+function stampMatches(digest: string): boolean {
+  try {
+    return readFileSync(STAMP, 'utf8') === digest;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `--if-changed` (what `npm start` runs): build only when an input changed since the last build,
+ * so a start after the first is a start, not a build.
+ */
+if (import.meta.main) {
+  const digest = inputsDigest();
+  if (!(process.argv.includes('--if-changed') && stampMatches(digest))) {
+    await buildAll();
+    writeFileSync(STAMP, digest);
+  }
+}

@@ -3,6 +3,8 @@
  * admin API (the server is what serves, so it is the one that must switch).
  */
 import { loadServerConfig, splitListen } from '../config/server-config.ts';
+import type { NodeExplanation } from '../admin/explain.ts';
+import type { DecisionResult } from '../decisions/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
 
 interface VersionRow {
@@ -15,7 +17,39 @@ interface VersionRow {
   changes?: Record<string, { added: string[]; changed: string[]; removed: string[] }>;
 }
 
-export async function adminCommand(command: string, args: string[], configFile: string): Promise<number> {
+/** A decision's outcome as a sentence: `what` is done, or why not. */
+export function decisionLine(what: string, r: DecisionResult): string {
+  if (r.status === 'applied') return `${what}${r.versionId !== undefined ? ` (serving version ${r.versionId})` : ''}`;
+  if (r.status === 'skipped') return `nothing to do: ${r.reason}`;
+  if (r.status === 'missing') return `not done: ${r.reason}`;
+  return `recorded, not yet applied here: ${r.reason}`;
+}
+
+/** `fleetxds explain`: the node, then one line per type with its state and why. */
+export function explanationLines(e: NodeExplanation): string {
+  const how = `${e.connected ? 'connected' : 'disconnected'} (${e.transports.join(', ')})`;
+  let out = `node ${e.nodeId}: group ${e.group}, ${how}\n`;
+  for (const t of e.types) {
+    out += `  ${t.type.padEnd(9)} ${t.state.padEnd(15)} ${t.summary}\n`;
+  }
+  return out;
+}
+
+/** A rollout as `fleetxds rollout status` prints it. */
+export function rolloutLines(v: RolloutView | null | undefined): string {
+  if (!v) return 'no rollout\n';
+  let out = `rollout #${v.id}: ${v.status}, version ${v.from} -> ${v.to}, stage ${v.stage} (on NACK: ${v.onNack})\n`;
+  if (v.halt) out += `halted (${v.halt.reason}): ${v.halt.nodeId ?? ''} ${v.halt.message ?? ''}\n`;
+  for (const s of v.stages) out += `  ${s.summary}\n`;
+  return out;
+}
+
+export async function adminCommand(
+  command: string,
+  args: string[],
+  configFile: string,
+  options: { type?: string; json?: boolean } = {},
+): Promise<number> {
   const settings = loadServerConfig(configFile);
   const { host, port } = splitListen(settings.admin.listen);
   const base = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
@@ -26,7 +60,7 @@ export async function adminCommand(command: string, args: string[], configFile: 
     if (process.env.FLEETXDS_TOKEN) headers.authorization = `Bearer ${process.env.FLEETXDS_TOKEN}`;
     const res = await fetch(base + path, { method, headers, body: body ? JSON.stringify(body) : undefined });
     const json = (await res.json()) as Record<string, unknown>;
-    if (!res.ok) throw new Error(String(json.error ?? res.status));
+    if (!res.ok) throw new Error(typeof json.error === 'string' ? json.error : `HTTP ${res.status}`);
     return json;
   };
   try {
@@ -53,51 +87,51 @@ export async function adminCommand(command: string, args: string[], configFile: 
             '\n',
         );
         return 0;
-      case 'rollback':
+      case 'rollback': {
         if (args.length !== 1) return 2;
-        process.stdout.write(
-          `${JSON.stringify(await call('POST', '/api/v1/rollback', { versionId: Number(args[0]), actor }))}\n`,
-        );
+        const r = await call('POST', '/api/v1/rollback', { versionId: Number(args[0]), actor });
+        process.stdout.write(`${decisionLine(`rolled back to version ${args[0]}`, r as DecisionResult)}\n`);
         return 0;
-      case 'pin':
+      }
+      case 'pin': {
         if (args.length !== 2) return 2;
+        const r = await call('PUT', `/api/v1/pins/${encodeURIComponent(args[0] ?? '')}`, {
+          versionId: Number(args[1]),
+          actor,
+        });
         process.stdout.write(
-          `${JSON.stringify(
-            await call('PUT', `/api/v1/pins/${encodeURIComponent(args[0] ?? '')}`, {
-              versionId: Number(args[1]),
-              actor,
-            }),
-          )}\n`,
+          `${decisionLine(`pinned ${args[0]} to version ${args[1]}`, r.result as DecisionResult)}\n`,
         );
         return 0;
+      }
       case 'rollout': {
         const [sub, ...more] = args;
         if (more.length) return 2;
         if (sub === 'status' || sub === undefined) {
           const r = (await call('GET', '/api/v1/rollout')) as { rollout: RolloutView | null; last?: RolloutView };
-          const v = r.rollout ?? r.last;
-          if (!v) {
-            process.stdout.write('no rollout\n');
-            return 0;
-          }
-          process.stdout.write(
-            `rollout #${v.id}: ${v.status}, version ${v.from} -> ${v.to}, stage ${v.stage} (on NACK: ${v.onNack})\n`,
-          );
-          if (v.halt)
-            process.stdout.write(`halted (${v.halt.reason}): ${v.halt.nodeId ?? ''} ${v.halt.message ?? ''}\n`);
-          for (const s of v.stages) process.stdout.write(`  ${s.summary}\n`);
+          process.stdout.write(rolloutLines(r.rollout ?? r.last));
           return 0;
         }
         if (!['promote', 'halt', 'resume', 'abort'].includes(sub)) return 2;
-        process.stdout.write(`${JSON.stringify(await call('POST', `/api/v1/rollout/${sub}`, { actor }))}\n`);
+        const r = (await call('POST', `/api/v1/rollout/${sub}`, { actor })) as { rollout: RolloutView | null };
+        process.stdout.write(`${sub}: done\n${rolloutLines(r.rollout)}`);
         return 0;
       }
-      case 'unpin':
+      case 'explain': {
         if (args.length !== 1) return 2;
+        const q = options.type ? `?type=${encodeURIComponent(options.type)}` : '';
+        const e = await call('GET', `/api/v1/nodes/${encodeURIComponent(args[0]!)}/explain${q}`);
         process.stdout.write(
-          `${JSON.stringify(await call('DELETE', `/api/v1/pins/${encodeURIComponent(args[0] ?? '')}`))}\n`,
+          options.json ? `${JSON.stringify(e, null, 2)}\n` : explanationLines(e as unknown as NodeExplanation),
         );
         return 0;
+      }
+      case 'unpin': {
+        if (args.length !== 1) return 2;
+        const r = await call('DELETE', `/api/v1/pins/${encodeURIComponent(args[0] ?? '')}`);
+        process.stdout.write(`${decisionLine(`unpinned ${args[0]}`, r.result as DecisionResult)}\n`);
+        return 0;
+      }
     }
   } catch (err) {
     process.stderr.write(`fleetxds ${command}: ${(err as Error).message}\n`);

@@ -7,13 +7,25 @@
  *   schema   [--out FILE]                      print/write the JSON Schema for editors
  *   bootstrap --group G --mode ads|delta|per-type|per-type-delta|rest|files|grpc   print a proxy bootstrap
  */
-import { enableCompileCache } from 'node:module';
+import * as nodeModule from 'node:module';
 import { parseArgs } from 'node:util';
 
+// The first thing this file does is to refuse a Node too old to run the rest, by name: every
+// command is imported when run, so an older Node gets this message instead of a link error from
+// deep inside a dependency. (The namespace import keeps this file itself linkable on old Nodes.)
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 22)) {
+  process.stderr.write(
+    `fleetxds needs Node.js 22.22 or newer (24 LTS recommended); this is ${process.version}.\n` +
+      'From a checkout, `npm run fleetxds -- <command>` fetches a supported Node once and runs the command with it.\n',
+  );
+  process.exit(2);
+}
+
 // V8 keeps the compiled code of every module (in NODE_COMPILE_CACHE, or the temp directory) so a
-// restart does not compile them again: about a quarter of the process start-up. Commands are
-// imported when run, so `serve` loads nothing the other commands need, and the other way round.
-enableCompileCache();
+// restart does not compile them again. Commands are imported when run, so `serve` loads nothing the
+// other commands need, and the other way round.
+nodeModule.enableCompileCache();
 
 const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: version and commit)
   serve    [--config config/fleetxds.yaml]     run the xDS server
@@ -33,6 +45,9 @@ const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: versio
                                                 version history and rollback, through the running server's admin API
   rollout status|promote|halt|resume|abort  [--config FILE]
                                                 the staged rollout under way (see kind: Rollout)
+  explain NODE_ID [--type cluster|endpoint|listener|route|secret] [--json] [--config FILE]
+                                                what the node is served, per type, and why (pins, rollout
+                                                stages, NACKs, warming holds, catch-up, REST polls)
   token                                         print a new bearer token and the sha256 digest for the settings
   register --service NAME --address IP:PORT --server URL [--check URL|tcp] [--interval 10s] [--weight N]
            [--zone Z] [--token-file F | --tls-cert F --tls-key F] [--tls-ca F]
@@ -48,6 +63,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       json: { type: 'boolean', default: false },
       group: { type: 'string' },
       kind: { type: 'string' },
+      type: { type: 'string' },
       out: { type: 'string' },
       mode: { type: 'string' },
       'node-id': { type: 'string' },
@@ -85,7 +101,7 @@ async function main(argv: string[]): Promise<number | undefined> {
   }
   switch (command) {
     case 'serve':
-      return (await import('./serve.ts')).serveCommand(values.config!);
+      return (await import('./serve.ts')).serveCommand(values.config);
     case 'validate':
       if (positionals.length !== 1) break;
       return (await import('./validate.ts')).validateCommand(positionals[0]!, {
@@ -115,7 +131,11 @@ async function main(argv: string[]): Promise<number | undefined> {
     case 'pin':
     case 'unpin':
     case 'rollout':
-      return (await import('./admin-client.ts')).adminCommand(command, positionals, values.config!);
+    case 'explain':
+      return (await import('./admin-client.ts')).adminCommand(command, positionals, values.config, {
+        type: values.type,
+        json: values.json,
+      });
     case 'token': {
       const t = (await import('../security/tokens.ts')).newToken();
       process.stdout.write(
@@ -140,7 +160,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       });
     case 'bootstrap':
       return (await import('./bootstrap.ts')).bootstrapCommand({
-        config: values.config!,
+        config: values.config,
         group: values.group,
         mode: values.mode,
         nodeId: values['node-id'],

@@ -1,6 +1,6 @@
 import { checkTree } from '../app/check-tree.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
-import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
+import { RESOURCE_KINDS, TypeUrls } from '../xds/resource-types.ts';
 
 /**
  * Prints, per node group and type, the DiscoveryResponse-shaped JSON a tree produces, and under
@@ -22,7 +22,7 @@ export async function renderCommand(dir: string, opts: { group?: string; kind?: 
     out[name] = {};
     for (const k of RESOURCE_KINDS) {
       if (opts.kind && k !== opts.kind) continue;
-      const t = g.types[k as ResourceKind];
+      const t = g.types[k];
       // Never print key material: secrets are shown by name and version only.
       const show = (r: { name: string; version: string; json: object }) =>
         k === 'secret' ? { name: r.name, version: r.version, material: '(redacted)' } : r.json;

@@ -36,10 +36,16 @@ export async function serveCommand(configFile: string): Promise<number | undefin
     stopping = true;
     log.info({ signal }, 'shutting down: answering held polls, closing streams and the database');
     await sdNotify('STOPPING=1');
-    await app!.close();
+    await app.close();
     process.exit(0);
   };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  // A shutdown that fails still ends the process, with the reason logged.
+  const stopOn = (signal: string) =>
+    void stop(signal).catch((err) => {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    });
+  process.once('SIGINT', () => stopOn('SIGINT'));
+  process.once('SIGTERM', () => stopOn('SIGTERM'));
   return undefined;
 }

@@ -415,23 +415,26 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
     throw new ConfigError(`${file}: ${(err as Error).message}`);
   }
   // Raw YAML, walked by dotted path before schema validation.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- not typed yet
-  const cfg = (raw ?? {}) as Record<string, any>;
+  const raw0: Record<string, unknown> = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
   for (const [envName, path] of Object.entries(ENV_OVERRIDES)) {
     const v = env[envName];
     if (v === undefined || v === '') continue;
     const parts = path.split('.');
-    let o = cfg;
-    for (const p of parts.slice(0, -1)) o = o[p] ??= {};
+    let o = raw0;
+    for (const p of parts.slice(0, -1)) {
+      const next = o[p];
+      o = (o[p] = next !== null && typeof next === 'object' ? next : {}) as Record<string, unknown>;
+    }
     o[parts.at(-1) ?? envName] = v;
   }
-  const errors = [...Value.Errors(ServerConfigSchema, cfg)];
-  if (errors.length) {
+  if (!Value.Check(ServerConfigSchema, raw0)) {
+    const errors = [...Value.Errors(ServerConfigSchema, raw0)];
     throw new ConfigError(
       `${file}: invalid settings:\n` +
         errors.map((e) => `  ${e.path.slice(1).replace(/\//g, '.') || '(root)'}: ${e.message}`).join('\n'),
     );
   }
+  const cfg: Static<typeof ServerConfigSchema> = raw0;
   const base = dirname(resolve(file));
   const tlsPaths = (t: TlsSettings | undefined): TlsSettings | undefined =>
     t && {
@@ -471,9 +474,9 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
           `rest.tokens`,
       );
   }
-  if (cfg.envoyCheck) cfg.envoyCheck.binaries = cfg.envoyCheck.binaries.map((b: string) => resolve(base, b));
+  if (cfg.envoyCheck) cfg.envoyCheck.binaries = cfg.envoyCheck.binaries.map((b) => resolve(base, b));
   return {
-    ...(cfg as Static<typeof ServerConfigSchema>),
+    ...cfg,
     rest,
     files,
     configDir: resolve(base, cfg.configDir),

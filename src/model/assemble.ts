@@ -30,6 +30,7 @@ import {
   type ModelListName,
 } from './types.ts';
 import { appendAll } from '../shared/arrays.ts';
+import { deepFreeze } from '../shared/freeze.ts';
 
 /** One document that passed its own checks, and where it is. */
 export interface Definition {
@@ -59,7 +60,7 @@ export interface Assembly {
    */
   changed?: ReadonlySet<string>;
   /** The model's definition of `Kind/name` (valid until the next assembly). */
-  lookup(kind: string, name: string): Definition | undefined;
+  readonly lookup: (kind: string, name: string) => Definition | undefined;
 }
 
 /** Validators compiled from the static schemas: code, not data, so the same for every pipeline. */
@@ -67,7 +68,7 @@ const checkers = new Map<string, TypeCheck<TSchema>>();
 function checkerFor(kind: KindName): TypeCheck<TSchema> {
   let c = checkers.get(kind);
   if (!c) {
-    c = TypeCompiler.Compile(KINDS[kind] as TSchema);
+    c = TypeCompiler.Compile(KINDS[kind]);
     checkers.set(kind, c);
   }
   return c;
@@ -240,6 +241,8 @@ function contribute(file: ParsedFile): Contribution {
       continue;
     }
     recordOrigin(value, origin);
+    // Frozen from here on: see shared/freeze.ts and docs/architecture.md ("Same object, same content").
+    deepFreeze(value);
     definitions.push({ kind: kind as DocKind, key: originKey(kind, name as string), doc: value as Doc, ref });
   }
   return {

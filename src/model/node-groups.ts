@@ -44,10 +44,18 @@ export class NodeGroupResolver {
     for (const g of this.groups) {
       if (g.cluster !== undefined && node.cluster !== g.cluster) continue;
       if (g.id && !g.id.test(node.id)) continue;
-      if (g.metadata && !g.metadata.every(([k, v]) => String(node.metadata[k] ?? '') === v && k in node.metadata))
+      if (g.metadata && !g.metadata.every(([k, v]) => metadataText(node.metadata[k]) === v && k in node.metadata))
         continue;
       return g.name;
     }
     return DEFAULT_GROUP;
   }
+}
+
+/** A metadata value as a group's `match.metadata` compares it: strings as they are, others as JSON. */
+function metadataText(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v) ?? '';
 }

@@ -203,10 +203,10 @@ function needsOf(v: VirtualHostDoc): Need[] {
   if (needs) return needs;
   needs = [];
   const add = (o: Pick<RouteDoc, 'access' | 'jwt' | 'globalRateLimit'>, path: PathSegment[]) => {
-    if (o.jwt) needs!.push({ path: [...path, 'jwt'], jwtProviders: o.jwt.require });
-    if (o.globalRateLimit) needs!.push({ path: [...path, 'globalRateLimit'], rateLimitService: true });
+    if (o.jwt) needs.push({ path: [...path, 'jwt'], jwtProviders: o.jwt.require });
+    if (o.globalRateLimit) needs.push({ path: [...path, 'globalRateLimit'], rateLimitService: true });
     if (o.access && o.access.clientNames)
-      needs!.push({ path: [...path, 'access', 'clientNames'], clientCertificates: true });
+      needs.push({ path: [...path, 'access', 'clientNames'], clientCertificates: true });
   };
   add(v, []);
   v.routes.forEach((route, i) => add(route, ['routes', i]));

@@ -32,7 +32,7 @@ function refusalsOf(re: string): Refusals {
 export function checkRegex(re: string, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
   const refusals = refusalsOf(re);
   if (!refusals.length) return;
-  const syntax = refusals.filter((v) => v.refusal!.syntax);
+  const syntax = refusals.filter((v) => v.refusal.syntax);
   if (syntax.length) {
     const who =
       syntax.length === ENVOY_REGEX_RELEASES.length ? '' : ` (Envoy ${syntax.map((v) => v.release).join(', ')})`;
@@ -40,14 +40,14 @@ export function checkRegex(re: string, path: PathSegment[], r: DocRef, sink: Dia
       Codes.INVALID_VALUE,
       r,
       path,
-      `invalid RE2 regular expression (the syntax Envoy and gRPC use)${who}: ${syntax[0]!.refusal!.syntax}` +
+      `invalid RE2 regular expression (the syntax Envoy and gRPC use)${who}: ${syntax[0]!.refusal.syntax}` +
         (syntax.some((v) => v.encoding === 'latin1') && syntax.length < ENVOY_REGEX_RELEASES.length
           ? '; Envoy 1.40 reads patterns as Latin-1: no escape above \\x{FF}'
           : ''),
     );
     return;
   }
-  const sizes = refusals.map((v) => `${v.refusal!.size} for Envoy ${v.release}`).join(', ');
+  const sizes = refusals.map((v) => `${v.refusal.size} for Envoy ${v.release}`).join(', ');
   sink.error(
     Codes.INVALID_VALUE,
     r,

@@ -104,7 +104,7 @@ export function recordOrigin(doc: object, origin: Origin): void {
 
 /** The document of `kind` named `name`: lists are sorted by name, so a binary search. */
 export function docOf(model: Model, kind: string, name: string): Doc | undefined {
-  return findByName((model[LIST_OF[kind as DocKind] as ModelListName] ?? []) as Doc[], name);
+  return findByName((model[LIST_OF[kind as DocKind]] ?? []) as Doc[], name);
 }
 
 /** Where the document `Kind/name` (an origin key) of a model came from. */

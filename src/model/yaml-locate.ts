@@ -45,7 +45,7 @@ export class YamlLocator {
     const { docs, lineCounter } = this.parsed(text);
     const doc = docs[index];
     if (!doc) return { line: 1, column: 1 };
-    let node: YamlNode | null | undefined = doc.contents as YamlNode | null;
+    let node: YamlNode | null | undefined = doc.contents;
     let offset = node?.range?.[0] ?? doc.range[0];
     for (let i = 0; i < path.length; i++) {
       const seg = path[i];

@@ -173,7 +173,7 @@ export function completesHandshake(tls: ListenerTls, timeoutMs = 5000): Promise<
         client.end();
         done();
       });
-      client.on('error', (err) => done(err));
+      client.on('error', (err: Error) => done(err));
     });
   });
 }

@@ -11,7 +11,7 @@ function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value !== null && typeof value === 'object' && !(value instanceof Uint8Array)) {
     const out: Record<string, unknown> = {};
-    for (const k of Object.keys(value as object).sort()) {
+    for (const k of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[k];
       if (v !== undefined) out[k] = sortKeys(v);
     }

@@ -22,13 +22,21 @@ export const ErrorCodes = {
   NOT_REGISTERED: 'FXDS_NOT_REGISTERED',
   /** A decision that must reach every replica while the shared store (PostgreSQL) is unreachable. */
   SHARED_UNAVAILABLE: 'FXDS_SHARED_UNAVAILABLE',
+  /** A node id no stream, poll or NACK of this replica knows. */
+  UNKNOWN_NODE: 'FXDS_UNKNOWN_NODE',
+  /** Something else the request names does not exist (a path, a kind, a rejected tree, the metrics). */
+  NOT_FOUND: 'FXDS_NOT_FOUND',
+  /** No config version is applied yet: nothing to show or explain. */
+  NOT_READY: 'FXDS_NOT_READY',
+  /** The API requires a bearer token and none (or an unknown one) came. */
+  UNAUTHENTICATED: 'FXDS_UNAUTHENTICATED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
 /** gRPC status names (keys of grpc-js `status`), so this folder needs no transport library. */
 export type GrpcStatusName =
-  'INVALID_ARGUMENT' | 'NOT_FOUND' | 'PERMISSION_DENIED' | 'FAILED_PRECONDITION' | 'UNAVAILABLE';
+  'INVALID_ARGUMENT' | 'NOT_FOUND' | 'PERMISSION_DENIED' | 'FAILED_PRECONDITION' | 'UNAVAILABLE' | 'UNAUTHENTICATED';
 
 export const ERROR_STATUS: Readonly<Record<ErrorCode, { http: number; grpc: GrpcStatusName }>> = {
   FXDS_UNKNOWN_VERSION: { http: 404, grpc: 'NOT_FOUND' },
@@ -40,6 +48,10 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, { http: number; grpc: Grpc
   FXDS_FORBIDDEN: { http: 403, grpc: 'PERMISSION_DENIED' },
   FXDS_SHARED_UNAVAILABLE: { http: 503, grpc: 'UNAVAILABLE' },
   FXDS_NOT_REGISTERED: { http: 404, grpc: 'NOT_FOUND' },
+  FXDS_UNKNOWN_NODE: { http: 404, grpc: 'NOT_FOUND' },
+  FXDS_NOT_FOUND: { http: 404, grpc: 'NOT_FOUND' },
+  FXDS_NOT_READY: { http: 503, grpc: 'UNAVAILABLE' },
+  FXDS_UNAUTHENTICATED: { http: 401, grpc: 'UNAUTHENTICATED' },
 };
 
 export class FleetError extends Error {

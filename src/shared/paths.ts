@@ -11,7 +11,7 @@ function packageAbove(dir: string, name: string): string {
     const pkg = join(dir, 'package.json');
     if (existsSync(pkg)) {
       try {
-        if (JSON.parse(readFileSync(pkg, 'utf8')).name === name) return dir;
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === name) return dir;
       } catch {
         /* keep walking */
       }

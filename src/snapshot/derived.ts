@@ -13,7 +13,7 @@ export interface Derivable {
 function spaceOf(on: Derivable, space: string): Map<string, unknown> {
   on.derived ??= new Map();
   let values = on.derived.get(space);
-  if (!values) on.derived.set(space, (values = new Map()));
+  if (!values) on.derived.set(space, (values = new Map<string, unknown>()));
   return values;
 }
 

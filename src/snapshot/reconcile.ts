@@ -91,6 +91,16 @@ export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): Pub
   };
 }
 
+/**
+ * What a group would be served with neither pin nor rollout: its newest revision's resources, with
+ * today's secrets and registered members (what `explain` compares the served version with).
+ */
+export function newestGroup(inputs: ServedInputs, name: string, current?: PublishedConfig): GroupSnapshot | undefined {
+  const g = inputs.revision.groups.get(name);
+  if (!g) return undefined;
+  return servedGroup(name, g, inputs, current?.staged?.groups.get(name) ?? current?.groups.get(name));
+}
+
 function servedGroup(
   name: string,
   g: RevisionGroup,

@@ -175,7 +175,7 @@ export function parseWithYaml(file: string, text: string, hash: string): ParsedF
     });
     return { file, hash, text, documents, diagnostics };
   }
-  if (!Array.isArray(docs)) docs = [docs as unknown as Document.Parsed];
+  if (!Array.isArray(docs)) docs = [docs];
   docs.forEach((doc, index) => {
     for (const e of [...doc.errors, ...doc.warnings]) {
       const pos = lineCounter.linePos(e.pos[0]);

@@ -36,8 +36,15 @@ export interface StreamStatus {
   authenticated: boolean;
   connectedAt: string;
   disconnectedAt?: string;
+  /** Since when the stream's listeners and routes wait for the endpoints of new clusters (warming hold). */
+  warmingSince?: string;
+  /** Since when the stream has not taken its last response: it gets the newest version once it does. */
+  behindSince?: string;
   types: Record<string, TypeStatus>;
 }
+
+/** What a stream can be waiting for, besides its client's reply. */
+export type StreamWait = 'warming' | 'behind';
 
 export interface NackReport {
   stream: StreamStatus;
@@ -72,6 +79,8 @@ export interface StreamRegistry {
   holding(s: StreamStatus, typeUrl: string, version: string): void;
   unchanged(s: StreamStatus, typeUrl: string, version: string): void;
   warmingHeld(outcome: 'delivered' | 'expired'): void;
+  /** The stream started (`on`) or stopped waiting: for what a warming hold awaits, or for its client to read. */
+  waiting(s: StreamStatus, what: StreamWait, on: boolean): void;
 }
 
 const MAX_DISCONNECTED = 1000;
@@ -165,6 +174,12 @@ export class NodeRegistry implements StreamRegistry {
 
   warmingHeld(outcome: 'delivered' | 'expired'): void {
     for (const o of this.observers) o.warmingHeld?.(outcome);
+  }
+
+  waiting(s: StreamStatus, what: StreamWait, on: boolean): void {
+    const field = what === 'warming' ? 'warmingSince' : 'behindSince';
+    if (on) s[field] ??= nowIso();
+    else delete s[field];
   }
 
   /**

@@ -3,6 +3,7 @@
  * changed one file stores one new chunk; the version row names its chunks. Reading a version back
  * gives the model with its files and origins, so hashing or storing it again serializes nothing.
  */
+import { deepFreeze } from '../shared/freeze.ts';
 import {
   knownChunk,
   modelFiles,
@@ -51,7 +52,7 @@ export function packModel(model: Model): PackedModel {
 export function unpackHead(headJson: string): Model {
   const model = emptyModel();
   for (const [kind, doc, origin] of JSON.parse(headJson) as [DocKind, Doc, Origin | null][]) {
-    ((model[LIST_OF[kind]] ??= []) as Doc[]).push(doc);
+    ((model[LIST_OF[kind]] ??= []) as Doc[]).push(deepFreeze(doc));
     if (origin) recordOrigin(doc, origin);
   }
   return model;
@@ -83,7 +84,7 @@ export function unpackModel(modelJson: string, chunks: (hashes: string[]) => Map
     const origins = new Map(chunk.origins);
     const docs: ModelFile['docs'][number][] = [];
     for (const [list, doc] of chunk.docs) {
-      ((model[list] ??= []) as Doc[]).push(doc);
+      ((model[list] ??= []) as Doc[]).push(deepFreeze(doc));
       const origin = origins.get(`${KIND_OF[list]}/${doc.name}`);
       if (origin) recordOrigin(doc, origin);
       docs.push({ kind: KIND_OF[list], doc });
@@ -102,7 +103,7 @@ function wholeModel(stored: Model & { origins?: Record<string, Origin> }): Model
   for (const [kind, list] of Object.entries(LIST_OF))
     for (const doc of (model[list] ?? []) as Doc[]) {
       const origin = origins[`${kind}/${doc.name}`];
-      if (origin) recordOrigin(doc, origin);
+      if (origin) recordOrigin(deepFreeze(doc), origin);
     }
   return model;
 }

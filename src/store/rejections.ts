@@ -42,7 +42,7 @@ export class RejectionLog {
         treeHash: r.tree_hash,
         source: r.source,
         rejectedAt: r.rejected_at,
-        diagnostics: JSON.parse(r.diagnostics_json),
+        diagnostics: JSON.parse(r.diagnostics_json) as Diagnostic[],
       }
     );
   }

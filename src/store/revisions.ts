@@ -134,7 +134,7 @@ function toRecord(r: VersionRow): VersionRecord {
     author: r.author,
     subject: r.subject,
     appliedAt: r.applied_at,
-    warnings: JSON.parse(r.warnings_json),
+    warnings: JSON.parse(r.warnings_json) as Diagnostic[],
   };
 }
 

@@ -17,7 +17,7 @@ export class TranslationMemo {
   /** `fn(doc)` computed once per (document object, key). */
   once<D extends object, R>(key: string, doc: D, fn: (doc: D) => R): R {
     let m = this.single.get(doc);
-    if (!m) this.single.set(doc, (m = new Map()));
+    if (!m) this.single.set(doc, (m = new Map<string, unknown>()));
     if (m.has(key)) return m.get(key) as R;
     const r = fn(doc);
     m.set(key, r);
@@ -27,7 +27,7 @@ export class TranslationMemo {
   /** `fn()` for `doc`, recomputed only when any of `parts` is a different object than last time. */
   with<D extends object, R>(key: string, doc: D, parts: readonly object[], fn: () => R): R {
     let m = this.multi.get(doc);
-    if (!m) this.multi.set(doc, (m = new Map()));
+    if (!m) this.multi.set(doc, (m = new Map<string, { parts: readonly object[]; value: unknown }>()));
     const hit = m.get(key);
     if (hit && sameItems(hit.parts, parts)) return hit.value as R;
     const value = fn();

@@ -175,7 +175,7 @@ class Patcher {
     let out = structuredClone(json);
     let paths: string[] = [];
     if (p.merge) {
-      out = mergePatch.apply(out, p.merge) as JsonObject;
+      out = mergePatch.apply<JsonObject>(out, p.merge);
       paths = mergePaths(p.merge);
     } else if (p.jsonPatch) {
       try {

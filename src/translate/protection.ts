@@ -314,9 +314,9 @@ function usedBy(v: VirtualHostDoc): Used {
   if (used) return used;
   used = { rbac: false, localRateLimit: false, requirements: new Map() };
   const note = (o: Overrides) => {
-    if (o.access) used!.rbac = true;
-    if (o.rateLimit) used!.localRateLimit = true;
-    if (o.jwt) used!.requirements.set(requirementName(o.jwt), o.jwt);
+    if (o.access) used.rbac = true;
+    if (o.rateLimit) used.localRateLimit = true;
+    if (o.jwt) used.requirements.set(requirementName(o.jwt), o.jwt);
   };
   note(v);
   for (const r of v.routes) note(r);

@@ -110,6 +110,9 @@ export abstract class StreamBase {
         opts.warmingHoldMs ?? DEFAULT_WARMING_HOLD_MS,
         (cluster) => this.claDelivered(cluster),
         (outcome) => this.released(outcome),
+        (active) => {
+          if (this.status) this.opts.registry.waiting(this.status, 'warming', active);
+        },
       );
   }
 
@@ -265,6 +268,7 @@ export abstract class StreamBase {
         : undefined;
     timer?.unref();
     this.behind = { timer };
+    if (this.status) this.opts.registry.waiting(this.status, 'behind', true);
   }
 
   private flushed(): void {
@@ -272,6 +276,7 @@ export abstract class StreamBase {
     const { timer } = this.behind;
     clearTimeout(timer);
     this.behind = undefined;
+    if (this.status) this.opts.registry.waiting(this.status, 'behind', false);
     const snap = this.snapshot();
     if (snap) this.onConfig(snap);
   }

@@ -28,11 +28,13 @@ export class WarmingHold {
   /**
    * @param delivered whether the stream has sent the CLA of a cluster (or the cluster is gone).
    * @param release continues the held push (called once per hold, never from inside `await`).
+   * @param changed told when a hold starts (true) and when it ends, however it ends (false).
    */
   constructor(
     private readonly limitMs: number,
     private readonly delivered: (cluster: string) => boolean,
     private readonly release: (outcome: HoldOutcome) => void,
+    private readonly changed: (active: boolean) => void = () => {},
   ) {}
 
   get active(): boolean {
@@ -61,6 +63,7 @@ export class WarmingHold {
     if (!this.timer) {
       this.timer = setTimeout(() => this.finish('expired'), this.limitMs);
       this.timer.unref();
+      this.changed(true);
     }
     return true;
   }
@@ -74,9 +77,11 @@ export class WarmingHold {
 
   /** Ends the hold without continuing (the stream closed). */
   stop(): void {
+    const was = this.timer !== undefined;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.awaited.clear();
+    if (was) this.changed(false);
   }
 
   private settle(): void {

@@ -12,37 +12,64 @@
 import protobuf from 'protobufjs';
 import { issueAt, JsonPath, MapKey, type PathKey, type ProtoIssue } from './json-path.ts';
 
-// protoc-gen-validate rule options as protobufjs exposes them: shapes vary per rule type.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- PGV rule options
-type Rules = Record<string, any>;
+// protoc-gen-validate rule options as protobufjs exposes them (numbers may come as text; a repeated
+// option value is a list, or one value when given once).
+type Scalar = string | number | boolean;
+type OneOrMany<T> = T | T[];
 
-function deepMerge(a: Rules, b: Rules): Rules {
-  for (const [k, v] of Object.entries(b)) {
-    if (v && typeof v === 'object' && !Array.isArray(v) && a[k] && typeof a[k] === 'object' && !Array.isArray(a[k]))
-      deepMerge(a[k], v);
-    else a[k] = v;
-  }
-  return a;
+interface StringRules {
+  min_len?: Scalar;
+  max_len?: Scalar;
+  len?: Scalar;
+  min_bytes?: Scalar;
+  max_bytes?: Scalar;
+  prefix?: string;
+  suffix?: string;
+  contains?: string;
+  pattern?: string;
+  in?: OneOrMany<string>;
+  not_in?: OneOrMany<string>;
+  well_known_regex?: string | number;
+  strict?: boolean;
+  ignore_empty?: boolean;
 }
 
-/**
- * Rules of the protos fleetxds loads that every Envoy release it supports (1.36 and later) has
- * since dropped, by field: an empty local rate-limit descriptor value is a wildcard (a bucket per
- * distinct value) in those releases.
- */
-const DROPPED_RULES: Readonly<Record<string, string>> = {
-  'envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry.value': 'string',
-};
+interface NumberRules {
+  const?: Scalar;
+  gt?: Scalar;
+  gte?: Scalar;
+  lt?: Scalar;
+  lte?: Scalar;
+  in?: OneOrMany<Scalar>;
+  not_in?: OneOrMany<Scalar>;
+  ignore_empty?: boolean;
+}
 
-function fieldRules(field: protobuf.Field): Rules | undefined {
-  let rules: Rules | undefined;
-  for (const opt of (field.parsedOptions ?? []) as Rules[]) {
-    const r = opt['(validate.rules)'];
-    if (r && typeof r === 'object') rules = deepMerge(rules ?? {}, r);
-  }
-  const dropped = DROPPED_RULES[field.fullName.replace(/^\./, '')];
-  if (rules && dropped) delete rules[dropped];
-  return rules;
+interface EnumRules {
+  defined_only?: boolean;
+  in?: OneOrMany<number>;
+  not_in?: OneOrMany<number>;
+}
+
+interface DurationRules {
+  required?: boolean;
+  gt?: unknown;
+  gte?: unknown;
+  lt?: unknown;
+  lte?: unknown;
+}
+
+interface RepeatedRules {
+  min_items?: number;
+  max_items?: number;
+  unique?: boolean;
+  items?: Rules;
+}
+
+interface MapRules {
+  min_pairs?: number;
+  max_pairs?: number;
+  keys?: { string?: StringRules };
 }
 
 const SCALAR_RULE_KINDS = [
@@ -58,7 +85,51 @@ const SCALAR_RULE_KINDS = [
   'fixed64',
   'sfixed32',
   'sfixed64',
-];
+] as const;
+
+type Rules = {
+  message?: { required?: boolean };
+  timestamp?: { required?: boolean };
+  any?: { required?: boolean; in?: OneOrMany<string> };
+  duration?: DurationRules;
+  string?: StringRules;
+  enum?: EnumRules;
+  repeated?: RepeatedRules;
+  map?: MapRules;
+} & { [K in (typeof SCALAR_RULE_KINDS)[number]]?: NumberRules };
+
+type Plain = Record<string, unknown>;
+const isPlain = (v: unknown): v is Plain => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+function deepMerge(a: Plain, b: Plain): Plain {
+  for (const [k, v] of Object.entries(b)) {
+    const here = a[k];
+    if (isPlain(v) && isPlain(here)) deepMerge(here, v);
+    else a[k] = v;
+  }
+  return a;
+}
+
+/**
+ * Rules of the protos fleetxds loads that every Envoy release it supports (1.36 and later) has
+ * since dropped, by field: an empty local rate-limit descriptor value is a wildcard (a bucket per
+ * distinct value) in those releases.
+ */
+const DROPPED_RULES: Readonly<Record<string, string>> = {
+  'envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry.value': 'string',
+};
+
+function fieldRules(field: protobuf.Field): Rules | undefined {
+  let rules: Plain | undefined;
+  for (const opt of (field.parsedOptions ?? []) as Plain[]) {
+    const r = opt['(validate.rules)'];
+    if (isPlain(r)) rules = deepMerge(rules ?? {}, r);
+  }
+  const dropped = DROPPED_RULES[field.fullName.replace(/^\./, '')];
+  if (rules && dropped) delete rules[dropped];
+  // The options' shapes are PGV's (validate.proto); the checks below read only the fields they name.
+  return rules;
+}
 
 /**
  * A field's rules, made once per field into a check of its JSON value (undefined: the field is
@@ -95,9 +166,10 @@ function absentProblems(field: protobuf.Field, rules: Rules): string[] {
   const out: string[] = [];
   if (rules.message?.required || rules.duration?.required || rules.any?.required || rules.timestamp?.required)
     out.push('is required');
-  if (field.repeated && !field.map && rules.repeated?.min_items > 0)
-    out.push(`needs at least ${rules.repeated.min_items} item(s)`);
-  if (field.map && rules.map?.min_pairs > 0) out.push(`needs at least ${rules.map.min_pairs} entr(ies)`);
+  const minItems = rules.repeated?.min_items ?? 0;
+  if (field.repeated && !field.map && minItems > 0) out.push(`needs at least ${minItems} item(s)`);
+  const minPairs = rules.map?.min_pairs ?? 0;
+  if (field.map && minPairs > 0) out.push(`needs at least ${minPairs} entr(ies)`);
   // proto3 scalars are never "absent": their default value is what PGV checks.
   if (!(field.resolvedType instanceof protobuf.Type) && !field.repeated && !field.map) {
     const found: ProtoIssue[] = [];
@@ -108,7 +180,7 @@ function absentProblems(field: protobuf.Field, rules: Rules): string[] {
   return out;
 }
 
-function mapCheck(m: Rules | undefined): ValueCheck | undefined {
+function mapCheck(m: MapRules | undefined): ValueCheck | undefined {
   if (!m) return undefined;
   const keys = stringCheck(m.keys?.string);
   return (raw, at, key, issues) => {
@@ -124,11 +196,11 @@ function mapCheck(m: Rules | undefined): ValueCheck | undefined {
   };
 }
 
-function repeatedCheck(field: protobuf.Field, r: Rules | undefined): ValueCheck | undefined {
+function repeatedCheck(field: protobuf.Field, r: RepeatedRules | undefined): ValueCheck | undefined {
   if (!r) return undefined;
   const item = r.items ? singleCheck(field, r.items) : undefined;
   return (raw, at, key, issues) => {
-    const items = Array.isArray(raw) ? raw : [];
+    const items: unknown[] = Array.isArray(raw) ? raw : [];
     if (r.min_items !== undefined && items.length < r.min_items)
       issueAt(issues, at, key, `needs at least ${r.min_items} item(s)`);
     if (r.max_items !== undefined && items.length > r.max_items)
@@ -142,7 +214,7 @@ function repeatedCheck(field: protobuf.Field, r: Rules | undefined): ValueCheck 
   };
 }
 
-function scalarRules(rules: Rules): Rules | undefined {
+function scalarRules(rules: Rules): NumberRules | undefined {
   for (const k of SCALAR_RULE_KINDS) if (rules[k]) return rules[k];
   return undefined;
 }
@@ -165,7 +237,8 @@ function singleCheck(field: protobuf.Field, rules: Rules): ValueCheck | undefine
   if (rules.any?.in) {
     const allowed = asArray(rules.any.in);
     checks.push((raw, at, key, issues) => {
-      if (raw && typeof raw === 'object' && !allowed.includes((raw as Record<string, unknown>)['@type']))
+      const type = isPlain(raw) ? raw['@type'] : undefined;
+      if (isPlain(raw) && !(typeof type === 'string' && allowed.includes(type)))
         issueAt(issues, at, key, `@type must be one of ${allowed.join(', ')}`);
     });
   }
@@ -176,9 +249,9 @@ function singleCheck(field: protobuf.Field, rules: Rules): ValueCheck | undefine
   };
 }
 
-function enumCheck(e: protobuf.Enum, r: Rules): ValueCheck {
-  const allowed = r.in !== undefined ? (asArray(r.in) as number[]) : undefined;
-  const refused = r.not_in !== undefined ? (asArray(r.not_in) as number[]) : undefined;
+function enumCheck(e: protobuf.Enum, r: EnumRules): ValueCheck {
+  const allowed = r.in !== undefined ? asArray(r.in) : undefined;
+  const refused = r.not_in !== undefined ? asArray(r.not_in) : undefined;
   return (raw, at, key, issues) => {
     const n = typeof raw === 'string' ? (e.values[raw] ?? Number.NaN) : Number(raw);
     // unknown names are already reported by the converter; only numbers can be undefined values here
@@ -219,7 +292,7 @@ function codePoints(s: string): number {
 
 type StringCheck = (s: string, at: JsonPath, key: PathKey, issues: ProtoIssue[]) => void;
 
-function stringCheck(r: Rules | undefined): StringCheck | undefined {
+function stringCheck(r: StringRules | undefined): StringCheck | undefined {
   if (!r) return undefined;
   const checks: ((s: string) => string | undefined)[] = [];
   const opt = (v: unknown) => (v === undefined ? undefined : Number(v));
@@ -239,21 +312,20 @@ function stringCheck(r: Rules | undefined): StringCheck | undefined {
     );
   if (maxBytes !== undefined)
     checks.push((s) => (Buffer.byteLength(s) <= maxBytes ? undefined : `must be at most ${r.max_bytes} bytes`));
-  if (r.prefix !== undefined)
-    checks.push((s) => (s.startsWith(r.prefix) ? undefined : `must start with "${r.prefix}"`));
-  if (r.suffix !== undefined) checks.push((s) => (s.endsWith(r.suffix) ? undefined : `must end with "${r.suffix}"`));
-  if (r.contains !== undefined)
-    checks.push((s) => (s.includes(r.contains) ? undefined : `must contain "${r.contains}"`));
+  const { prefix, suffix, contains } = r;
+  if (prefix !== undefined) checks.push((s) => (s.startsWith(prefix) ? undefined : `must start with "${prefix}"`));
+  if (suffix !== undefined) checks.push((s) => (s.endsWith(suffix) ? undefined : `must end with "${suffix}"`));
+  if (contains !== undefined) checks.push((s) => (s.includes(contains) ? undefined : `must contain "${contains}"`));
   if (r.in !== undefined) {
-    const allowed = asArray(r.in) as string[];
+    const allowed = asArray(r.in);
     checks.push((s) => (allowed.includes(s) ? undefined : `must be one of ${allowed.join(', ')}`));
   }
   if (r.not_in !== undefined) {
-    const refused = asArray(r.not_in) as string[];
+    const refused = asArray(r.not_in);
     checks.push((s) => (refused.includes(s) ? `"${s}" is not allowed` : undefined));
   }
   const pattern = r.pattern !== undefined ? compiledPattern(r.pattern) : undefined;
-  if (pattern) checks.push((s) => (pattern.test(s) ? undefined : `must match ${r.pattern}`));
+  if (pattern) checks.push((s) => (pattern.test(s) ? undefined : `must match ${r.pattern!}`));
   if (r.well_known_regex !== undefined) {
     const name = r.well_known_regex === 'HTTP_HEADER_NAME' || r.well_known_regex === 1;
     const re = r.strict === false ? NO_CRLF_NUL : name ? HEADER_NAME : HEADER_VALUE;
@@ -280,7 +352,7 @@ function compiledPattern(pattern: string): RegExp | undefined {
 
 type NumberCheck = (n: number, at: JsonPath, key: PathKey, issues: ProtoIssue[]) => void;
 
-function numberCheck(r: Rules | undefined): NumberCheck | undefined {
+function numberCheck(r: NumberRules | undefined): NumberCheck | undefined {
   if (!r) return undefined;
   const checks: ((n: number) => string | undefined)[] = [];
   if (r.const !== undefined) checks.push((n) => (n === Number(r.const) ? undefined : `must equal ${r.const}`));
@@ -317,7 +389,7 @@ function durationNanos(d: unknown): number {
 /** A Duration's proto3 JSON form ("-1.5s"): sign, seconds, up to 9 fractional digits. The converter reads it too. */
 export const DURATION_JSON = /^(-)?([0-9]+)(?:\.([0-9]{1,9}))?s$/;
 
-function durationCheck(r: Rules): StringCheck | undefined {
+function durationCheck(r: DurationRules): StringCheck | undefined {
   const show = (x: number) => `${x / 1e9}s`;
   const checks: ((n: number) => string | undefined)[] = [];
   const bound = (v: unknown, ok: (n: number, b: number) => boolean, say: string) => {

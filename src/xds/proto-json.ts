@@ -509,7 +509,7 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
       return ((m[fieldById(type, 1)] as Obj[]) ?? []).map((v) => messageToJson(valueType, v));
     }
     case 'google.protobuf.Any': {
-      const url = String(m[fieldById(type, 1)] ?? '');
+      const url = (m[fieldById(type, 1)] as string | undefined) ?? '';
       const inner = typeOfUrl(url);
       const value = (m[fieldById(type, 2)] as Uint8Array) ?? new Uint8Array();
       if (!inner) return { '@type': url, value: Buffer.from(value).toString('base64') };
@@ -534,7 +534,7 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
     const v = m[field.name];
     if (v === undefined || v === null) continue;
     if (field.map) {
-      const entries = Object.keys(v as Obj);
+      const entries = Object.keys(v);
       if (!entries.length) continue;
       const mo: { [k: string]: Json } = {};
       for (const k of entries.sort()) mo[k] = singleToJson(field, (v as Obj)[k]);
@@ -597,7 +597,7 @@ function scalarToJson(type: string, v: unknown): Json {
       return Buffer.from(v as Uint8Array).toString('base64');
     case 'double':
     case 'float':
-      return Number.isFinite(v as number) ? (v as number) : String(v);
+      return Number.isFinite(v) ? (v as number) : String(v);
     case 'int64':
     case 'uint64':
     case 'sint64':

@@ -141,7 +141,7 @@ function subsetOf(whole: protobuf.Root, names: readonly string[]): protobuf.INam
     const before = (ns.nested ??= {})[last];
     ns.nested[last] = before?.nested ? { ...own, nested: before.nested } : own;
   }
-  return out as protobuf.INamespace;
+  return out;
 }
 
 /**

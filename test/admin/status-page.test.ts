@@ -108,7 +108,7 @@ test("the config tree's reads and fleetxds's certificates", async () => {
   // The lines for what this server does not have (TLS) or cannot make happen here (a tree that cannot
   // be read; the API side is tested in read-failures and listener-certificates), drawn by the page.
   // Given as source: tsx would wrap a function's inner closures in a helper the page does not have.
-  const drawn = (await page.evaluate(`(() => {
+  const drawn = await page.evaluate<[string, string][]>(`(() => {
     const cert = (days) => certLine({
       listener: 'grpc',
       subject: 'CN=xds.internal',
@@ -122,7 +122,7 @@ test("the config tree's reads and fleetxds's certificates", async () => {
       nextReadAt: '2026-11-25T01:00:07.000Z',
     });
     return [tree, cert(40), cert(3), cert(-2)].map((e) => [e.className, e.textContent]);
-  })()`)) as [string, string][];
+  })()`);
   assert.equal(drawn[0], [
     'bad',
     'could not be read completely since 2026-11-25T01:00:00.000Z (3 reads): services/a.yaml: EMFILE; the last ' +
@@ -132,24 +132,24 @@ test("the config tree's reads and fleetxds's certificates", async () => {
     drawn.slice(1).map(([cls]) => cls),
     ['ok', 'warn', 'bad'],
   );
-  assert.match(drawn[1]![1]!, /^grpc: CN=xds.internal, expires \S+ \(in 40 days\), sha256 AB:CD$/);
-  assert.match(drawn[3]![1]!, /^grpc: CN=xds.internal, expired at /);
+  assert.match(drawn[1]![1], /^grpc: CN=xds.internal, expires \S+ \(in 40 days\), sha256 AB:CD$/);
+  assert.match(drawn[3]![1], /^grpc: CN=xds.internal, expired at /);
 
   // Each node's client certificate (mTLS; these clients have none), amber under 14 days, red once expired.
-  const clientCells = (await page.evaluate(`(() => {
+  const clientCells = await page.evaluate<[string | null, string][]>(`(() => {
     const cell = (days) => clientCertCell({
       names: 'URI:spiffe://fleet.example/node/edge-*',
       fingerprint: '0A:1B:2C:3D:4E:5F:60:71:82:93:A4:B5:C6:D7',
       notAfter: new Date(Date.now() + days * 86400000 + 60000).toISOString(),
     });
     return [cell(40), cell(3), cell(-2)].map((e) => [e.className, e.textContent]).concat([[null, clientCertCell()]]);
-  })()`)) as [string | null, string][];
+  })()`);
   assert.equal(
     clientCells.map(([cls]) => cls),
     ['ok', 'warn', 'bad', null],
   );
   assert.match(
-    clientCells[0]![1]!,
+    clientCells[0]![1],
     /^URI:spiffe:\/\/fleet.example\/node\/edge-\*, expires \S+ \(in 40 days\), sha256 0A:1B:2C:3D:4E:5F:60:71\.\.\.$/,
   );
   assert.is(clientCells[3]![1], '-', 'none without mTLS');

@@ -56,7 +56,7 @@ test('a tree that serves nothing is refused (no YAML at all, or only secrets and
 
 test('validate --previous refuses a change that removes most of a group; a Guard allows it', async () => {
   const before = writeTree({ ...TWO_LISTENERS, 'more.yaml': TWO_LISTENERS['more.yaml'] + EXTRA });
-  const after = writeTree({ 'services.yaml': BASE['services.yaml']!, 'more.yaml': TWO_LISTENERS['more.yaml']! });
+  const after = writeTree({ 'services.yaml': BASE['services.yaml']!, 'more.yaml': TWO_LISTENERS['more.yaml'] });
   assert.is(validate(after).status, 0, 'on its own the tree is fine');
   const r = validate(after, '--previous', before);
   assert.is(r.status, 1);
@@ -83,7 +83,7 @@ test('the apply pipeline keeps serving when every file is deleted or a group is 
     assert.is(app.cache.current!.versionId, good, 'still serving the last good version');
     assert.is(app.cache.current!.groups.get('default')!.types.listener.resources.size, 3);
 
-    writeTree({ 'services.yaml': BASE['services.yaml']!, 'more.yaml': TWO_LISTENERS['more.yaml']! }, dir);
+    writeTree({ 'services.yaml': BASE['services.yaml']!, 'more.yaml': TWO_LISTENERS['more.yaml'] }, dir);
     outcome = (await app.reload()) as { status: string; diagnostics: { code: string }[] };
     assert.is(outcome.status, 'rejected');
     assert.equal(

@@ -22,8 +22,8 @@ test('on restart the last good version is served from SQLite, even when the dire
   const second = await startServer(dir, { database: db });
   try {
     assert.ok(second.cache.current, 'serving');
-    assert.is(second.cache.current!.versionId, v1.versionId);
-    assert.is(second.cache.current!.modelHash, v1.modelHash);
+    assert.is(second.cache.current.versionId, v1.versionId);
+    assert.is(second.cache.current.modelHash, v1.modelHash);
     assert.ok(second.stores.rejections.latest(), 'the broken tree was recorded as rejected');
     const c = connect(second.grpcPort);
     const s = c.open();

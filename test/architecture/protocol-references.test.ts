@@ -24,9 +24,9 @@ test('every citation in src/ and test/ resolves', () => {
   const missing: string[] = [];
   for (const f of [...files(projectPath('src')), ...files(projectPath('test'))]) {
     const text = readFileSync(f, 'utf8');
-    for (const m of text.matchAll(/§(\d+(?:\.\d+)*)/g)) if (!sections.has(m[1]!)) missing.push(`${f}: §${m[1]}`);
+    for (const m of text.matchAll(/§(\d+(?:\.\d+)*)/g)) if (!sections.has(m[1])) missing.push(`${f}: §${m[1]}`);
     for (const m of text.matchAll(/\b((?:SOTW|DELTA|REST|FS)-\d+)\b/g))
-      if (!rules.has(m[1]!)) missing.push(`${f}: ${m[1]}`);
+      if (!rules.has(m[1])) missing.push(`${f}: ${m[1]}`);
   }
   assert.equal(missing, []);
 });

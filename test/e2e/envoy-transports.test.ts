@@ -200,7 +200,7 @@ test('a GrpcService in every group: Envoy is not sent its API listener; a shadow
   const s = specs[0];
   for (let i = 0; i < 10; i++) {
     const r = await new Promise<string>((resolve, reject) => {
-      import('node:http').then(({ request }) => {
+      void import('node:http').then(({ request }) => {
         const req = request(
           { host: '127.0.0.1', port: s!.httpPort, path: '/split', headers: { host: 'shop.test', 'x-beta': '1' } },
           (res) => {

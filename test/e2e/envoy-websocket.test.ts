@@ -25,7 +25,7 @@ function exchange(port: number, path: string): Promise<{ echo?: string; status?:
     ws.on('open', () => ws.send(`hello ${path}`));
     ws.on('message', (m) => {
       clearTimeout(timer);
-      resolve({ echo: String(m) });
+      resolve({ echo: (m as Buffer).toString() });
       ws.close();
     });
     ws.on('unexpected-response', (_req, res) => {
@@ -40,7 +40,7 @@ function exchange(port: number, path: string): Promise<{ echo?: string; status?:
 test.before(async () => {
   try {
     echo = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-    echo.on('connection', (s) => s.on('message', (m) => s.send(`echo: ${String(m)}`)));
+    echo.on('connection', (s) => s.on('message', (m) => s.send(`echo: ${(m as Buffer).toString()}`)));
     await new Promise<void>((r) => echo.once('listening', () => r()));
     const echoPort = (echo.address() as { port: number }).port;
     const docs = [

@@ -71,7 +71,7 @@ export function connect(
           'envoy.service.discovery.v3.DiscoveryResponse',
         ),
   };
-  const Client = grpc.makeGenericClientConstructor(def as unknown as grpc.ServiceDefinition, 'X');
+  const Client = grpc.makeGenericClientConstructor(def, 'X');
   const client = new Client(`127.0.0.1:${port}`, credentials, {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     ...options,

@@ -91,8 +91,8 @@ export async function startEnvoy(
   running.add(child);
   child.once('exit', () => running.delete(child));
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
   const admin = async (path: string) => {
     const res = await fetch(`http://127.0.0.1:${adminPort}${path}`);
     if (!res.ok) throw new Error(`envoy admin ${path}: ${res.status}`);

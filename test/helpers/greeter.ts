@@ -60,7 +60,7 @@ export interface GreeterClientHandle {
 export function xdsGreeterClient(target: string, bootstrap: object): GreeterClientHandle {
   const client = new GreeterClient(`xds:///${target}`, grpc.credentials.createInsecure(), {
     'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config': JSON.stringify(bootstrap),
-  } as grpc.ChannelOptions) as unknown as grpc.Client & { SayHello: (...args: unknown[]) => unknown };
+  }) as unknown as grpc.Client & { SayHello: (...args: unknown[]) => unknown };
   return {
     sayHello: (name, deadlineMs = 5000, metadata = {}) =>
       new Promise((resolve, reject) => {

@@ -57,8 +57,8 @@ export function spawnServer(
   children.add(child);
   child.once('exit', () => children.delete(child));
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -68,7 +68,7 @@ export function spawnServer(
       const line = out.split('\n').find((l) => l.includes('"fleetxds serving"'));
       if (!line) return;
       clearTimeout(timer);
-      child.stdout!.off('data', onData);
+      child.stdout.off('data', onData);
       const info = JSON.parse(line);
       const grpcPort = Number(String(info.grpc).split(':').pop());
       const adminPort = Number(String(info.admin).split(':').pop());
@@ -89,7 +89,7 @@ export function spawnServer(
           }),
       });
     };
-    child.stdout!.on('data', onData);
+    child.stdout.on('data', onData);
     child.once('exit', (code) => {
       clearTimeout(timer); // or a test of a server that must not start waits for it
       reject(new Error(`server exited with ${code}:\n${out}`));
@@ -108,7 +108,7 @@ export async function waitFor<T>(
   while (Date.now() < until) {
     try {
       const v = await fn();
-      if (v) return v as T;
+      if (v) return v;
     } catch (err) {
       last = err;
     }

@@ -33,9 +33,9 @@ export function rawAdsClient(
     requestDeserialize: (b: Buffer) => b,
     responseSerialize: (b: Buffer) => b,
     responseDeserialize: (b: Buffer): RawResponse => ({
-      msg: Res.decode(b) as unknown as Record<string, any>,
+      msg: Res.decode(b),
       size: b.length,
     }),
   };
-  return grpc.makeGenericClientConstructor({ S: method } as unknown as grpc.ServiceDefinition, 'ADS') as never;
+  return grpc.makeGenericClientConstructor({ S: method }, 'ADS') as never;
 }

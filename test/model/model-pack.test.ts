@@ -24,7 +24,7 @@ const TREE = {
 async function modelOf(dir: string, caches: PipelineCaches): Promise<Model> {
   const check = await checkTree(dir, caches);
   assert.ok(check.model, JSON.stringify(check.diagnostics));
-  return check.model!;
+  return check.model;
 }
 
 const everyOrigin = (m: Model) => [...m.services, ...m.listeners, ...m.virtualHosts].map((d) => [d.name, originOf(d)]);

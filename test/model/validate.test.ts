@@ -15,9 +15,9 @@ function only(ds: Diagnostic[], code: string): Diagnostic {
 
 function at(d: Diagnostic, file: string, line: number, column?: number): void {
   assert.ok(d.location, `no location on ${formatDiagnostic(d)}`);
-  assert.is(d.location!.file, file);
-  assert.is(d.location!.line, line, formatDiagnostic(d));
-  if (column !== undefined) assert.is(d.location!.column, column, formatDiagnostic(d));
+  assert.is(d.location.file, file);
+  assert.is(d.location.line, line, formatDiagnostic(d));
+  if (column !== undefined) assert.is(d.location.column, column, formatDiagnostic(d));
 }
 
 test('the base fixture is valid', async () => {

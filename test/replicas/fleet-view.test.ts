@@ -24,7 +24,7 @@ test('the status API of one replica shows the proxies of both, with their replic
       s.send({ node: { id, cluster: 'c' }, type_url: T.cluster });
       await s.next();
     }
-    const status = (await (await fetch(`http://127.0.0.1:${r1.adminPort}/api/v1/status`)).json()) as any;
+    const status = await (await fetch(`http://127.0.0.1:${r1.adminPort}/api/v1/status`)).json();
     const where = Object.fromEntries(status.nodes.map((n: any) => [n.nodeId, n.replica]));
     assert.equal(where, { 'on-r1': 'r1', 'on-r2': 'r2' });
     assert.equal(
@@ -34,7 +34,7 @@ test('the status API of one replica shows the proxies of both, with their replic
         ['r2', 1],
       ],
     );
-    const nodes = (await (await fetch(`http://127.0.0.1:${r1.adminPort}/api/v1/nodes`)).json()) as any;
+    const nodes = await (await fetch(`http://127.0.0.1:${r1.adminPort}/api/v1/nodes`)).json();
     assert.equal(nodes.connected.map((n: any) => `${n.nodeId}@${n.replica}`).sort(), ['on-r1@r1', 'on-r2@r2']);
     const metrics = await (await fetch(`http://127.0.0.1:${r1.adminPort}/metrics`)).text();
     assert.match(metrics, /fleetxds_config_version\{replica="r1"\} \d+/);
@@ -42,7 +42,7 @@ test('the status API of one replica shows the proxies of both, with their replic
     // The peer goes away: its proxies are no longer listed, the failure is, ours still are.
     c2.close();
     await r2.close();
-    const alone = (await (await fetch(`http://127.0.0.1:${r1.adminPort}/api/v1/status`)).json()) as any;
+    const alone = await (await fetch(`http://127.0.0.1:${r1.adminPort}/api/v1/status`)).json();
     assert.equal(
       alone.nodes.map((n: any) => n.nodeId),
       ['on-r1'],

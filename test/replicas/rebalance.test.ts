@@ -22,7 +22,7 @@ function persistentClient(target: string, id: string, reconnects: number[]) {
   const client = new Client(target, grpc.credentials.createInsecure(), {
     'grpc.use_local_subchannel_pool': 1,
     'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
-  } as grpc.ChannelOptions);
+  });
   let closed = false;
   const open = () => {
     const call = client.S();

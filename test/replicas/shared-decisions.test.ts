@@ -281,7 +281,7 @@ test('a replica that was down applies the decisions it missed when it starts, be
   await replicas[2]!.close();
   assert.is((await admin(replicas[0]!, 'POST', '/api/v1/rollback', { versionId: v11 })).json.status, 'applied');
   replicas[2] = await start(2);
-  const c = connect(replicas[2]!.grpcPort);
+  const c = connect(replicas[2].grpcPort);
   const s = c.open();
   s.send({ node: { id: 'came-back', cluster: 'c' }, type_url: T.cluster });
   assert.is(timeoutOf(await s.next()), '11s', 'the rollback made while it was down');
@@ -296,7 +296,7 @@ test('a replica started while PostgreSQL is down serves what it applied last and
   assert.is((await admin(replicas[0]!, 'DELETE', '/api/v1/pins/default')).status, 200);
   await pg.stop();
   replicas[2] = await start(2, true);
-  const r3 = replicas[2]!;
+  const r3 = replicas[2];
   // The documented choice: it serves the decisions it applied last (the pin the others removed) ...
   assert.is(r3.stores.pins.list().length, 1, 'still pinned here: it cannot read the unpin');
   // ... and says it cannot know how far behind that is.

@@ -34,10 +34,7 @@ routes: [${Array.from({ length: 99 }, () => '*r').join(', ')}]
   const r = await checkTree(writeTree({ ...BASE, 'amp.yaml': big }));
   const d = r.diagnostics.find((x) => x.code === 'FXDS_YAML_LIMIT');
   assert.ok(d, JSON.stringify(r.diagnostics.slice(0, 3)));
-  assert.match(
-    formatDiagnostic(d!),
-    /^amp\.yaml:1:1: error FXDS_YAML_LIMIT: aliases expand this document to \d+ bytes/,
-  );
+  assert.match(formatDiagnostic(d), /^amp\.yaml:1:1: error FXDS_YAML_LIMIT: aliases expand this document to \d+ bytes/);
 });
 
 test('thousands of problems: the first ones and a count; the server keeps serving and stores a small rejection', async () => {

@@ -48,7 +48,7 @@ async function withoutFileDescriptors<T>(fn: () => Promise<T>): Promise<T> {
     assert.throws(() => openSync('/dev/null', 'r'), /EMFILE/);
     return await fn();
   } finally {
-    restorer.stdin!.end('go\n');
+    restorer.stdin.end('go\n');
     assert.is(await restored, 0, 'the limit was put back');
     assert.is(fileLimits().soft, soft);
   }

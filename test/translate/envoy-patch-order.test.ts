@@ -48,11 +48,11 @@ test('patches apply by file name, then document order, not by their names', asyn
     }),
   );
   assert.ok(r.config, r.diagnostics.map(formatDiagnostic).join('\n'));
-  const cluster = r.config!.groups.get('default')!.types.cluster.resources.get('api')!.json as {
+  const cluster = r.config.groups.get('default')!.types.cluster.resources.get('api')!.json as {
     metadata: { filter_metadata: { order: Record<string, boolean> } };
   };
   assert.equal(Object.keys(cluster.metadata.filter_metadata.order), ['first', 'second', 'third']);
-  assert.equal(r.config!.patchedBy?.get('default')?.get('cluster/api'), ['zz', 'mm', 'aa']);
+  assert.equal(r.config.patchedBy?.get('default')?.get('cluster/api'), ['zz', 'mm', 'aa']);
 });
 
 test('a patch naming groups changes only their resources', async () => {

@@ -32,7 +32,7 @@ for (const c of cases) {
     const r = await checkTree(c.input);
     assert.ok(r.config, r.diagnostics.map(formatDiagnostic).join('\n'));
     const rendered = new Map<string, string>();
-    for (const [group, g] of r.config!.groups) {
+    for (const [group, g] of r.config.groups) {
       for (const kind of RESOURCE_KINDS) {
         const t = g.types[kind];
         if (!t.resources.size) continue;

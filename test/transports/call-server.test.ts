@@ -63,7 +63,7 @@ type DuplexClient = grpc.Client & {
   Stream: (md?: grpc.Metadata, o?: grpc.CallOptions) => grpc.ClientDuplexStream<Buffer, Buffer>;
 };
 function grpcClient(port: number, path = ECHO): DuplexClient {
-  const Client = grpc.makeGenericClientConstructor({ Stream: method(path) } as never, 'Test');
+  const Client = grpc.makeGenericClientConstructor({ Stream: method(path) }, 'Test');
   return new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as DuplexClient;
 }
 
@@ -361,7 +361,7 @@ test('listening on localhost takes its IPv4 address, and its IPv6 one where the 
   });
   const port = await server.listen('localhost', 0);
   const call = async (host: string) => {
-    const Client = grpc.makeGenericClientConstructor({ Stream: method(ECHO) } as never, 'Test');
+    const Client = grpc.makeGenericClientConstructor({ Stream: method(ECHO) }, 'Test');
     const c = new Client(`${host}:${port}`, grpc.credentials.createInsecure()) as unknown as DuplexClient;
     try {
       return (await exchange(c, [Buffer.from('x')])).status.code;

@@ -232,7 +232,7 @@ test('delta: routes to a cluster added by the same change wait until the client 
   for (let i = 0; i < 4; i++) s.send(ack(await s.next()));
   assert.ok(await s.quiet(200));
   const files = withService('fresh', '10.5.5.5');
-  files['edge.yaml'] = files['edge.yaml']!.replace('  - to: web\n', '  - to: fresh\n');
+  files['edge.yaml'] = files['edge.yaml'].replace('  - to: web\n', '  - to: fresh\n');
   await setTree(files);
   const cds = await s.next();
   assert.equal([cds.type_url, dnames(cds)], [T.cluster, ['fresh']]);

@@ -24,8 +24,8 @@ async function published(files: Record<string, string>): Promise<PublishedConfig
     modelHash: 'm',
     treeHash: r.treeHash,
     appliedAt: '',
-    groups: r.config!.groups,
-    resolver: r.config!.resolver ?? new NodeGroupResolver([]),
+    groups: r.config.groups,
+    resolver: r.config.resolver ?? new NodeGroupResolver([]),
   };
 }
 

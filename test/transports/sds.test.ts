@@ -141,7 +141,7 @@ test('a broken renewal (key not matching) keeps the last good secret and is repo
     return undefined;
   })();
   assert.ok(rej, 'rejection recorded');
-  assert.ok(rej!.diagnostics.some((d) => /does not match the certificate/.test(d.message)));
+  assert.ok(rej.diagnostics.some((d) => /does not match the certificate/.test(d.message)));
   assert.ok(await s.quiet(300), 'the last good secret keeps being served');
   s.close();
   c.close();

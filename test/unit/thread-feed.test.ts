@@ -51,7 +51,7 @@ const MODEL: Model = {
     { kind: 'NodeGroup', name: 'edge', match: { idPattern: 'edge-*' } },
     { kind: 'NodeGroup', name: 'mesh', match: { idPattern: 'mesh-*' } },
   ],
-} as Model;
+};
 
 function revision(id: number, spec: Spec, model = MODEL): Revision {
   const built = new Map(
@@ -125,7 +125,7 @@ const liveKeys = (cfg: PublishedConfig): Set<string> => {
 
 const r1 = revision(1, { edge: { a: 1000, b: 1000 }, mesh: { a: 1000, c: 2000 } });
 const r2 = revision(2, { edge: { a: 1000, b: 3000 }, mesh: { a: 1000, c: 2000 } });
-const r3 = revision(3, { edge: { a: 1000, b: 3000 } }, { ...MODEL, nodeGroups: [MODEL.nodeGroups[0]!] } as Model);
+const r3 = revision(3, { edge: { a: 1000, b: 3000 } }, { ...MODEL, nodeGroups: [MODEL.nodeGroups[0]!] });
 const policy = {
   kind: 'Rollout' as const,
   name: 'default',

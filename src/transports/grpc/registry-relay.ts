@@ -5,7 +5,7 @@
  * replays the calls on the one NodeRegistry, which the status API, metrics, rollouts and the NACK
  * log read. NACK containment learns from every thread the same way (see `RelayedAcks`).
  */
-import type { NodeRegistry, StreamRegistry, StreamStatus } from '../../status/node-registry.ts';
+import type { NodeRegistry, StreamRegistry, StreamStatus, StreamWait } from '../../status/node-registry.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
 import type { ResourceKind } from '../../xds/resource-types.ts';
 import { GroupAckTracker } from '../group-ack-tracker.ts';
@@ -23,6 +23,7 @@ export type RelayedEvent =
   | readonly ['holding', number, string, string]
   | readonly ['unchanged', number, string, string]
   | readonly ['warming', 'delivered' | 'expired']
+  | readonly ['waiting', number, StreamWait, boolean]
   | readonly ['group-acked', string, ResourceKind, string]
   | readonly ['group-nacked', string, ResourceKind, string];
 
@@ -87,6 +88,10 @@ export class RelayRegistry implements StreamRegistry {
 
   warmingHeld(outcome: 'delivered' | 'expired'): void {
     this.push(['warming', outcome]);
+  }
+
+  waiting(s: StreamStatus, what: StreamWait, on: boolean): void {
+    this.push(['waiting', s.streamId, what, on]);
   }
 }
 
@@ -177,6 +182,9 @@ export class RelayedStreams {
           break;
         case 'unchanged':
           this.registry.unchanged(s, e[2], e[3]);
+          break;
+        case 'waiting':
+          this.registry.waiting(s, e[2], e[3]);
           break;
       }
     }

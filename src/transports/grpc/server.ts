@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { ListenerTls } from '../../security/listener-tls.ts';
 import type { SnapshotCache } from '../../snapshot/snapshot-cache.ts';
-import type { StreamRegistry, StreamStatus } from '../../status/node-registry.ts';
+import type { StreamRegistry } from '../../status/node-registry.ts';
 import { requestType } from '../../xds/proto-root.ts';
 import {
   DELTA_DISCOVERY_REQUEST,
@@ -220,7 +220,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
               const sotw = stream as SotwStream;
               sotw.handle(decodeSotwRequest(reqType, bytes, !opened, (typeUrl) => sotw.subscriptionOf(typeUrl)));
             }
-            const s = stream.streamStatus as StreamStatus | undefined;
+            const s = stream.streamStatus;
             if (debug && !opened && s) log().debug({ node: s.nodeId, group: s.group }, 'stream opened');
           } catch (err) {
             if (!(err instanceof FleetError)) log().error({ err }, 'stream failed');

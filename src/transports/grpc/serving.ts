@@ -177,7 +177,7 @@ async function startThreads(o: ServeGrpcOptions, count: number): Promise<GrpcSer
   } catch (err) {
     closing = true;
     unsubscribe();
-    await Promise.all(threads.map((t) => t?.worker.terminate()));
+    await Promise.all(threads.flatMap((t) => (t ? [t.worker.terminate()] : [])));
     throw err;
   }
   o.log.info({ threads: count, port }, 'serving gRPC on several threads');

@@ -41,9 +41,9 @@ function body(raw: unknown): Omit<RegisterRequest, 'address'> {
   }
   for (const k of ['region', 'zone'] as const)
     if (b[k] !== undefined) {
-      if (typeof b[k] !== 'string' || !(b[k] as string).length || (b[k] as string).length > 128)
+      if (typeof b[k] !== 'string' || !b[k].length || b[k].length > 128)
         throw new FleetError(ErrorCodes.BAD_REQUEST, `${k} is a string of 1 to 128 characters`);
-      out[k] = b[k] as string;
+      out[k] = b[k];
     }
   if (b.health !== undefined) {
     if (b.health !== 'healthy' && b.health !== 'unhealthy')

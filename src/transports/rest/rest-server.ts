@@ -18,7 +18,8 @@
  *    `fleetxds.xds_cluster`, else the Host Envoy sends, which is that cluster's name).
  * Response bodies are serialized once per (group, type, selection, variant, version) and shared.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { fastifyLogger } from '../../shared/fastify-logger.ts';
 import type { Logger } from 'pino';
 import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { ServerResponse } from 'node:http';
@@ -197,6 +198,26 @@ interface PollRequest {
   version: string;
 }
 
+interface JsonNode {
+  id?: string;
+  cluster?: string;
+  metadata?: Record<string, unknown>;
+  user_agent_name?: string;
+  userAgentName?: string;
+  user_agent_version?: string;
+  userAgentVersion?: string;
+}
+
+interface JsonDiscoveryRequest {
+  type_url?: string;
+  typeUrl?: string;
+  node?: JsonNode;
+  resource_names?: string[];
+  resourceNames?: string[];
+  version_info?: string;
+  versionInfo?: string;
+}
+
 function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
   if (!body || typeof body !== 'object' || Array.isArray(body))
     throw new FleetError(ErrorCodes.BAD_REQUEST, 'the body must be a JSON DiscoveryRequest object');
@@ -212,9 +233,8 @@ function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
           .map((i) => `${i.path || '(root)'}: ${i.message}`)
           .join('; '),
     );
-  // A JSON DiscoveryRequest, checked field by field below.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- not typed yet
-  const b = body as Record<string, any>;
+  // A DiscoveryRequest in proto3 JSON (checked against the proto above), in either field spelling.
+  const b = body as JsonDiscoveryRequest;
   const typeUrl = b.type_url ?? b.typeUrl;
   if (typeUrl && typeUrl !== TypeUrls[kind])
     throw new FleetError(ErrorCodes.BAD_REQUEST, `type_url ${typeUrl} does not match this path (${TypeUrls[kind]})`);
@@ -223,7 +243,7 @@ function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
   const identity = {
     id: String(node.id),
     cluster: String(node.cluster ?? ''),
-    metadata: (node.metadata ?? {}) as Record<string, unknown>,
+    metadata: node.metadata ?? {},
   };
   const tooLarge = nodeLimitViolation(identity);
   if (tooLarge) throw new FleetError(ErrorCodes.BAD_REQUEST, tooLarge);
@@ -236,7 +256,7 @@ function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
           .join('/'),
       ),
     },
-    names: (b.resource_names ?? b.resourceNames ?? []) as string[],
+    names: b.resource_names ?? b.resourceNames ?? [],
     version: String(b.version_info ?? b.versionInfo ?? ''),
   };
 }
@@ -259,7 +279,7 @@ export function createRestServer(opts: RestOptions): RestServer {
         }
       : {}),
     // Fastify's own per-request lines only from warn up; fleetxds's lines follow the configured level.
-    loggerInstance: opts.log.child({ component: 'rest' }, { level: 'warn' }) as FastifyBaseLogger,
+    loggerInstance: fastifyLogger(opts.log.child({ component: 'rest' }, { level: 'warn' })),
     // No child logger per request: a held poll would keep one (about 1 KB with its bound level
     // methods) for as long as it is held, and fleetxds's own lines name the node instead.
     childLoggerFactory: (logger) => logger,
