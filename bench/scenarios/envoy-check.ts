@@ -6,8 +6,8 @@
  */
 import { cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkTree } from '../../src/app/check-tree.ts';
-import { EnvoyChecker } from '../../src/app/envoy-check.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
+import { EnvoyChecker } from '../../src/compile/envoy-check.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { generateTree, vhostYaml } from '../lib/generate.ts';
 

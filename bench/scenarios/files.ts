@@ -4,8 +4,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkTree } from '../../src/app/check-tree.ts';
-import { PipelineCaches } from '../../src/app/caches.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
+import { PipelineCaches } from '../../src/compile/caches.ts';
 import type { PublishedConfig } from '../../src/snapshot/snapshot-cache.ts';
 import { FileRenderer } from '../../src/transports/files/file-renderer.ts';
 import { tempDir } from '../../test/helpers/tree.ts';

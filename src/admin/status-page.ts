@@ -13,6 +13,7 @@ table{border-collapse:collapse;width:100%}th{background:#f4f4f4}
 th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}
 .ok{color:#176117}.bad{color:#a11}.warn{color:#8a5a00}#error{color:#a11}
 .mono{font-family:ui-monospace,monospace;font-size:12px}
+button.link{background:none;border:0;padding:0;color:#0645ad;text-decoration:underline;cursor:pointer;font:inherit}
 </style></head><body>
 <h1>fleetxds</h1><div id="version">loading…</div><div id="error"></div>
 <h2>Staged rollout</h2><div id="staged">none</div>
@@ -23,6 +24,7 @@ th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-al
 <th>node</th><th>group</th><th>transport</th><th>address</th><th>agent</th><th>client certificate</th>
 <th>per type: sent / ACKed</th><th>last NACK</th>
 </tr></thead><tbody></tbody></table>
+<h2>Why a node holds what it holds</h2><div id="explain">choose a node above</div>
 <h2>Listeners</h2><table id="listeners"><thead><tr>
 <th>group</th><th>listener</th><th>kind</th><th>address</th><th>TLS</th><th>passed through</th><th>protections</th>
 </tr></thead><tbody></tbody></table>
@@ -80,7 +82,10 @@ function nodeRow(n) {
   const l = n.lastNack;
   const nack = l ? el('span', short(l.typeUrl) + ' ' + l.at + ': ' + l.message, 'bad') : '';
   const group = n.stage ? n.group + ' (stage ' + n.stage + ')' : n.group;
-  return row([n.nodeId, group, n.transport, n.peer, n.userAgent, clientCertCell(n.clientCertificate),
+  const id = el('button', n.nodeId, 'link');
+  id.title = 'why this node holds what it holds';
+  id.addEventListener('click', () => { explained = n.nodeId; explain(); });
+  return row([id, group, n.transport, n.peer, n.userAgent, clientCertCell(n.clientCertificate),
     el('span', types.join('  '), 'mono'), nack]);
 }
 function expiry(notAfter) {
@@ -127,6 +132,24 @@ function historyRow(h) {
   return row([h.id, h.appliedAt, h.sourceKind, h.commitSha ? h.commitSha.slice(0, 12) : '',
     [h.author, h.subject].filter(Boolean).join(': ')]);
 }
+let explained;
+function explainLines(e) {
+  const head = el('div', 'node ' + e.nodeId + ': group ' + e.group + ', ' +
+    (e.connected ? 'connected' : 'disconnected') + ' (' + e.transports.join(', ') + ')');
+  const cls = (st) => (st === 'in sync' ? 'ok' : st === 'refused' ? 'bad' : st === 'behind' ? 'warn' : '');
+  return [head, ...e.types.map((t) => {
+    const line = el('div');
+    line.append(el('span', t.type + ' '), el('span', t.state, cls(t.state)), el('span', ': ' + t.summary));
+    return line;
+  })];
+}
+async function explain() {
+  if (!explained) return;
+  const res = await fetch('api/v1/nodes/' + encodeURIComponent(explained) + '/explain',
+    { headers: token ? { authorization: 'Bearer ' + token } : {} });
+  const body = await res.json();
+  byId('explain').replaceChildren(...(res.ok ? explainLines(body) : [el('span', body.error, 'bad')]));
+}
 async function refresh() {
   try {
     const res = await fetch('api/v1/status', { headers: token ? { authorization: 'Bearer ' + token } : {} });
@@ -158,6 +181,7 @@ async function refresh() {
     const certs = s.listenerCertificates || [];
     if (certs.length) byId('certs').replaceChildren(...certs.map(certLine));
     fill('history', s.history.map(historyRow));
+    await explain();
   } catch (e) { byId('error').textContent = String(e.message || e); }
 }
 refresh(); setInterval(refresh, 1000);

@@ -15,7 +15,7 @@ import { ListenerCertificate } from './listener-certificates.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
 import { ConfigPipeline } from './pipeline.ts';
-import { EnvoyChecker, envoyCheckDir } from './envoy-check.ts';
+import { EnvoyChecker, envoyCheckDir } from '../compile/envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
 import { TokenAuth } from '../security/tokens.ts';
 import type { RestServer } from '../transports/rest/rest-server.ts';
@@ -27,7 +27,7 @@ const SWEEP_MS = 200;
 const MEMBERS_COALESCE_MS = 20;
 import type { FileRenderer, RenderStats } from '../transports/files/file-renderer.ts';
 import { RolloutDriver } from './rollout-driver.ts';
-import { DecisionDesk } from './decisions.ts';
+import { DecisionDesk } from './decision-desk.ts';
 import type { PostgresDecisionLog } from '../decisions/postgres-log.ts';
 import type { SharedDecisionStatus } from '../decisions/decision.ts';
 import { LineBudget } from '../shared/line-budget.ts';
@@ -109,13 +109,6 @@ export async function startApp(
     ? new EnvoyChecker({ ...config.envoyCheck, workDir: envoyCheckDir(config.database) })
     : undefined;
   await envoyCheck?.removeLeftovers();
-  const pipeline = new ConfigPipeline(
-    stores,
-    cache,
-    log.child({ component: 'pipeline' }),
-    config.configDir,
-    envoyCheck,
-  );
   // Several replicas share operator decisions through PostgreSQL (see DecisionDesk).
   const pg = config.replica?.postgres;
   // Modules only some settings use are imported when they are used (pg, fastify, the file renderer):
@@ -129,6 +122,37 @@ export async function startApp(
       replica: config.replica?.name ?? 'fleetxds',
       log: log.child({ component: 'decisions' }),
     });
+  // Endpoints registered at run time: restored from the store (each with a fresh TTL), changes
+  // coalesced into one EDS push, TTLs and drain times applied every SWEEP_MS. (The pipeline it
+  // reports to is made next; nothing calls back before the server serves.)
+  const pendingMembers = new Set<string>();
+  let membersTimer: NodeJS.Timeout | undefined;
+  const membership = new Membership(
+    (service) => pipeline.served.servedService(service)?.registration,
+    (services) => {
+      for (const s of services) pendingMembers.add(s);
+      membersTimer ??= setTimeout(() => {
+        membersTimer = undefined;
+        const changed = new Set(pendingMembers);
+        pendingMembers.clear();
+        pipeline.membersChanged(changed);
+      }, MEMBERS_COALESCE_MS);
+    },
+    stores.registrations,
+  );
+  membership.restore();
+  const pipeline: ConfigPipeline = new ConfigPipeline(
+    stores,
+    cache,
+    log.child({ component: 'pipeline' }),
+    config.configDir,
+    {
+      envoy: envoyCheck,
+      membership,
+      // With a shared decision log, the rollout transitions this replica causes go through it.
+      ...(sharedLog && { shareTransition: (d, actor) => desk.shareTransition(d, actor) }),
+    },
+  );
   const desk = new DecisionDesk(pipeline, log.child({ component: 'decisions' }), stores.replicaState, sharedLog);
   const rollouts = new RolloutDriver(pipeline, cache, registry, stores, log.child({ component: 'rollout' }));
   const metrics = new Metrics(
@@ -145,25 +169,6 @@ export async function startApp(
   pipeline.events.on('rejected', () => metrics.validationFailures.inc());
   pipeline.events.on('unreadable', () => metrics.readFailures.inc());
 
-  // Endpoints registered at run time: restored from the store (each with a fresh TTL), changes
-  // coalesced into one EDS push, TTLs and drain times applied every SWEEP_MS.
-  const pendingMembers = new Set<string>();
-  let membersTimer: NodeJS.Timeout | undefined;
-  const membership = new Membership(
-    (service) => pipeline.servedService(service)?.registration,
-    (services) => {
-      for (const s of services) pendingMembers.add(s);
-      membersTimer ??= setTimeout(() => {
-        membersTimer = undefined;
-        const changed = new Set(pendingMembers);
-        pendingMembers.clear();
-        pipeline.membersChanged(changed);
-      }, MEMBERS_COALESCE_MS);
-    },
-    stores.registrations,
-  );
-  membership.restore();
-  pipeline.membership = membership;
   // Replicas share membership through the PostgreSQL they share decisions through.
   const sharedMembership =
     pg &&
@@ -240,9 +245,9 @@ export async function startApp(
     audit: (limit) => stores.audit.list(limit),
     latestRejection: () => stores.rejections.latest(),
     nacks: (nodeId, limit) => stores.nacks.list(nodeId, limit),
-    secrets: () => pipeline.servedSecrets,
-    patches: () => pipeline.servedPatches,
-    newestGroup: (group) => pipeline.newestGroup(group),
+    secrets: () => pipeline.served.servedSecrets,
+    patches: () => pipeline.served.servedPatches,
+    newestGroup: (group) => pipeline.served.newestGroup(group),
     registrations: () =>
       membership.list().map((r) => ({
         service: r.service,
@@ -361,7 +366,7 @@ export async function startApp(
   let secretWatcher: SecretWatcher | undefined;
   if (config.watch.enabled) {
     secretWatcher = new SecretWatcher(
-      () => pipeline.secretFiles,
+      () => pipeline.served.secretFiles,
       () => void pipeline.reloadSecrets().catch((err) => log.error({ err }, 'secret reload failed')),
       config.watch.debounceMs,
       (err) => log.error({ err }, 'secret watcher error'),

@@ -5,8 +5,8 @@
  * - yaml's ES-module build in one file (dist/vendor; see src/shared/yaml.ts), loaded at run time.
  * - The server bundled with esbuild (dist/server): its commands and the workers it starts, with the
  *   packages it uses. Node resolves each import of each module by walking the file system, and
- *   loads CommonJS packages file by file: unbundled, that was about 225 ms of a 10,000-service
- *   restart's ~530 ms before the first answer, and bundling took about 75 ms off it. Entries and
+ *   loads CommonJS packages file by file: unbundled, that is a large share of a restart before the
+ *   first answer. Entries and
  *   chunks share one folder, so a worker's URL beside its importer (`./serving-worker.js`) holds.
  *   Native and optional packages stay outside (better-sqlite3 loads a .node file; pg has optional
  *   native bindings), loaded from node_modules as before.

@@ -1,4 +1,4 @@
-import { checkTree } from '../app/check-tree.ts';
+import { checkTree } from '../compile/check-tree.ts';
 import {
   BOOTSTRAP_MODES,
   envoyBootstrap,

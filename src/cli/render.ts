@@ -1,4 +1,4 @@
-import { checkTree } from '../app/check-tree.ts';
+import { checkTree } from '../compile/check-tree.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
 import { RESOURCE_KINDS, TypeUrls } from '../xds/resource-types.ts';
 

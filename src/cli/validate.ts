@@ -1,6 +1,6 @@
 import { formatDiagnostic, hasErrors } from '../shared/diagnostics.ts';
-import { checkTree } from '../app/check-tree.ts';
-import { EnvoyChecker } from '../app/envoy-check.ts';
+import { checkTree } from '../compile/check-tree.ts';
+import { EnvoyChecker } from '../compile/envoy-check.ts';
 import { loadServerConfig } from '../config/server-config.ts';
 
 /**

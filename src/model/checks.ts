@@ -951,7 +951,7 @@ function matchShape(m: RouteMatchDoc): MatchShape {
  * A route is never used when an earlier route of its virtual host matches every request it matches.
  * An earlier route can only do that if its prefix is a prefix of this route's path or prefix (or
  * "/"), so earlier routes are indexed by prefix and path: each route probes its own prefixes,
- * O(path length), instead of comparing with every earlier route (10,000 routes: 200 ms -> a few).
+ * O(path length), instead of comparing with every earlier route (quadratic in a large virtual host).
  */
 function checkShadowedRoutes(routes: RouteDoc[], r: DocRef, sink: DiagnosticSink): void {
   const shapes = routes.map((route) => matchShape(route.match ?? {}));

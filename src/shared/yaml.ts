@@ -1,13 +1,13 @@
 /**
  * The `yaml` library, loaded as its ES-module build. yaml's Node build reads `process.env.LOG_TOKENS`
  * for every token and `process.env.LOG_STREAM` for every document (debug hooks of the library), and
- * in Node each `process.env` read is a call into the runtime: about a fifth of the time spent parsing
+ * in Node each `process.env` read is a call into the runtime: a large share of the time spent parsing
  * our files. The package's ES-module build (its "browser" entry: the same sources, same version) has
- * no such hooks and parses the same files 22–25% faster.
+ * no such hooks and parses the same files faster.
  *
- * That build is 73 modules, which take about 32 ms to load (the Node build about 20), on the path of
- * every restart (the settings file is YAML). `npm run build` bundles it into one file of dist/vendor,
- * named by yaml's version, which loads in about 5 ms; without a build (tests and tools under tsx) the
+ * That build is many small modules, slower to load than the Node build, on the path of every restart
+ * (the settings file is YAML). `npm run build` bundles it into one file of dist/vendor, named by
+ * yaml's version, which loads faster than either; without a build (tests and tools under tsx) the
  * package's own files are loaded. The package does not export that path: it is found beside its
  * package.json. If a later version ships without it, the Node build is used. Every runtime use of
  * yaml in src/ goes through here, so one copy loads.

@@ -42,8 +42,8 @@ export interface ResourceParts {
 
 /**
  * Where a restored resource reads its JSON text when first asked. A restart serves gRPC from the
- * stored bytes alone; reading every resource's text up front took a third of reading the version
- * (11 MB at 10,000 services). Stored resources and parts are content-addressed and never change.
+ * stored bytes alone; reading every resource's text up front would be a large share of reading the
+ * version. Stored resources and parts are content-addressed and never change.
  */
 export interface StoredJson {
   /** The resource's text; a resource with parts has null in place of their field. */

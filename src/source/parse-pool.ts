@@ -1,12 +1,12 @@
 /**
  * Parsing on every core, for batches large enough to gain from it. Most files take the fast path
- * (src/source/fast-yaml.ts: about 0.3 s for the 4.5 MB of 10,000 services on one thread); files
- * that only yaml parses take about eight times as long. A large batch of files (a first start, a
- * new machine) is parsed by the main thread and short-lived workers, one per other core, taking
- * files from one queue: each thread takes more as it finishes, so a worker that starts late or a
- * core the VM shares does not leave the others waiting at the end. Smaller batches parse inline,
- * where starting a worker (about 80 ms) and copying its values back would cost more than it saves.
- * Workers live for one batch: cold parses are rare, and idle workers would hold memory for nothing.
+ * (src/source/fast-yaml.ts); files that only yaml parses take several times as long. A large
+ * batch of files (a first start, a new machine) is parsed by the main thread and short-lived
+ * workers, one per other core, taking files from one queue: each thread takes more as it
+ * finishes, so a worker that starts late or a core the VM shares does not leave the others
+ * waiting at the end. Smaller batches parse inline, where starting a worker and copying its
+ * values back would cost more than it saves. Workers live for one batch: cold parses are rare,
+ * and idle workers would hold memory for nothing.
  */
 import { availableParallelism } from 'node:os';
 import { extname } from 'node:path';
@@ -27,12 +27,12 @@ export interface PoolStats {
 }
 
 /**
- * Below this much parse work (see `parseWork`) a batch parses inline. Measured on the 2-core VM, a
- * worker beside the main thread: 10,000 services (4.5 MB) read and parsed in 0.43–0.52 s inline and
- * 0.47 s with it, 20,000 (9 MB) in 0.74–0.86 s and 0.70–0.71 s, 1,000 (450 KB) 105 ms and 270 ms.
+ * Below this much parse work (see `parseWork`) a batch parses inline: under it, a worker's start and
+ * the copy of its values back cost as much as the parsing it takes over (`npm run bench -- pipeline`
+ * measures both sides of the line).
  */
 export const PARALLEL_MIN_WORK = 8 * 1024 * 1024;
-/** How much longer yaml takes than the fast path on the same text (1.7 s against 0.15–0.25 s). */
+/** How much longer yaml takes than the fast path on the same text. */
 const YAML_SLOWDOWN = 8;
 
 /**
@@ -44,9 +44,9 @@ export function parseWork(text: string | Uint8Array): number {
 }
 
 /**
- * Text sent to a worker at a time: small enough that the threads finish together (about 40 ms of
- * parsing), large enough that messages cost nothing beside it. Each worker has two in hand, so it
- * never waits for the main thread, which hands out more only between its own files.
+ * Text sent to a worker at a time: small enough that the threads finish together, large enough
+ * that messages cost nothing beside it. Each worker has two in hand, so it never waits for the
+ * main thread, which hands out more only between its own files.
  */
 const CHUNK_BYTES = 64 * 1024;
 const CHUNKS_IN_HAND = 2;
@@ -64,8 +64,8 @@ export interface PoolOptions {
 }
 
 /**
- * Workers for a batch, started before its files are read: a worker takes about 80 ms to start,
- * which then overlaps reading and hashing the tree. Each is used by one `parseBatch` or closed.
+ * Workers for a batch, started before its files are read: a worker's start then overlaps reading
+ * and hashing the tree. Each is used by one `parseBatch` or closed.
  */
 export class ParseWorkers {
   private constructor(readonly workers: StartedWorker[]) {}

@@ -151,7 +151,7 @@ async function readTreeWith(
   const entries: Entry[] = [];
   let total = 0;
   // Workers for the parse, started once the files read so far hold enough text no parse is kept
-  // of: their start (about 80 ms) then overlaps reading the rest of the tree.
+  // of: their start then overlaps reading the rest of the tree.
   let unparsed = 0;
   // Stats in parallel: one at a time, 10,000 files cost 10,000 round trips to the thread pool.
   const absolute = paths.map((rel) => join(root, ...rel.split('/')));

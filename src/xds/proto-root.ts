@@ -25,7 +25,7 @@ export const DESCRIPTOR_FILE = projectPath('dist', 'proto', 'envoy.json');
 /**
  * The messages a server decodes from its clients, and everything they use (Node, Struct, Status
  * and so on: a few dozen of the Envoy API's thousands). Written beside the descriptor, so a restart
- * decodes its first requests without loading every Envoy proto (about 60 ms), which only the first
+ * decodes its first requests without loading every Envoy proto, which only the first
  * apply needs.
  */
 export const REQUEST_TYPES = [
@@ -81,7 +81,7 @@ function readDescriptor(file: string): Descriptor | undefined {
 /**
  * The Envoy v3 protos, loaded once per process with keepCase, so message field names are Envoy's
  * snake_case names: from the build's descriptor when it matches the protos, else parsed from the
- * .proto files (about 120 ms). Well-known google/protobuf types come from protobufjs itself.
+ * .proto files (slower: a start without a build). Well-known google/protobuf types come from protobufjs itself.
  */
 export function protoRoot(): protobuf.Root {
   return (root ??= loadProtos(DESCRIPTOR_FILE).root);

@@ -48,7 +48,8 @@ const ANY = { typeUrl: 1, value: 2 } as const;
 /**
  * A resource as a DiscoveryResponse's `resources` field: Any { type_url, value } whose value is the
  * concatenation of `value` (a message and its parts), built in one allocation; `any` is a view of
- * it. A 1 MB route configuration was copied three times on its way here (value, Any, field).
+ * it, so a large route configuration is not copied once for the value, once for the Any and once for
+ * the field.
  */
 export function framedAny(typeUrl: string, value: readonly Uint8Array[]): { any: Buffer; framed: Buffer } {
   const url = Buffer.from(typeUrl, 'utf8');

@@ -175,6 +175,14 @@ test('after a config the clients reject: the NACK text', async () => {
   });
   await waitFor('NACK shown', async () => /unsupported lb_policy: LEAST_REQUEST/.test(await text('#nodes')), 20_000);
   await waitFor('NACK counted', async () => /Cluster \S+ .* of 2 nodes ACKed 2/.test(await text('#rollout')), 20_000);
+  // A node's explanation, on a click: the refused cluster version, with the client's own text.
+  await page.locator('#nodes button', { hasText: 'page-client-1' }).click();
+  await waitFor(
+    'the explanation',
+    async () => /cluster refused: .*unsupported lb_policy: LEAST_REQUEST/.test(await text('#explain')),
+    15_000,
+  );
+  assert.match(await text('#explain'), /^node page-client-1: group default, connected \(grpc-ads\)/);
   const shot = process.env.STATUS_SCREENSHOT ?? join(tempDir(), 'status.png');
   await page.screenshot({ path: shot, fullPage: true });
   assert.ok(readFileSync(shot).length > 1000);
@@ -201,6 +209,18 @@ test('a staged rollout: the stage line with its progress, each node with its sta
   assert.match(await text('#staged'), /rest: 1 node on version 4/);
   assert.match(await text('#nodes'), /default \(stage canary\)/);
   assert.match(await text('#nodes'), /default \(stage rest\)/);
+  // The node in the later stage stays on version 4, whose clusters it refused: both rules, in order.
+  await page.locator('#nodes button', { hasText: 'page-client-2' }).click();
+  await waitFor(
+    'the stage explained',
+    async () =>
+      /cluster refused: .*rollout #1: stage "rest" is not promoted yet, so it stays on version 4 .*; the node refused/.test(
+        await text('#explain'),
+      ),
+    15_000,
+  ).catch(async (err) => {
+    throw new Error(`${(err as Error).message}: ${await text('#explain')}`);
+  });
 });
 
 test.run();

@@ -8,8 +8,8 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkTree } from '../../src/app/check-tree.ts';
-import { EnvoyChecker, envoyCheckDir, verdictOf, type ValidateOutcome } from '../../src/app/envoy-check.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
+import { EnvoyChecker, envoyCheckDir, verdictOf, type ValidateOutcome } from '../../src/compile/envoy-check.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { envoyBinary } from '../helpers/envoy.ts';

@@ -4,8 +4,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PipelineCaches } from '../../src/app/caches.ts';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { PipelineCaches } from '../../src/compile/caches.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
 test('two pipelines build equal bytes from distinct objects; a second build in one pipeline reuses its own', async () => {

@@ -5,7 +5,7 @@
  *   node --import tsx test/helpers/build-digest.ts <dir>
  */
 import { createHash } from 'node:crypto';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { RESOURCE_KINDS } from '../../src/xds/resource-types.ts';
 
 const dir = process.argv[2];

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import type { Diagnostic } from '../../src/shared/diagnostics.ts';
 
 const made: string[] = [];

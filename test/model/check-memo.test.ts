@@ -4,8 +4,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PipelineCaches } from '../../src/app/caches.ts';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { PipelineCaches } from '../../src/compile/caches.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 

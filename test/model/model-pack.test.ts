@@ -5,8 +5,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PipelineCaches } from '../../src/app/caches.ts';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { PipelineCaches } from '../../src/compile/caches.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { modelHash } from '../../src/model/files.ts';
 import { originOf, type Model } from '../../src/model/types.ts';
 import { openStores } from '../../src/store/database.ts';

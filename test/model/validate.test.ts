@@ -2,7 +2,7 @@ import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { formatDiagnostic, type Diagnostic } from '../../src/shared/diagnostics.ts';
 import { BASE, diagnosticsOf, writeTree } from '../helpers/tree.ts';
 import { firstInvalidUtf8 } from '../../src/source/read-tree.ts';

@@ -14,7 +14,7 @@ import { waitFor } from '../helpers/process.ts';
 import { restRequest } from '../helpers/rest-poll.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 
 const PREFIX = 'spiffe://fleet.test/';

@@ -5,7 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MAX_DIAGNOSTICS, checkTree } from '../../src/app/check-tree.ts';
+import { MAX_DIAGNOSTICS, checkTree } from '../../src/compile/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { MAX_DOCUMENTS_PER_FILE, MAX_DOCUMENTS_PER_TREE } from '../../src/source/parse-yaml.ts';
 import { spawnSync } from 'node:child_process';

@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { writeTree } from '../helpers/tree.ts';
 

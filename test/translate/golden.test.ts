@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { decodeToJson, encodeObject, jsonToObject } from '../../src/xds/proto-json.ts';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse as parseYaml } from 'yaml';
-import { checkTree } from '../../src/app/check-tree.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { FileRenderer } from '../../src/transports/files/file-renderer.ts';
 import { groupDirName, inside, resourceFileName } from '../../src/transports/files/paths.ts';
 import { NodeGroupResolver } from '../../src/model/node-groups.ts';

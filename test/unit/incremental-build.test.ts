@@ -6,7 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PipelineCaches } from '../../src/app/caches.ts';
+import { PipelineCaches } from '../../src/compile/caches.ts';
 import type { ParsedFile } from '../../src/model/sources.ts';
 import { validateSourceSet } from '../../src/model/validate.ts';
 import { buildConfig, freshBuildCaches } from '../../src/snapshot/build.ts';

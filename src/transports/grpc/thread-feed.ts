@@ -1,5 +1,5 @@
 /**
- * A published config carried to serving threads (serving-threads.ts), encoded once for all of
+ * A published config carried to serving threads (serving.ts), encoded once for all of
  * them. Each message says what changed since the last one: the type snapshots that are new (by
  * kind and version, their resources by content key, in name order), the resources no thread has
  * yet, and which types and resources are gone. New resources' bytes are copied once into a

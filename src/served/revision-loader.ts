@@ -26,7 +26,7 @@ import {
 } from '../snapshot/revision.ts';
 import type { RevisionStore, StoredVersion, VersionManifest } from '../store/revisions.ts';
 import { SECRET_PREFIX } from '../store/revisions.ts';
-import type { PipelineCaches } from './caches.ts';
+import type { PipelineCaches } from '../compile/caches.ts';
 
 const MAX_CACHED_REVISIONS = 8;
 

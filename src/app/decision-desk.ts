@@ -31,8 +31,16 @@ export class DecisionDesk {
   ) {
     this.appliedSeq = Number(state.get('decisions.appliedSeq') ?? 0);
     shared?.onWake(() => void this.catchUp());
-    // Called from inside the pipeline's queue: append only; the log is applied after that task ends.
-    if (shared) pipeline.shareTransition = (d, actor) => shared.append(d, actor).then(() => void this.catchUp());
+  }
+
+  /**
+   * Shares a rollout transition this replica caused (the pipeline's `shareTransition`, when there
+   * is a shared log). Called from inside the pipeline's queue: append only; the log is applied
+   * after that task ends.
+   */
+  shareTransition(d: Decision & { kind: 'rollout' }, actor: string): Promise<void> {
+    if (!this.shared) return Promise.reject(new Error('decisions are not shared'));
+    return this.shared.append(d, actor).then(() => void this.catchUp());
   }
 
   /** Makes an operator's decision: checked here, then applied here or through the shared log. */

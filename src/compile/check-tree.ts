@@ -1,3 +1,10 @@
+/**
+ * The compile stage: one call from a config tree to a candidate version. It reads the tree (only
+ * what changed, through the caches), validates it, builds and encodes every Envoy resource per node
+ * group and every Secret, guards against mass removals, lets real Envoy judge when configured, and
+ * names the candidate by its model hash (and, when asked, the commit it came from). The server
+ * applies a candidate; `fleetxds validate`, `render` and `bootstrap` stop at it.
+ */
 import { Codes, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { resolve } from 'node:path';
@@ -6,7 +13,10 @@ import { loadSecrets } from '../source/secrets.ts';
 import { originIn, originKey } from '../model/types.ts';
 import { readTree } from '../source/read-tree.ts';
 import { validateSourceSet } from '../model/validate.ts';
-import { buildConfig, type BuiltConfig } from '../snapshot/build.ts';
+import { buildConfig, buildSecrets, type BuiltConfig } from '../snapshot/build.ts';
+import type { EncodedResource } from '../snapshot/encoder.ts';
+import { modelHash } from '../model/files.ts';
+import { revisionOf, type SourceRevision } from '../source/git-info.ts';
 import { PipelineCaches } from './caches.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { Model } from '../model/types.ts';
@@ -15,9 +25,15 @@ import { removalDiagnostics } from './removal-guard.ts';
 
 export interface TreeCheck {
   model?: Model;
+  /** Set with `config`: the model's content hash, which names the version. */
+  modelHash?: string;
   /** TLS material of the model's secrets (never persisted). */
   secrets?: Map<string, SecretMaterial>;
+  /** Set with `config`: the model's Secret resources, encoded. */
+  secretResources?: Map<string, EncodedResource>;
   config?: BuiltConfig;
+  /** With `provenance`: the commit the tree is (a git checkout or a deployed release), if any. */
+  provenance?: SourceRevision;
   treeHash: string;
   diagnostics: Diagnostic[];
   /** The tree could not be read completely for a reason that passes (SourceSet.incomplete): not judged. */
@@ -76,8 +92,11 @@ async function checkTreeUncapped(
      */
     against?: ReadonlyMap<string, GroupSnapshot>;
     envoy?: EnvoyChecker;
+    /** Look up which commit the tree is (while it is checked). */
+    provenance?: boolean;
   } = {},
 ): Promise<TreeCheck & { unchanged?: true }> {
+  const lookup = opts.provenance ? revisionOf(dir) : undefined;
   const source = await readTree(dir, undefined, { unlessTreeHash: opts.unlessTreeHash, cache: caches.source });
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
   if (source.incomplete)
@@ -97,5 +116,19 @@ async function checkTreeUncapped(
   // Envoy, when configured, judges last: what it rejects blocks the tree like any other error.
   const judged = built.config && opts.envoy ? await opts.envoy.check(model, built.config, textOf) : [];
   if (judged.length) return { model, treeHash: source.treeHash, diagnostics: [...all, ...judged] };
-  return { model, secrets: secrets.materials, config: built.config, treeHash: source.treeHash, diagnostics: all };
+  if (!built.config) return { model, treeHash: source.treeHash, diagnostics: all };
+  const encodedSecrets = buildSecrets(model, secrets.materials, caches);
+  if (!encodedSecrets.secrets)
+    return { model, treeHash: source.treeHash, diagnostics: [...all, ...encodedSecrets.diagnostics] };
+  const provenance = await lookup;
+  return {
+    model,
+    modelHash: modelHash(model),
+    secrets: secrets.materials,
+    secretResources: encodedSecrets.secrets,
+    config: built.config,
+    ...(provenance && { provenance }),
+    treeHash: source.treeHash,
+    diagnostics: all,
+  };
 }

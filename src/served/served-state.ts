@@ -1,0 +1,126 @@
+/**
+ * What is served, as explicit inputs, and the one path that publishes it: every job of the write
+ * path (applying a tree, an operator's decision, a rollout's transition, a certificate rotation,
+ * registered endpoints, a restart) changes some inputs through `update`, which reconciles them
+ * (src/snapshot/reconcile.ts) and publishes the result. Nothing else publishes.
+ */
+import type { ServedPatchInfo } from '../admin/control.ts';
+import type { Membership } from '../membership/membership.ts';
+import type { ServiceDoc } from '../model/schema.ts';
+import type { SecretMaterial } from '../model/types.ts';
+import { findByName } from '../shared/sorted-lists.ts';
+import type { EncodedResource, ResourceEncoder } from '../snapshot/encoder.ts';
+import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
+import { newestGroup, reconcile, type ServedInputs } from '../snapshot/reconcile.ts';
+import type { Revision } from '../snapshot/revision.ts';
+import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
+import { buildLoadAssignment } from '../translate/endpoints.ts';
+
+export interface ServedSecret {
+  name: string;
+  fingerprint: string;
+  notAfter?: string;
+  subject?: string;
+}
+
+export class ServedState {
+  /** The inputs of what is served; undefined until a version exists. */
+  private inputs?: ServedInputs;
+  /** TLS material of the served model's secrets (in memory only, never stored). */
+  material = new Map<string, SecretMaterial>();
+
+  constructor(
+    private readonly cache: SnapshotCache,
+    private readonly encoder: ResourceEncoder,
+    /** Where endpoints register at run time, if anywhere. */
+    private readonly membership?: Membership,
+  ) {}
+
+  /** The newest applied revision (what a rollout moves to, what pins and rollbacks are relative to). */
+  get revision(): Revision | undefined {
+    return this.inputs?.revision;
+  }
+
+  get pins(): ReadonlyMap<string, Revision> {
+    return this.inputs?.pins ?? new Map();
+  }
+
+  /** The one publish path: replaces some inputs, reconciles, publishes. */
+  update(change: Partial<ServedInputs>): void {
+    const base = this.inputs;
+    const revision = change.revision ?? base?.revision;
+    if (!revision) return;
+    this.inputs = {
+      revision,
+      pins: change.pins ?? base?.pins ?? new Map(),
+      secrets: change.secrets ?? base?.secrets ?? new Map(),
+      rollout: 'rollout' in change ? change.rollout : base?.rollout,
+      members: change.members ?? (revision === base?.revision ? base.members : this.membersFor(revision)),
+    };
+    this.cache.publish(reconcile(this.inputs, this.cache.current));
+  }
+
+  /** The group's snapshot in the newest applied version, as if nothing held it back (no pin, no stage). */
+  newestGroup(group: string): GroupSnapshot | undefined {
+    return this.inputs && newestGroup(this.inputs, group, this.cache.current);
+  }
+
+  get secretFiles(): string[] {
+    return [...this.material.values()].flatMap((m) => m.files);
+  }
+
+  get servedSecrets(): ServedSecret[] {
+    return [...this.material.values()].map(({ name, fingerprint, notAfter, subject }) => ({
+      name,
+      fingerprint,
+      notAfter,
+      subject,
+    }));
+  }
+
+  /** A service of the newest applied version. */
+  servedService(name: string): ServiceDoc | undefined {
+    return findByName(this.inputs?.revision.model.services ?? [], name);
+  }
+
+  /** The EnvoyPatch documents of the newest applied version, with the groups each applies to. */
+  get servedPatches(): ServedPatchInfo[] {
+    const model = this.inputs?.revision.model;
+    if (!model) return [];
+    return (model.envoyPatches ?? []).map((p) => ({
+      name: p.name,
+      groups: p.groups ?? 'all',
+      target: `${p.target.kind}/${p.target.name}`,
+      form: p.merge ? 'merge' : p.jsonPatch ? 'jsonPatch' : 'filters',
+      ...(p.description !== undefined && { description: p.description }),
+    }));
+  }
+
+  /**
+   * Endpoints registered at run time: `changed` names the services whose members changed; their
+   * assignments are encoded again and served (EDS only: nothing else changes, no version is made).
+   */
+  membersChanged(changed: ReadonlySet<string>): void {
+    const served = this.inputs?.revision;
+    if (!served || !this.membership) return;
+    const members = new Map(this.inputs?.members);
+    for (const name of changed) {
+      const s = findByName(served.model.services, name);
+      if (s?.registration) members.set(name, this.memberAssignment(s));
+      else members.delete(name);
+    }
+    this.update({ members });
+  }
+
+  private memberAssignment(s: ServiceDoc): EncodedResource {
+    return this.encoder.encode('endpoint', s.name, buildLoadAssignment(s, this.membership!.members(s.name)));
+  }
+
+  /** The registered services' assignments for a revision (its static endpoints, today's members). */
+  private membersFor(revision: Revision): Map<string, EncodedResource> {
+    const out = new Map<string, EncodedResource>();
+    if (this.membership)
+      for (const s of revision.model.services) if (s.registration) out.set(s.name, this.memberAssignment(s));
+    return out;
+  }
+}

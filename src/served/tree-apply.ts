@@ -1,0 +1,238 @@
+/**
+ * Applying config: a tree from the directory (compiled into a candidate, recorded as a version in
+ * the store, handed to a staged rollout if its policy asks, then served), renewed secret files
+ * (only the Secret input changes), and a restart (the newest stored version served before the
+ * directory is read). An invalid tree is recorded as rejected and never reaches a proxy.
+ */
+import type { EventEmitter } from 'node:events';
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { checkTree } from '../compile/check-tree.ts';
+import type { PipelineCaches } from '../compile/caches.ts';
+import type { EnvoyChecker } from '../compile/envoy-check.ts';
+import { originIn, originKey, type Model, type SecretMaterial } from '../model/types.ts';
+import { servedRollout } from '../rollout/active.ts';
+import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
+import { buildSecrets } from '../snapshot/build.ts';
+import type { EncodedResource } from '../snapshot/encoder.ts';
+import { makeRevision, revisionGroups } from '../snapshot/revision.ts';
+import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
+import { loadSecrets } from '../source/secrets.ts';
+import type { Stores } from '../store/database.ts';
+import type { OperatorDecisions } from './operator-decisions.ts';
+import { versionManifest, type RevisionLoader } from './revision-loader.ts';
+import type { RollbackSuppression } from './rollback-suppression.ts';
+import type { ServedState } from './served-state.ts';
+
+export type ApplyOutcome =
+  | { status: 'applied'; versionId: number; diagnostics: Diagnostic[] }
+  | { status: 'unchanged'; versionId: number; diagnostics: Diagnostic[] }
+  | { status: 'rejected'; diagnostics: Diagnostic[] }
+  /** The tree could not be read completely for a reason that passes (read-tree.ts): read it again soon. */
+  | { status: 'unreadable'; reason: string; diagnostics: Diagnostic[] };
+
+export interface ApplyParts {
+  readonly stores: Pick<Stores, 'revisions' | 'rejections'>;
+  readonly served: ServedState;
+  readonly decisions: OperatorDecisions;
+  readonly suppression: RollbackSuppression;
+  readonly revisions: RevisionLoader;
+  readonly caches: PipelineCaches;
+  readonly cache: SnapshotCache;
+  readonly log: Logger;
+  /** 'applied' (ms), 'rejected' (diagnostics), 'unreadable' (reason): for metrics. */
+  readonly events: EventEmitter;
+  /** The config directory Secret file paths are relative to. */
+  readonly configDir: string;
+  /** Optional: real Envoy judges every tree before it is applied. */
+  readonly envoy?: EnvoyChecker;
+}
+
+export class TreeApply {
+  private lastRejectedTree?: string;
+
+  constructor(private readonly p: ApplyParts) {}
+
+  async apply(dir: string): Promise<ApplyOutcome> {
+    const { stores, served: state, decisions, suppression, events, log } = this.p;
+    const started = performance.now();
+    const cpuAtStart = process.cpuUsage();
+    const served = state.revision;
+    const check = await checkTree(dir, this.p.caches, {
+      // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
+      unlessTreeHash: [served?.treeHash, suppression.tree],
+      previous: served && new Map([...served.groups].map(([name, g]) => [name, g.snapshot])),
+      against: this.p.cache.current?.groups,
+      envoy: this.p.envoy,
+      provenance: true,
+    });
+    if (check.unchanged && served) return { status: 'unchanged', versionId: served.id, diagnostics: [] };
+    if (check.incomplete) {
+      // Neither a verdict on the tree nor a rejection to record: what is served stays, the tree is read again.
+      events.emit('unreadable', check.incomplete);
+      return { status: 'unreadable', reason: check.incomplete, diagnostics: check.diagnostics };
+    }
+    const { model, config, secretResources, modelHash: hash } = check;
+    if (!model || !config || !secretResources || !hash) return this.reject(check.treeHash, dir, check.diagnostics);
+    this.lastRejectedTree = undefined;
+    if (served && hash === suppression.model) {
+      // The push a rollback reverted (reached here after the rollback, from another replica).
+      suppression.set(check.treeHash, hash);
+      return { status: 'unchanged', versionId: served.id, diagnostics: check.diagnostics };
+    }
+    // The directory moved on since a rollback: it is the source again.
+    if (suppression.tree || suppression.model) suppression.set(undefined, undefined);
+    if (served && served.modelHash === hash)
+      return { status: 'unchanged', versionId: served.id, diagnostics: check.diagnostics };
+    const appliedAt = new Date();
+    const groups = revisionGroups(config.groups);
+    const rev = check.provenance;
+    const id = stores.revisions.insert(
+      {
+        treeHash: check.treeHash,
+        modelHash: hash,
+        sourceKind: rev ? 'git' : 'directory',
+        source: dir,
+        model,
+        warnings: check.diagnostics,
+        commitSha: rev?.commit,
+        author: rev ? `${rev.author} <${rev.email}>` : undefined,
+        subject: rev?.subject,
+      },
+      versionManifest(groups),
+      appliedAt,
+    );
+    state.material = check.secrets ?? new Map<string, SecretMaterial>();
+    const revision = makeRevision({
+      id,
+      modelHash: hash,
+      treeHash: check.treeHash,
+      appliedAt: appliedAt.toISOString(),
+      commit: rev?.commit,
+      subject: rev?.subject,
+      model,
+      groups,
+    });
+    decisions.active = decisions.rolloutFor(revision, served, appliedAt);
+    // What the change cost before any proxy was sent anything, and what handing it to every stream took.
+    const cpu = process.cpuUsage(cpuAtStart);
+    const publishing = performance.now();
+    state.update({ revision, secrets: secretResources, rollout: servedRollout(decisions.active) });
+    const ms = performance.now() - started;
+    log.info(
+      {
+        versionId: id,
+        modelHash: hash.slice(0, 12),
+        ms: Math.round(ms),
+        cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+        publishMs: Math.round(performance.now() - publishing),
+        warnings: check.diagnostics.length,
+      },
+      'applied config version',
+    );
+    events.emit('applied', ms);
+    return { status: 'applied', versionId: id, diagnostics: check.diagnostics };
+  }
+
+  private reject(treeHash: string, source: string, diagnostics: Diagnostic[]): ApplyOutcome {
+    if (this.lastRejectedTree !== treeHash) {
+      this.p.stores.rejections.record(treeHash, source, diagnostics);
+      this.lastRejectedTree = treeHash;
+    }
+    this.p.log.warn(
+      { dir: source, problems: diagnostics.map(formatDiagnostic) },
+      'config tree rejected; still serving the last good version',
+    );
+    this.p.events.emit('rejected', diagnostics);
+    return { status: 'rejected', diagnostics };
+  }
+
+  /**
+   * Restart: serves the newest stored version before the directory has been read. With a stored
+   * manifest nothing is translated or encoded: the stored bytes are served as they are.
+   */
+  async restore(): Promise<boolean> {
+    const { stores, served: state, decisions, suppression, log } = this.p;
+    const record = stores.revisions.latest();
+    if (!record) return false;
+    // TLS material is never in the store: read it again from its files.
+    const secrets = await this.readSecrets(
+      record.head,
+      'secrets of the stored version cannot be loaded; they are not served',
+    );
+    const revision = this.p.revisions.fromRecord(record, state.material);
+    if (!revision) return false;
+    suppression.restore();
+    decisions.restoreRollout(revision);
+    state.update({
+      revision,
+      pins: decisions.restorePins(),
+      secrets: secrets ?? new Map(),
+      rollout: servedRollout(decisions.active),
+    });
+    log.info(
+      { versionId: revision.id, modelHash: revision.modelHash.slice(0, 12) },
+      'serving last good version from the store',
+    );
+    return true;
+  }
+
+  /**
+   * Certificate rotation: re-reads the served model's secret files. A valid change replaces the
+   * secret input only (other types keep their snapshots, so only SDS is pushed, and only to nodes
+   * that use the secret); a broken renewal keeps the last good material.
+   */
+  async reloadSecrets(): Promise<'rotated' | 'unchanged' | 'rejected'> {
+    const { stores, served: state, log } = this.p;
+    const served = state.revision;
+    if (!served) return 'unchanged';
+    const model = served.model;
+    const loaded = await this.loadSecretFiles(model);
+    const built = hasErrors(loaded.diagnostics) ? undefined : buildSecrets(model, loaded.materials, this.p.caches);
+    if (!built?.secrets) {
+      const diagnostics = [...loaded.diagnostics, ...(built?.diagnostics ?? [])];
+      log.error(
+        { problems: diagnostics.map(formatDiagnostic) },
+        'renewed secret files rejected; still serving the last good secrets',
+      );
+      stores.rejections.record(served.treeHash, 'secret files', diagnostics);
+      this.p.events.emit('rejected', diagnostics);
+      return 'rejected';
+    }
+    const changed = [...loaded.materials.values()].filter(
+      (m) => state.material.get(m.name)?.fingerprint !== m.fingerprint,
+    );
+    if (!changed.length) return 'unchanged';
+    state.material = loaded.materials;
+    state.update({ secrets: built.secrets });
+    const rotated = changed.map((m) => ({
+      name: m.name,
+      fingerprint: m.fingerprint.slice(0, 16),
+      notAfter: m.notAfter,
+    }));
+    log.info({ secrets: rotated }, 'rotated secrets');
+    return 'rotated';
+  }
+
+  /** The TLS material of a model's Secret documents, read from files relative to the config folder. */
+  private loadSecretFiles(model: Model): ReturnType<typeof loadSecrets> {
+    return loadSecrets(model.secrets, resolve(this.p.configDir), (name) => originIn(model, originKey('Secret', name)));
+  }
+
+  /**
+   * Restart: reads and builds the model's secrets. Secrets whose files fail are left out (and
+   * logged); the others are served, as they were before the restart.
+   */
+  private async readSecrets(model: Model, failure: string): Promise<Map<string, EncodedResource> | undefined> {
+    const loaded = await this.loadSecretFiles(model);
+    if (hasErrors(loaded.diagnostics))
+      this.p.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, failure);
+    const built = buildSecrets(model, loaded.materials, this.p.caches);
+    if (!built.secrets) {
+      this.p.log.error({ problems: built.diagnostics.map(formatDiagnostic) }, failure);
+      return undefined;
+    }
+    this.p.served.material = loaded.materials;
+    return built.secrets;
+  }
+}
