@@ -18,6 +18,15 @@
  *    `fleetxds.xds_cluster`, else the Host Envoy sends, which is that cluster's name).
  * Response bodies are serialized once per (group, type, selection, variant, version) and shared.
  */
+import {
+  answered,
+  awaitingReport,
+  newPollSubscription,
+  observePoll,
+  pollAnswer,
+  releasesHeld,
+  type PollSubscription,
+} from '../rest-poll.ts';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { fastifyLogger } from '../../shared/fastify-logger.ts';
 import type { Logger } from 'pino';
@@ -149,18 +158,7 @@ function makeSelection(t: TypeSnapshot, { key, variant }: { key: string; variant
 }
 
 /** One REST subscription of a node (a type, and for EDS/RDS/SDS one set of names). */
-interface SubscriptionState {
-  kind: ResourceKind;
-  /** Version of the last 200 answer. */
-  sent?: string;
-  /** The version the proxy last reported holding (after we sent it). */
-  acked?: string;
-  /** The sent version already recorded as NACKed (once per version). */
-  nackedSent?: string;
-  /** The connection the last 200 answer went out on (Connection.id). */
-  sentOn?: number;
-  lastPollAt: number;
-}
+type SubscriptionState = PollSubscription;
 
 interface Connection {
   id: number;
@@ -324,8 +322,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     t: TypeSnapshot,
     sel: Selection,
   ) => {
-    sub.sent = sel.version;
-    sub.sentOn = connectionOf(reply.request.raw.socket).id;
+    answered(sub, sel.version, connectionOf(reply.request.raw.socket).id);
     opts.registry.sent(status, TypeUrls[t.kind], t.version, '');
     reply.code(200).type('application/json').send(sel.body);
   };
@@ -351,8 +348,7 @@ export function createRestServer(opts: RestOptions): RestServer {
   const maybeAcked = (status: StreamStatus, state: PollerState, t: TypeSnapshot) => {
     const typeUrl = TypeUrls[t.kind];
     if (status.types[typeUrl]?.ackedVersion === t.version) return;
-    for (const sub of state.subs.values())
-      if (sub.kind === t.kind && sub.sent !== undefined && sub.acked !== sub.sent) return;
+    for (const sub of state.subs.values()) if (sub.kind === t.kind && awaitingReport(sub)) return;
     recordReply(opts, status, status.group, { kind: t.kind, version: t.version, nonce: '', snapshot: t });
   };
 
@@ -368,29 +364,19 @@ export function createRestServer(opts: RestOptions): RestServer {
     let sub = state.subs.get(key);
     if (!sub) {
       if (state.subs.size >= MAX_SUBSCRIPTIONS_PER_NODE) state.subs.delete(state.subs.keys().next().value as string);
-      state.subs.set(key, (sub = { kind, lastPollAt: 0 }));
+      state.subs.set(key, (sub = newPollSubscription(kind, 0)));
     }
-    sub.lastPollAt = Date.now();
-    if (sub.sent === undefined || version === sub.sent) {
-      if (version !== '' && version === sub.sent) sub.acked = version;
-      return sub;
-    }
-    // Envoy never forgets an accepted version while it runs; and a poll without a version that is the
-    // first one of a connection other than the one the answer went out on comes from a proxy that
-    // restarted (a running proxy's connection pool reuses its connections, and a rejected answer
-    // must not be sent again just because the next poll took another of them).
-    const restarted = connection.polls === 1 && sub.sentOn !== connection.id;
-    if (version === '' && (sub.acked !== undefined || restarted)) {
+    const event = observePoll(sub, version, connection, Date.now());
+    if (event.type === 'restarted') {
       // A new run of the proxy, not a rejection.
       opts.registry.newRun(status);
       state.subs.clear();
-      state.subs.set(key, (sub = { kind, lastPollAt: Date.now() }));
-    } else if (version === (sub.acked ?? '') && sub.nackedSent !== sub.sent) {
-      sub.nackedSent = sub.sent;
+      state.subs.set(key, (sub = newPollSubscription(kind, Date.now())));
+    } else if (event.type === 'rejected') {
       const message =
-        `inferred: node reports version "${version || '(none)'}" after receiving "${sub.sent}"; ` +
+        `inferred: node reports version "${event.reported || '(none)'}" after receiving "${event.sent}"; ` +
         `REST carries no error detail, see the proxy's log ("REST config for ... rejected")`;
-      recordReply(opts, status, status.group, { kind, version: sub.sent, nonce: '', error: { code: 0, message } });
+      recordReply(opts, status, status.group, { kind, version: event.sent, nonce: '', error: { code: 0, message } });
     }
     return sub;
   };
@@ -401,7 +387,7 @@ export function createRestServer(opts: RestOptions): RestServer {
       const t = servedTo(cfg, h.node).snapshot?.types[h.kind];
       if (!t) continue;
       const sel = restSelection(t, h.names, h.variant, opts.maxCachedBytes);
-      if (sel.version !== h.version && sel.version !== h.sub.nackedSent) answer(h, { t, sel });
+      if (releasesHeld(h.sub, h.version, sel.version)) answer(h, { t, sel });
       else maybeAcked(h.status, pollers.get(h.status)!, t);
     }
   });
@@ -484,9 +470,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     status.stage = at.stage;
     const t = at.snapshot!.types[kind];
     const sel = restSelection(t, names, variant, opts.maxCachedBytes);
-    // A version this proxy rejected is not sent again (it keeps its last good one, or none) until the next change.
-    const rejected = sub.nackedSent === sel.version && version === (sub.acked ?? '');
-    if (!rejected && (version === '' || version !== sel.version)) return sendSelection(reply, status, sub, t, sel);
+    if (pollAnswer(sub, version, sel.version) === 'send') return sendSelection(reply, status, sub, t, sel);
     maybeAcked(status, state, t);
     if (holdMs === 0 || held.size >= opts.maxHeld) return void reply.code(304).send();
     // Unchanged: hold until a change releases it, or answer 304 before the proxy's request_timeout.
