@@ -155,6 +155,13 @@ export function settingsReference(): string {
   return `${parts.join('\n')}\n`;
 }
 
+/** Every field of every kind as `Kind.path` (`a[].b` for list items, `a.*.b` for map values). */
+export function modelFieldPaths(): string[] {
+  return Object.entries(KINDS).flatMap(([kind, schema]) =>
+    rows(plain(schema), '', [], new Set()).map((r) => `${kind}.${r.path}`),
+  );
+}
+
 export const REFERENCE_PAGES: Readonly<Record<string, () => string>> = {
   'docs/reference/yaml.md': modelReference,
   'docs/reference/server-settings.md': settingsReference,

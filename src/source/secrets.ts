@@ -34,7 +34,7 @@ export async function loadSecret(
     if (!p) return undefined;
     try {
       const st = await stat(abs(p));
-      if (field === 'privateKeyFile' && (st.mode & 0o077) !== 0) {
+      if (field === 'privateKeyFile' && (st.mode & 0o037) !== 0) {
         problem(
           'warning',
           `private key file ${p} is accessible to group or others (mode ${(st.mode & 0o777).toString(8)}); use ` +

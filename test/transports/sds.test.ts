@@ -265,6 +265,10 @@ test('validation: mismatched key, expired and soon-expiring certificates, unread
   chmodSync(a.key, 0o644);
   const loose = await loadSecret(doc, dir, undefined);
   assert.ok(loose.diagnostics.some((d) => d.severity === 'warning' && /accessible to group or others/.test(d.message)));
+  // 0640 with a dedicated group is what the warning recommends: no warning for it.
+  chmodSync(a.key, 0o640);
+  const grouped = await loadSecret(doc, dir, undefined);
+  assert.not.ok(grouped.diagnostics.some((d) => /accessible to group or others/.test(d.message)));
   writeFileSync(join(dir, 'junk.crt'), 'not a certificate');
   const junk = await loadSecret({ kind: 'Secret', name: 'j', caFile: join(dir, 'junk.crt') }, dir, undefined);
   assert.ok(junk.diagnostics.some((d) => /CA bundle does not parse/.test(d.message)));
