@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { bundleServer } from '../../src/build/build.ts';
+import { bundleServer } from '../../src/packaging/build.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { SERVER_NODE_FLAGS } from '../../src/shared/runtime-flags.ts';
 import type { PushLoopResult } from '../lib/push-loop-run.ts';

@@ -3,7 +3,7 @@
  * decisions (rollback, pin, unpin). A small interface, so `admin/` depends on no pipeline class
  * and can be tested against a fake.
  */
-import type { DecisionResult, SharedDecisionStatus } from '../decisions/decision.ts';
+import type { DecisionResult, SharedDecisionStatus } from '../decision-log/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { AuditEntry } from '../store/audit.ts';

@@ -28,8 +28,8 @@ const MEMBERS_COALESCE_MS = 20;
 import type { FileRenderer, RenderStats } from '../transports/files/file-renderer.ts';
 import { RolloutDriver } from './rollout-driver.ts';
 import { DecisionDesk } from './decision-desk.ts';
-import type { PostgresDecisionLog } from '../decisions/postgres-log.ts';
-import type { SharedDecisionStatus } from '../decisions/decision.ts';
+import type { PostgresDecisionLog } from '../decision-log/postgres-log.ts';
+import type { SharedDecisionStatus } from '../decision-log/decision.ts';
 import { LineBudget } from '../shared/line-budget.ts';
 import { retentionOf } from '../store/retention.ts';
 
@@ -115,7 +115,7 @@ export async function startApp(
   // a restart serves its proxies before loading what they do not need.
   const sharedLog: PostgresDecisionLog | undefined =
     pg &&
-    new (await import('../decisions/postgres-log.ts')).PostgresDecisionLog({
+    new (await import('../decision-log/postgres-log.ts')).PostgresDecisionLog({
       url: pg.url,
       pollMs: pg.pollMs ?? 1000,
       queryTimeoutMs: pg.queryTimeoutMs ?? 3000,

@@ -6,8 +6,8 @@
  * replica's SQLite, so a restart or a reconnect resumes after it).
  */
 import type { Logger } from 'pino';
-import type { Decision, DecisionResult, SharedDecisionStatus, UnappliedDecision } from '../decisions/decision.ts';
-import type { PostgresDecisionLog } from '../decisions/postgres-log.ts';
+import type { Decision, DecisionResult, SharedDecisionStatus, UnappliedDecision } from '../decision-log/decision.ts';
+import type { PostgresDecisionLog } from '../decision-log/postgres-log.ts';
 import type { ReplicaStateStore } from '../store/replica-state.ts';
 import type { ConfigPipeline, OperatorCommand } from './pipeline.ts';
 

@@ -11,7 +11,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { PipelineCaches } from '../compile/caches.ts';
 import type { EnvoyChecker } from '../compile/envoy-check.ts';
-import type { Decision, DecisionResult } from '../decisions/decision.ts';
+import type { Decision, DecisionResult } from '../decision-log/decision.ts';
 import type { Membership } from '../membership/membership.ts';
 import type { ActiveRollout } from '../rollout/active.ts';
 import type { RolloutEvent, RolloutState } from '../rollout/state.ts';

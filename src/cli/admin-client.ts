@@ -4,7 +4,7 @@
  */
 import { loadServerConfig, splitListen } from '../config/server-config.ts';
 import type { NodeExplanation } from '../admin/explain.ts';
-import type { DecisionResult } from '../decisions/decision.ts';
+import type { DecisionResult } from '../decision-log/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
 
 interface VersionRow {

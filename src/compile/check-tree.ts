@@ -16,7 +16,7 @@ import { validateSourceSet } from '../model/validate.ts';
 import { buildConfig, buildSecrets, type BuiltConfig } from '../snapshot/build.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { modelHash } from '../model/files.ts';
-import { revisionOf, type SourceRevision } from '../source/git-info.ts';
+import { provenanceOf, type SourceProvenance } from '../source/git-info.ts';
 import { PipelineCaches } from './caches.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { Model } from '../model/types.ts';
@@ -33,7 +33,7 @@ export interface TreeCheck {
   secretResources?: Map<string, EncodedResource>;
   config?: BuiltConfig;
   /** With `provenance`: the commit the tree is (a git checkout or a deployed release), if any. */
-  provenance?: SourceRevision;
+  provenance?: SourceProvenance;
   treeHash: string;
   diagnostics: Diagnostic[];
   /** The tree could not be read completely for a reason that passes (SourceSet.incomplete): not judged. */
@@ -96,7 +96,7 @@ async function checkTreeUncapped(
     provenance?: boolean;
   } = {},
 ): Promise<TreeCheck & { unchanged?: true }> {
-  const lookup = opts.provenance ? revisionOf(dir) : undefined;
+  const lookup = opts.provenance ? provenanceOf(dir) : undefined;
   const source = await readTree(dir, undefined, { unlessTreeHash: opts.unlessTreeHash, cache: caches.source });
   if (source.unchanged) return { treeHash: source.treeHash, diagnostics: [], unchanged: true };
   if (source.incomplete)

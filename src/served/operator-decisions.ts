@@ -6,7 +6,7 @@
  * replica caused to the other replicas (the shared decision log) when there are several.
  */
 import type { Logger } from 'pino';
-import type { Decision, DecisionResult } from '../decisions/decision.ts';
+import type { Decision, DecisionResult } from '../decision-log/decision.ts';
 import { changesServed, rulesOf, servedRollout, servingChanged, type ActiveRollout } from '../rollout/active.ts';
 import { compilePlan } from '../rollout/plan.ts';
 import {

@@ -86,18 +86,18 @@ export class TreeApply {
       return { status: 'unchanged', versionId: served.id, diagnostics: check.diagnostics };
     const appliedAt = new Date();
     const groups = revisionGroups(config.groups);
-    const rev = check.provenance;
+    const from = check.provenance;
     const id = stores.revisions.insert(
       {
         treeHash: check.treeHash,
         modelHash: hash,
-        sourceKind: rev ? 'git' : 'directory',
+        sourceKind: from ? 'git' : 'directory',
         source: dir,
         model,
         warnings: check.diagnostics,
-        commitSha: rev?.commit,
-        author: rev ? `${rev.author} <${rev.email}>` : undefined,
-        subject: rev?.subject,
+        commitSha: from?.commit,
+        author: from ? `${from.author} <${from.email}>` : undefined,
+        subject: from?.subject,
       },
       versionManifest(groups),
       appliedAt,
@@ -108,8 +108,8 @@ export class TreeApply {
       modelHash: hash,
       treeHash: check.treeHash,
       appliedAt: appliedAt.toISOString(),
-      commit: rev?.commit,
-      subject: rev?.subject,
+      commit: from?.commit,
+      subject: from?.subject,
       model,
       groups,
     });

@@ -45,6 +45,6 @@ export function projectPath(...parts: string[]): string {
   return join(projectRoot(), ...parts);
 }
 
-/** Where `npm run build` bundles the server (src/build/build.ts), and the command line in it. */
+/** Where `npm run build` bundles the server (src/packaging/build.ts), and the command line in it. */
 export const SERVER_DIR = projectPath('dist', 'server');
 export const SERVER_ENTRY = join(SERVER_DIR, 'main.js');

@@ -28,7 +28,7 @@ const builds = [
 ] as const;
 const found = builds.find((b) => existsSync(b.file));
 
-/** What `npm run build` bundles, and where (src/build/build.ts). */
+/** What `npm run build` bundles, and where (src/packaging/build.ts). */
 export const YAML_BUNDLE = { entryPoints: [builds[1].file], outfile: bundled };
 
 /** Which build was loaded (a test checks that parsing reads no environment variable). */

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 /** Where a tree came from, when it came from git. */
-export interface SourceRevision {
+export interface SourceProvenance {
   commit: string;
   author: string;
   email: string;
@@ -18,7 +18,7 @@ export interface SourceRevision {
  * Reads commit metadata with NUL separators through execFile (no shell, no quoting problems with
  * commit subjects).
  */
-export async function commitInfo(gitArgs: string[], rev = 'HEAD'): Promise<SourceRevision | undefined> {
+export async function commitInfo(gitArgs: string[], rev = 'HEAD'): Promise<SourceProvenance | undefined> {
   try {
     const { stdout } = await run(
       'git',
@@ -35,10 +35,11 @@ export async function commitInfo(gitArgs: string[], rev = 'HEAD'): Promise<Sourc
 }
 
 /**
- * The revision of a config directory: the `.release.json` the post-receive hook writes into each
- * release, or, for a plain git work tree, its HEAD. Undefined when the tree is not from git.
+ * The provenance of a config directory (which commit it is): the `.release.json` the post-receive
+ * hook writes into each release, or, for a plain git work tree, its HEAD. Undefined when the tree
+ * is not from git.
  */
-export async function revisionOf(dir: string): Promise<SourceRevision | undefined> {
+export async function provenanceOf(dir: string): Promise<SourceProvenance | undefined> {
   let root: string;
   try {
     root = await realpath(dir);
@@ -47,7 +48,7 @@ export async function revisionOf(dir: string): Promise<SourceRevision | undefine
   }
   for (const candidate of [join(root, '.release.json'), join(root, '..', '.release.json')]) {
     try {
-      const r = JSON.parse(await readFile(candidate, 'utf8')) as SourceRevision;
+      const r = JSON.parse(await readFile(candidate, 'utf8')) as SourceProvenance;
       if (/^[0-9a-f]{40}$/.test(r.commit)) return r;
     } catch {
       /* not a release */

@@ -3,7 +3,7 @@
  * modules do not import the metrics library.
  */
 import client from 'prom-client';
-import type { SharedDecisionStatus } from '../decisions/decision.ts';
+import type { SharedDecisionStatus } from '../decision-log/decision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from './node-registry.ts';
 import { TypeUrls } from '../xds/resource-types.ts';

@@ -2,7 +2,7 @@ import type { Sqlite } from './sqlite.ts';
 
 /** The keys a replica keeps beside its versions (one row each). */
 export type ReplicaStateKey =
-  /** Sequence number of the last shared decision applied (src/decisions/). */
+  /** Sequence number of the last shared decision applied (src/decision-log/). */
   | 'decisions.appliedSeq'
   /** After a rollback: the tree hash and model hash it replaced, not applied again from the directory. */
   | 'rollback.suppressedTree'

@@ -17,7 +17,7 @@ import type { EncodedResource } from '../snapshot/encoder.ts';
 import { diffTypes, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import { RESOURCE_KINDS, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DDR, encodeResourceWrapper, lenField, stringField } from '../xds/wire.ts';
-import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
+import { StreamBase, type NodeInput, type ContainmentHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
 
 export interface DeltaRequest {
@@ -30,7 +30,7 @@ export interface DeltaRequest {
   error_detail?: { code?: number; message?: string } | null;
 }
 
-interface DeltaTypeState extends PinHolder {
+interface DeltaTypeState extends ContainmentHolder {
   readonly kind: ResourceKind;
   readonly sub: Subscription;
   started: boolean;
@@ -228,7 +228,7 @@ export class DeltaStream extends StreamBase {
 
   /** Whether a type has not been brought up to `snap` yet (a complete push sets `from`). */
   private stale(ts: DeltaTypeState, snap: GroupSnapshot): boolean {
-    return ts.pinned !== undefined || ts.from !== snap.types[ts.kind];
+    return ts.heldBack !== undefined || ts.from !== snap.types[ts.kind];
   }
 
   /** Whether the stream has sent the CLA of an EDS cluster (true for clusters without one). */

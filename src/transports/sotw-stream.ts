@@ -19,7 +19,7 @@ import {
 import { shortHash } from '../shared/hash.ts';
 import { kindOfTypeUrl, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DR, stringField, stringFieldThen } from '../xds/wire.ts';
-import { StreamBase, type NodeInput, type PinHolder } from './stream-base.ts';
+import { StreamBase, type NodeInput, type ContainmentHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
 import { appendAll } from '../shared/arrays.ts';
 
@@ -33,7 +33,7 @@ export interface SotwRequest {
   error_detail?: { code?: number; message?: string } | null;
 }
 
-interface TypeState extends PinHolder {
+interface TypeState extends ContainmentHolder {
   readonly kind: ResourceKind;
   readonly sub: Subscription;
   /** Nonce of the last response of this type; undefined until the first one. */
@@ -286,7 +286,7 @@ export class SotwStream extends StreamBase {
     if (!ts) return;
     const owed = ts.owed;
     ts.owed = undefined;
-    if (!owed && answered(ts) && !ts.pinned && rewarm.length === 0 && ts.servedFrom === snap.types[kind]) return;
+    if (!owed && answered(ts) && !ts.heldBack && rewarm.length === 0 && ts.servedFrom === snap.types[kind]) return;
     const names = owed || rewarm.length ? new Set([...(owed?.names ?? []), ...rewarm]) : NO_NAMES;
     this.push(ts, rewarm.length > 0 || !answered(ts) || owed?.force === true, undefined, names);
   }

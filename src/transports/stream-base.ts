@@ -18,9 +18,9 @@ import type { GroupAckTracker } from './group-ack-tracker.ts';
 import { recordReply, type Reply } from './replies.ts';
 import { DEFAULT_WARMING_HOLD_MS, WarmingHold, type HoldOutcome } from './warming-hold.ts';
 
-/** Per-type stream state that NACK containment may pin to an older snapshot. */
-export interface PinHolder {
-  pinned?: { snapshot: TypeSnapshot; instead: string };
+/** Per-type stream state that NACK containment may hold back at an older snapshot. */
+export interface ContainmentHolder {
+  heldBack?: { snapshot: TypeSnapshot; instead: string };
 }
 
 export const SECRETS_REFUSED =
@@ -204,16 +204,21 @@ export abstract class StreamBase {
   }
 
   /**
-   * The snapshot to serve a type from: the one the stream was pinned to (NACK containment) while
-   * the version it stands in for is current, otherwise the current one; on the stream's first
-   * response of the type, possibly a pin to the group's last ACKed version.
+   * The snapshot to serve a type from: the one NACK containment held the stream back at while the
+   * version it stands in for is current, otherwise the current one; on the stream's first response
+   * of the type, possibly the group's last ACKed version.
    */
-  protected snapshotToServe(state: PinHolder, kind: ResourceKind, current: TypeSnapshot, first: boolean): TypeSnapshot {
-    if (state.pinned && state.pinned.instead !== current.version) state.pinned = undefined;
-    if (state.pinned) return state.pinned.snapshot;
+  protected snapshotToServe(
+    state: ContainmentHolder,
+    kind: ResourceKind,
+    current: TypeSnapshot,
+    first: boolean,
+  ): TypeSnapshot {
+    if (state.heldBack && state.heldBack.instead !== current.version) state.heldBack = undefined;
+    if (state.heldBack) return state.heldBack.snapshot;
     if (!first) return current;
     const chosen = this.firstServe(kind, current);
-    if (chosen !== current) state.pinned = { snapshot: chosen, instead: current.version };
+    if (chosen !== current) state.heldBack = { snapshot: chosen, instead: current.version };
     return chosen;
   }
 

@@ -120,7 +120,9 @@ test('every way the server is started carries the Node flags it runs with', asyn
     'npm start': (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { scripts: { start: string } })
       .scripts.start,
     'the fleetxds command': readFileSync(projectPath('src', 'cli', 'main.ts'), 'utf8').split('\n')[0]!,
-    "the release's bin/fleetxds": /^exec .*$/m.exec((await import('../../src/build/release.ts')).releaseWrapper())![0],
+    "the release's bin/fleetxds": /^exec .*$/m.exec(
+      (await import('../../src/packaging/release.ts')).releaseWrapper(),
+    )![0],
   };
   assert.ok(SERVER_NODE_FLAGS.length > 0);
   for (const [where, line] of Object.entries(starts))

@@ -1,5 +1,5 @@
 /**
- * The release as an operator gets it (`npm run release`, src/build/release.ts), tried as a person
+ * The release as an operator gets it (`npm run release`, src/packaging/release.ts), tried as a person
  * would: the archive is unpacked into a scratch folder, `bin/fleetxds --version` names the version
  * and commit, `bin/fleetxds serve` runs from it (its own Node.js runtime; the checkout's
  * node_modules out of reach) with the example settings pointed at a scratch tree, and a real Envoy
@@ -13,8 +13,8 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildAll } from '../../src/build/build.ts';
-import { buildRelease } from '../../src/build/release.ts';
+import { buildAll } from '../../src/packaging/build.ts';
+import { buildRelease } from '../../src/packaging/release.ts';
 import { startEnvoy, freePort, type EnvoyProcess } from '../helpers/envoy.ts';
 import { startHttpBackend, type Backend } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import type { Decision, DecisionResult } from '../../src/decisions/decision.ts';
+import type { Decision, DecisionResult } from '../../src/decision-log/decision.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 

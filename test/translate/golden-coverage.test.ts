@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { modelFieldPaths } from '../../src/build/reference-docs.ts';
+import { modelFieldPaths } from '../../src/packaging/reference-docs.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 
 const files = (dir: string): string[] =>

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
-import { REFERENCE_PAGES } from '../../src/build/reference-docs.ts';
+import { REFERENCE_PAGES } from '../../src/packaging/reference-docs.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 
 for (const [file, render] of Object.entries(REFERENCE_PAGES)) {

@@ -1,5 +1,5 @@
 /**
- * The server as `npm run build` deploys it: bundled by esbuild into one folder (src/build/build.ts).
+ * The server as `npm run build` deploys it: bundled by esbuild into one folder (src/packaging/build.ts).
  * Built here into a folder of its own and run as a process: it validates the example config, and it
  * serves a tree large enough to be parsed by a worker, over two serving threads, so both workers'
  * URLs are checked from inside the bundle (a parse worker that fails to start is a warning on stderr).
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { bundleServer } from '../../src/build/build.ts';
+import { bundleServer } from '../../src/packaging/build.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { connect, T } from '../helpers/ads-client.ts';
 import { spawnServer } from '../helpers/process.ts';

@@ -2,7 +2,7 @@
  * The operator reference pages generated from the schemas the server validates with: the YAML
  * model (docs/reference/yaml.md, from the same TypeBox schema as config/schema/) and the server
  * settings (docs/reference/server-settings.md, from config/server-config.ts). `npm run docs`
- * writes them; test/build/reference-docs.test.ts fails when a committed page is stale.
+ * writes them; test/packaging/reference-docs.test.ts fails when a committed page is stale.
  */
 import { writeFileSync } from 'node:fs';
 import { KINDS } from '../model/schema.ts';
