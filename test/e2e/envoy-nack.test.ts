@@ -62,7 +62,8 @@ test('Envoy NACKs a cluster: recorded with its text, on the status page, not sen
     const row = status.rollout.find((r: any) => r.group === s.id && r.typeUrl === CDS);
     assert.is(row.nacked, 1);
   }
-  // Not sent again: for a while nothing new reaches the proxies, and they keep routing.
+  // Not sent again: a later change reaches every proxy (a route, so the clusters it refused stay
+  // what fleetxds serves), and by the time each has taken it the refused clusters were not resent.
   const before = await Promise.all(
     specs.map(async (s) =>
       Number(
@@ -72,7 +73,22 @@ test('Envoy NACKs a cluster: recorded with its text, on the status page, not sen
       ),
     ),
   );
-  await new Promise((r) => setTimeout(r, 2500));
+  const routes = lab.docs['routes.yaml'] as any[];
+  routes[0].routes.push({ name: 'later', match: { prefix: '/later' }, to: 'b' });
+  lab.write('routes.yaml', routes);
+  const RDS = TypeUrls.route;
+  const later = await waitFor('the later route version', async () => {
+    const c = await lab.server.admin('/api/v1/config');
+    return c.groups[specs[0]!.id].route.version !== cfg.groups[specs[0]!.id].route.version && c;
+  });
+  await waitFor('every proxy took the later route change', async () => {
+    const nodes = await lab.server.admin('/api/v1/nodes');
+    return specs.every((s) =>
+      [...nodes.connected, ...nodes.polling].some(
+        (n: any) => n.nodeId === `${s.id}-1` && n.types[RDS]?.ackedVersion === later.groups[s.id].route.version,
+      ),
+    );
+  });
   for (const [i, s] of specs.entries()) {
     const envoy = lab.envoys.get(s.id)!;
     const after = Number(
