@@ -176,6 +176,8 @@ export function verdictOf(outcome: ValidateOutcome, timeoutMs: number): Refusal 
 
 /** Output kept of a run: Envoy's error is on its last lines. */
 const MAX_OUTPUT = 1 << 20;
+/** How long after Envoy's exit its output may still arrive through the pipes. */
+const PIPE_GRACE_MS = 2000;
 
 function runValidate(binary: string, file: string, timeoutMs: number): Promise<ValidateOutcome> {
   return new Promise((resolve, reject) => {
@@ -188,6 +190,9 @@ function runValidate(binary: string, file: string, timeoutMs: number): Promise<V
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout = (stdout + d).slice(-MAX_OUTPUT)));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-MAX_OUTPUT)));
+    // Both pipes read to their end: Envoy's verdict is its last line, and a loaded machine may deliver
+    // it after the exit event.
+    const drained = Promise.all([child.stdout, child.stderr].map((s) => new Promise((r) => s.once('close', r))));
     let timedOut = false;
     // A validation holds no state worth a graceful stop: at the time-out it is killed for good.
     const timer = setTimeout(() => {
@@ -202,12 +207,13 @@ function runValidate(binary: string, file: string, timeoutMs: number): Promise<V
       clearTimeout(timer);
       reject(err.code === 'ENOENT' ? new Error(`Envoy binary not found: ${binary}`) : err);
     });
-    // 'exit', not 'close': a child of its that outlived the kill may still hold the pipes open.
+    // 'exit', then the pipes' end, but not for ever: a child of Envoy's that outlived it may hold the
+    // pipes open, and the verdict is in by then.
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       if (timedOut) return resolve({ kind: 'timed-out' });
-      // Output written just before the exit may still be in the pipes.
-      setImmediate(() => resolve({ kind: 'exited', code, signal, stdout, stderr }));
+      const grace = new Promise((r) => setTimeout(r, PIPE_GRACE_MS).unref());
+      void Promise.race([drained, grace]).then(() => resolve({ kind: 'exited', code, signal, stdout, stderr }));
     });
   });
 }

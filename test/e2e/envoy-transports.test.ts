@@ -120,8 +120,24 @@ test('Envoy rejected nothing and holds the versions fleetxds serves; fleetxds sh
   });
 });
 
+/** Resolves once each REST Envoy of `of` has made `more` further CDS polls (answered or held to the end). */
+async function morePolls(of: typeof specs, more: number): Promise<void> {
+  const attempts = async (id: string) =>
+    Number(
+      (await lab.envoys.get(id)!.stats('cluster_manager.cds.update_attempt$'))['cluster_manager.cds.update_attempt'],
+    );
+  const start = new Map(await Promise.all(of.map(async (s) => [s.id, await attempts(s.id)] as const)));
+  for (const s of of)
+    await waitFor(`${s.id}: ${more} more polls`, async () => (await attempts(s.id)) >= start.get(s.id)! + more, 30_000);
+}
+
 test('REST polls end within the proxy timeout: no update_failure with the default 1 s request_timeout or with long polling', async () => {
-  await new Promise((r) => setTimeout(r, 3000)); // several refresh cycles, and held polls on the long-polling ones
+  // Refresh cycles, and on the long-polling ones held polls that outlive Envoy's default 1 s timeout,
+  // counted as they happen.
+  await morePolls(
+    specs.filter((x) => x.mode.startsWith('rest')),
+    2,
+  );
   for (const s of specs.filter((x) => x.mode.startsWith('rest'))) {
     const failures = await lab.envoys.get(s.id)!.stats('update_failure$');
     const total = Object.values(failures).reduce<number>((a, v) => a + Number(v), 0);
@@ -137,7 +153,11 @@ test('a restarted REST proxy records no NACK (each subscription starts again fro
     await lab.startEnvoy(s);
     await lab.routesTo(s, '/split', 'B');
   }
-  await new Promise((r) => setTimeout(r, 1500));
+  // A NACK would be inferred from the polls after the restart: let a few of them happen.
+  await morePolls(
+    specs.filter((x) => x.mode.startsWith('rest') && x.version === '1.40'),
+    2,
+  );
   const nacks = await lab.server.admin('/api/v1/nacks');
   assert.equal(nacks.nacks, [], 'no NACK recorded for any node');
   const status = await lab.server.admin('/api/v1/status');
