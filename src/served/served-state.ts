@@ -116,11 +116,19 @@ export class ServedState {
     return this.encoder.encode('endpoint', s.name, buildLoadAssignment(s, this.membership!.members(s.name)));
   }
 
-  /** The registered services' assignments for a revision (its static endpoints, today's members). */
+  /**
+   * The assignments of a revision's services that have endpoints registered now (their static
+   * endpoints and today's members). A service nobody registered into is served its own translated
+   * assignment, and a restart with no registrations does not read the whole stored model for it.
+   */
   private membersFor(revision: Revision): Map<string, EncodedResource> {
     const out = new Map<string, EncodedResource>();
-    if (this.membership)
-      for (const s of revision.model.services) if (s.registration) out.set(s.name, this.memberAssignment(s));
+    if (!this.membership) return out;
+    const registered = new Set(this.membership.list().map((r) => r.service));
+    for (const name of registered) {
+      const s = findByName(revision.model.services, name);
+      if (s?.registration) out.set(name, this.memberAssignment(s));
+    }
     return out;
   }
 }
