@@ -215,11 +215,11 @@ export interface ExplainSources {
   readonly pins: readonly Pin[];
   /** The group as its newest revision serves it (no pin, no stage). */
   newestGroup(group: string): GroupSnapshot | undefined;
-  /** Recent NACKs of the whole fleet, newest first. */
-  readonly recentNacks: readonly NackEvent[];
+  /** Recent NACKs of the whole fleet (read only when `serveLastAckedOnNack` makes the group's NACKs matter). */
+  recentNacks(): readonly NackEvent[];
   readonly serveLastAckedOnNack: boolean;
-  /** The id of the rollout under way. */
-  readonly rolloutId?: number;
+  /** The id of the rollout under way (asked only when the node's group is staged). */
+  rolloutId(): number | undefined;
 }
 
 /**
@@ -249,6 +249,8 @@ export function gatherFacts(nodeId: string, src: ExplainSources, only?: Resource
   const servesNew = staged !== undefined && placed.snapshot === staged.groups.get(group);
   const newestVersionId = cfg.staged?.versionId ?? cfg.versionId;
   const servedVersionId = pin ? pin.versionId : staged && !servesNew ? staged.fromVersionId : newestVersionId;
+  // The group's NACKs explain something only when new nodes are served around them.
+  const groupNacks = src.serveLastAckedOnNack ? src.recentNacks() : [];
   const types = (only ? [only] : RESOURCE_KINDS).map((kind): TypeFacts => {
     const typeUrl = TypeUrls[kind];
     const stream = streamFor(src.streams, typeUrl);
@@ -258,7 +260,7 @@ export function gatherFacts(nodeId: string, src: ExplainSources, only?: Resource
       newest: newest?.types[kind].version,
       served,
       status: stream?.types[typeUrl],
-      groupNacked: src.recentNacks.some(
+      groupNacked: groupNacks.some(
         (n) => n.nodeGroup === group && n.typeUrl === typeUrl && n.version === served && n.nodeId !== nodeId,
       ),
       ...(stream && {
@@ -281,7 +283,7 @@ export function gatherFacts(nodeId: string, src: ExplainSources, only?: Resource
     ...(staged &&
       placed.stage !== undefined && {
         rollout: {
-          id: src.rolloutId ?? 0,
+          id: src.rolloutId() ?? 0,
           stage: placed.stage,
           servesNew,
           from: staged.fromVersionId,

@@ -288,9 +288,9 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
         streams: deps.registry.byNodeId(req.params.id),
         pins: deps.control.pins(),
         newestGroup: (group) => deps.control.newestGroup?.(group),
-        recentNacks: deps.control.nacks(undefined, 1000),
+        recentNacks: () => deps.control.nacks(undefined, 1000),
         serveLastAckedOnNack: deps.serveLastAckedOnNack ?? false,
-        rolloutId: deps.control.rollout().rollout?.id,
+        rolloutId: () => deps.control.rollout().rollout?.id,
       },
       only as ResourceKind | undefined,
     );

@@ -6,8 +6,8 @@
  * - The server bundled with esbuild (dist/server): its commands and the workers it starts, with the
  *   packages it uses. Node resolves each import of each module by walking the file system, and
  *   loads CommonJS packages file by file: unbundled, that is a large share of a restart before the
- *   first answer. Entries and
- *   chunks share one folder, so a worker's URL beside its importer (`./serving-worker.js`) holds.
+ *   first answer. Entries and chunks share one folder, so a worker's URL beside its importer
+ *   (`./serving-worker.js`) holds.
  *   Native and optional packages stay outside (better-sqlite3 loads a .node file; pg has optional
  *   native bindings), loaded from node_modules as before.
  */

@@ -21,8 +21,7 @@ import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import type { Revision } from '../snapshot/revision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { Stores } from '../store/database.ts';
-import type { RevisionLoader } from './revision-loader.ts';
-import { versionManifest } from './revision-loader.ts';
+import { versionManifest, type RevisionLoader } from './revision-loader.ts';
 import type { RollbackSuppression } from './rollback-suppression.ts';
 import type { ServedState } from './served-state.ts';
 
@@ -40,7 +39,7 @@ export type DecisionStores = Pick<Stores, 'revisions' | 'pins' | 'audit' | 'roll
 
 export class OperatorDecisions {
   /** The rollout under way (progressing or halted); its serving part is an input of reconcile. */
-  active?: ActiveRollout;
+  private current?: ActiveRollout;
 
   constructor(
     private readonly stores: DecisionStores,
@@ -53,14 +52,24 @@ export class OperatorDecisions {
     private readonly share?: ShareTransition,
   ) {}
 
+  get active(): ActiveRollout | undefined {
+    return this.current;
+  }
+
   /**
    * A new revision with a Rollout policy starts a rollout from the version the fleet is on (the
-   * previous revision, or the one a superseded rollout started from). Without a policy, or when
-   * nothing served changes, everyone gets the new revision at once.
+   * previous revision, or the one a superseded rollout started from), which becomes the rollout
+   * under way. Without a policy, or when nothing served changes, everyone gets the new revision at
+   * once (no rollout). Returns the rollout under way.
    */
   rolloutFor(revision: Revision, served: Revision | undefined, at: Date): ActiveRollout | undefined {
+    this.current = this.startedFor(revision, served, at);
+    return this.current;
+  }
+
+  private startedFor(revision: Revision, served: Revision | undefined, at: Date): ActiveRollout | undefined {
     const policy = revision.model.rollouts?.[0];
-    const superseded = this.active && isActive(this.active.state) ? this.active : undefined;
+    const superseded = this.current && isActive(this.current.state) ? this.current : undefined;
     if (superseded) {
       const state = { ...superseded.state, status: 'aborted' as const, endedAt: at.toISOString() };
       this.stores.rollouts.save(superseded.id, state, at);
@@ -81,7 +90,7 @@ export class OperatorDecisions {
    * like an operator's; if it cannot be shared, a gate waits and a NACK halts here anyway.
    */
   async rolloutEvent(event: RolloutEvent & { type: 'gates' | 'nack' }): Promise<RolloutState | undefined> {
-    const a = this.active;
+    const a = this.current;
     if (!a || !isActive(a.state)) return undefined;
     const next = step(a.state, event, rulesOf(a.plan), new Date());
     const transition = next.stage !== a.state.stage || next.status !== a.state.status;
@@ -130,16 +139,16 @@ export class OperatorDecisions {
           ...(next.halt && what === 'halted' ? { halt: next.halt } : {}),
         });
     });
-    this.active = { ...a, state: next };
+    this.current = { ...a, state: next };
     if (what) this.log.warn({ rollout: a.id, status: next.status, stage: a.plan.names[next.stage], actor }, 'rollout');
     if (next.status === 'aborted') {
-      this.active = undefined;
+      this.current = undefined;
       this.rollbackNow(a.from.id, actor, 'rollout aborted');
     } else if (next.status === 'complete') {
-      this.active = undefined;
+      this.current = undefined;
       this.served.update({ rollout: undefined });
     } else if (servingChanged(a.state, next)) {
-      this.served.update({ rollout: servedRollout(this.active) });
+      this.served.update({ rollout: servedRollout(this.current) });
     }
     return next;
   }
@@ -165,7 +174,7 @@ export class OperatorDecisions {
           throw new FleetError(ErrorCodes.NOT_PINNED, `node group "${c.group}" is not pinned`);
         return { kind: 'unpin', group: c.group };
       case 'rollout': {
-        const a = this.active;
+        const a = this.current;
         if (!a || !isActive(a.state) || !served) throw new FleetError(ErrorCodes.NO_ROLLOUT, 'no rollout is under way');
         try {
           step(a.state, { type: c.command }, rulesOf(a.plan), new Date());
@@ -229,7 +238,7 @@ export class OperatorDecisions {
         return { status: 'applied' };
       }
       case 'rollout': {
-        const a = this.active;
+        const a = this.current;
         if (!a || !isActive(a.state)) return { status: 'skipped', reason: 'no rollout is under way' };
         if (served?.modelHash !== d.to) return { status: 'skipped', reason: 'a transition of another rollout' };
         if (a.state.stage !== d.stage || a.state.status !== d.status)
@@ -279,7 +288,7 @@ export class OperatorDecisions {
         appliedAt,
       );
       this.stores.audit.append(actor, 'rollback', { from: served?.id ?? null, to: toId, as: id, why });
-      const a = this.active;
+      const a = this.current;
       if (a && isActive(a.state)) {
         this.stores.rollouts.save(a.id, { ...a.state, status: 'aborted', endedAt: appliedAt.toISOString() });
         this.stores.audit.append(actor, 'rollout-aborted', { rollout: a.id, by: 'rollback' });
@@ -288,7 +297,7 @@ export class OperatorDecisions {
     });
     if (replaces) this.suppression.set(served?.treeHash ?? this.suppression.tree, replaces.model);
     else if (served) this.suppression.set(served.treeHash, served.modelHash);
-    this.active = undefined;
+    this.current = undefined;
     this.served.update({
       revision: { ...target, id, subject, appliedAt: appliedAt.toISOString() },
       rollout: undefined,
@@ -299,7 +308,7 @@ export class OperatorDecisions {
 
   /** Restart: a rollout that was under way when the server stopped resumes where it was. */
   restoreRollout(revision: Revision): void {
-    this.active = this.storedRollout(revision);
+    this.current = this.storedRollout(revision);
   }
 
   private storedRollout(revision: Revision): ActiveRollout | undefined {

@@ -113,11 +113,11 @@ export class TreeApply {
       model,
       groups,
     });
-    decisions.active = decisions.rolloutFor(revision, served, appliedAt);
+    const rollout = decisions.rolloutFor(revision, served, appliedAt);
     // What the change cost before any proxy was sent anything, and what handing it to every stream took.
     const cpu = process.cpuUsage(cpuAtStart);
     const publishing = performance.now();
-    state.update({ revision, secrets: secretResources, rollout: servedRollout(decisions.active) });
+    state.update({ revision, secrets: secretResources, rollout: servedRollout(rollout) });
     const ms = performance.now() - started;
     log.info(
       {

@@ -106,7 +106,7 @@ interface Held {
   names: string[];
   variant: ConfigSourceVariant;
   version: string;
-  sub: SubscriptionState;
+  sub: PollSubscription;
   reply: FastifyReply;
   timer?: NodeJS.Timeout;
 }
@@ -157,9 +157,6 @@ function makeSelection(t: TypeSnapshot, { key, variant }: { key: string; variant
   return { version, body };
 }
 
-/** One REST subscription of a node (a type, and for EDS/RDS/SDS one set of names). */
-type SubscriptionState = PollSubscription;
-
 interface Connection {
   id: number;
   /** Polls it carried so far. */
@@ -182,7 +179,7 @@ function countPoll(c: Connection): Connection {
 }
 
 interface PollerState {
-  subs: Map<string, SubscriptionState>;
+  subs: Map<string, PollSubscription>;
 }
 
 const MAX_SUBSCRIPTIONS_PER_NODE = 20_000;
@@ -318,7 +315,7 @@ export function createRestServer(opts: RestOptions): RestServer {
   const sendSelection = (
     reply: FastifyReply,
     status: StreamStatus,
-    sub: SubscriptionState,
+    sub: PollSubscription,
     t: TypeSnapshot,
     sel: Selection,
   ) => {
@@ -360,7 +357,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     key: string,
     version: string,
     connection: Connection,
-  ): SubscriptionState => {
+  ): PollSubscription => {
     let sub = state.subs.get(key);
     if (!sub) {
       if (state.subs.size >= MAX_SUBSCRIPTIONS_PER_NODE) state.subs.delete(state.subs.keys().next().value as string);
