@@ -2,7 +2,8 @@
  * fleetxds benchmark suite: `npm run bench` (all), or `npm run bench -- pipeline fanout ...`.
  * Options: --runs N (median of N runs, default 3; fan-out defaults to 1 run per point because one
  * point at 5,000 clients takes about a minute), --changes N (peers and threads: how many one-route
- * and one-endpoint changes each run measures, median; default 5), --quick (smaller sizes). Prints tables; numbers
+ * and one-endpoint changes each run measures, median; default 5), --client batching|trickling (peers:
+ * one fan-out client shape; default both), --quick (smaller sizes). Prints tables; numbers
  * are figures to compare, not pass/fail.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -27,11 +28,16 @@ import { registrationScenario, type RegistrationResult } from './scenarios/regis
 import { restartScenario } from './scenarios/restart.ts';
 import { rolloutCost } from './scenarios/rollout.ts';
 import { machineInfo, median } from './lib/proc.ts';
-import { figureKey, judge, PEER_DOUBLE, PEER_POINTS, record, TARGETS } from './lib/targets.ts';
+import { CLIENT_SHAPES, figureKey, judge, PEER_DOUBLE, PEER_POINTS, record, TARGETS } from './lib/targets.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { runs: { type: 'string' }, changes: { type: 'string' }, quick: { type: 'boolean', default: false } },
+  options: {
+    runs: { type: 'string' },
+    changes: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    client: { type: 'string' },
+  },
 });
 // `peers` and `threads` need Go and the Go module proxy: run them by name.
 const all = ['pipeline', 'restart', 'fanout', 'push-loop', 'rollout', 'rest', 'registration', 'files', 'envoy-check'];
@@ -77,8 +83,8 @@ function medianOf<T extends Record<string, unknown>>(results: T[]): T {
 }
 
 /** The median of peers runs, figure by figure (the split by thread is summed up apart: splitColumns). */
-function medianOfRuns(results: readonly PeerResult[]): Omit<PeerResult, 'threads'> {
-  return medianOf(results.map(({ threads: _, ...measured }) => measured));
+function medianOfRuns(results: readonly PeerResult[]): Omit<PeerResult, 'threads' | 'spread'> {
+  return medianOf(results.map(({ threads: _, spread: _s, ...measured }) => measured));
 }
 
 const SCENARIOS = ['route', 'endpoint', 'storm'] as const;
@@ -344,52 +350,63 @@ if (selected.includes('peers')) {
   const bin = buildGoHarness();
   const peerRuns = Number(values.runs ?? 1);
   const points = quick ? [[100, 1000] as const] : PEER_POINTS;
-  for (const [point, [services, n]] of points.entries()) {
-    const results = new Map<PeerName, PeerResult[]>(PEERS.map((p) => [p, []]));
-    for (let r = 0; r < peerRuns; r++) {
-      // Rotate the order by run and by point, so no server always runs first (right after the
-      // build, or on a warmer machine), even with --runs 1.
-      const order = PEERS.map((_, i) => PEERS[(i + r + point) % PEERS.length]!);
-      for (const name of order) results.get(name)!.push(await peerRun(name, n, services, bin, ONE_CORE, changes));
+  // --client batching|trickling: one client shape only (default: both).
+  for (const shape of CLIENT_SHAPES.filter((c) => !values.client || c === values.client)) {
+    const by = shape === 'batching' ? 'the Go client, batching' : 'the grpc-js client, trickling';
+    for (const [point, [services, n]] of points.entries()) {
+      const results = new Map<PeerName, PeerResult[]>(PEERS.map((p) => [p, []]));
+      for (let r = 0; r < peerRuns; r++) {
+        // Rotate the order by run and by point, so no server always runs first (right after the
+        // build, or on a warmer machine), even with --runs 1.
+        const order = PEERS.map((_, i) => PEERS[(i + r + point) % PEERS.length]!);
+        for (const name of order)
+          results.get(name)!.push(await peerRun(name, n, services, bin, ONE_CORE, changes, shape));
+      }
+      const rows = PEERS.map((p) => medianOfRuns(results.get(p)!));
+      for (const row of rows) record(figures, figureKey.peers([services, n], row.server, shape), row);
+      const spread = PEERS.map((p) => ({
+        server: p,
+        ...Object.fromEntries(
+          (['routeP99', 'routeCpu', 'endpointP99', 'endpointCpu', 'stormP99', 'stormCpu'] as const).map((k) => [
+            k,
+            results
+              .get(p)!
+              .map((x) => x[k])
+              .join(' / '),
+          ]),
+        ),
+      }));
+      table(
+        `Peers, ${services} services, ${n} SotW ADS streams, server on one core, ${by} on the other (median ` +
+          `of ${peerRuns} run(s); route and endpoint: median of ${changes} changes per run): p99 ms, server CPU ` +
+          's, bytes per stream, KB RSS per stream; ratios below',
+        [
+          ...rows,
+          ratioRow({ server: 'fleetxds / go-control-plane', client: shape, services, n }, rows[0]!, rows[1]!),
+          ratioRow({ server: 'fleetxds / bare-http2', client: shape, services, n }, rows[0]!, rows[2]!),
+        ],
+      );
+      if (peerRuns > 1) table(`Peers, ${by}: every run (spread)`, spread);
+      // Within each run: the lowest and highest of the changes each median above is taken from.
+      table(
+        `Peers, ${services} services, ${n} streams, ${by}: spread of the ${changes} changes (lowest-highest, per run)`,
+        PEERS.flatMap((p) => results.get(p)!.map((r, i) => ({ server: p, run: i + 1, ...r.spread }))),
+      );
     }
-    const rows = PEERS.map((p) => medianOfRuns(results.get(p)!));
-    for (const row of rows) record(figures, figureKey.peers([services, n], row.server), row);
-    const spread = PEERS.map((p) => ({
-      server: p,
-      ...Object.fromEntries(
-        (['routeP99', 'routeCpu', 'endpointP99', 'stormP99', 'stormCpu'] as const).map((k) => [
-          k,
-          results
-            .get(p)!
-            .map((x) => x[k])
-            .join(' / '),
-        ]),
-      ),
-    }));
-    table(
-      `Peers, ${services} services, ${n} SotW ADS streams, server on one core, Go client on the other (median of ` +
-        `${peerRuns} run(s); route and endpoint: median of ${changes} changes per run): p99 ms, server CPU s, ` +
-        'bytes per stream, KB RSS per stream; ratios below',
-      [
-        ...rows,
-        ratioRow({ server: 'fleetxds / go-control-plane', services, n }, rows[0]!, rows[1]!),
-        ratioRow({ server: 'fleetxds / bare-http2', services, n }, rows[0]!, rows[2]!),
-      ],
-    );
-    if (peerRuns > 1) table('Peers: every run (spread)', spread);
-  }
-  if (!quick) {
-    // fleetxds and the floor at twice the streams of the first point: what doubling the fleet costs.
-    const [services, n] = PEER_DOUBLE;
-    const rows = [];
-    for (const name of ['fleetxds', 'bare-http2'] as const) {
-      const each: PeerResult[] = [];
-      for (let r = 0; r < peerRuns; r++) each.push(await peerRun(name, n, services, bin, ONE_CORE, changes));
-      const row = medianOfRuns(each);
-      record(figures, figureKey.peers(PEER_DOUBLE, name), row);
-      rows.push(row);
+    if (!quick && shape === 'batching') {
+      // fleetxds and the floor at twice the streams of the first point: what doubling the fleet
+      // costs (with the batching client only: bench/lib/targets.ts, atTwiceTheStreams).
+      const [services, n] = PEER_DOUBLE;
+      const rows = [];
+      for (const name of ['fleetxds', 'bare-http2'] as const) {
+        const each: PeerResult[] = [];
+        for (let r = 0; r < peerRuns; r++) each.push(await peerRun(name, n, services, bin, ONE_CORE, changes, shape));
+        const row = medianOfRuns(each);
+        record(figures, figureKey.peers(PEER_DOUBLE, name, shape), row);
+        rows.push(row);
+      }
+      table(`Peers, ${services} services, ${n} SotW ADS streams, ${by} (median of ${peerRuns} run(s))`, rows);
     }
-    table(`Peers, ${services} services, ${n} SotW ADS streams (median of ${peerRuns} run(s))`, rows);
   }
 }
 

@@ -3,7 +3,9 @@
  * gRPC library and no xDS logic. It encodes each type's DiscoveryResponse once from `fleetxds
  * render` output, answers the first request of each type on a stream, reads (and ignores) ACKs,
  * and on SIGHUP writes the types whose version changed to every stream that asked for them (SIGUSR1
- * first loads and encodes the file, so a push is timed alone). What it spends per push is the
+ * first loads and encodes the file, so a push is timed alone): LDS and CDS in full, the other
+ * types with the resources that changed only, as SotW allows and fleetxds does, so both send the
+ * same bytes. What it spends per push is the
  * least any Node server can spend on the same bytes and streams.
  *
  * Usage: node --import tsx bench/lib/bare-h2-ads.ts RENDERED.json [GROUP]
@@ -22,25 +24,57 @@ interface Rendered {
   resources: Record<string, unknown>[];
 }
 
-/** type URL -> { version, response body without nonce } */
-function load(): Map<string, { version: string; body: Buffer }> {
+interface TypeBodies {
+  version: string;
+  /** The full state: the response to a first request. */
+  body: Buffer;
+  /** Each resource's encoded Any, by name: what a push of a type other than LDS and CDS compares. */
+  resources: Map<string, Buffer>;
+}
+
+/** Types whose SotW responses must hold every resource; for the others a push carries what changed. */
+const FULL_STATE = new Set(
+  RESOURCE_TYPES.filter((t) => t.kind === 'listener' || t.kind === 'cluster').map((t) => t.typeUrl),
+);
+
+function responseBody(version: string, typeUrl: string, resources: Iterable<Buffer>): Buffer {
+  const parts = [stringField(DR.versionInfo, version)];
+  for (const any of resources) parts.push(lenField(DR.resources, any));
+  parts.push(stringField(DR.typeUrl, typeUrl));
+  return Buffer.concat(parts);
+}
+
+/** type URL -> its version, full response body (without nonce) and resources */
+function load(): Map<string, TypeBodies> {
   const all = JSON.parse(readFileSync(file!, 'utf8')) as Record<string, Record<string, Rendered>>;
-  const out = new Map<string, { version: string; body: Buffer }>();
+  const out = new Map<string, TypeBodies>();
   for (const t of RESOURCE_TYPES) {
     const r = all[group]?.[t.kind];
     if (!r || t.kind === 'secret') continue;
-    const parts = [stringField(DR.versionInfo, r.version_info)];
-    for (const { '@type': _, ...json } of r.resources)
-      parts.push(
-        lenField(
-          DR.resources,
-          encodeAny(t.typeUrl, encodeJson(t.typeUrl.slice(t.typeUrl.indexOf('/') + 1), json).bytes),
-        ),
-      );
-    parts.push(stringField(DR.typeUrl, t.typeUrl));
-    out.set(t.typeUrl, { version: r.version_info, body: Buffer.concat(parts) });
+    const resources = new Map<string, Buffer>();
+    for (const { '@type': _, ...json } of r.resources) {
+      const message = t.typeUrl.slice(t.typeUrl.indexOf('/') + 1);
+      const name = String(json.name ?? json.cluster_name);
+      resources.set(name, encodeAny(t.typeUrl, encodeJson(message, json).bytes));
+    }
+    out.set(t.typeUrl, {
+      version: r.version_info,
+      body: responseBody(r.version_info, t.typeUrl, resources.values()),
+      resources,
+    });
   }
   return out;
+}
+
+/** What a push of one type sends: the full state (LDS, CDS), or the resources that changed. */
+function pushBody(typeUrl: string, before: TypeBodies | undefined, now: TypeBodies): Buffer {
+  if (FULL_STATE.has(typeUrl) || !before) return now.body;
+  const changed = [...now.resources].filter(([name, any]) => !before.resources.get(name)?.equals(any));
+  return responseBody(
+    now.version,
+    typeUrl,
+    changed.map(([, any]) => any),
+  );
 }
 
 let bodies = load();
@@ -117,6 +151,7 @@ server.on('stream', (stream) => {
   stream.on('error', () => streams.delete(st));
 });
 
+process.on('SIGTERM', () => process.exit(0));
 process.on('SIGUSR1', () => {
   prepared = load();
   console.log(JSON.stringify({ event: 'prepared' }));
@@ -128,7 +163,8 @@ process.on('SIGHUP', () => {
   bodies = prepared;
   for (const [typeUrl, b] of bodies) {
     if (before.get(typeUrl)?.version === b.version) continue;
-    for (const st of streams) if (st.types.has(typeUrl)) st.stream.write(frame(b.body, ++st.nonce));
+    const body = pushBody(typeUrl, before.get(typeUrl), b);
+    for (const st of streams) if (st.types.has(typeUrl)) st.stream.write(frame(body, ++st.nonce));
   }
   console.log(JSON.stringify({ event: 'published', loopMs: performance.now() - started }));
 });

@@ -1,8 +1,9 @@
 /**
  * Side by side (`npm run bench -- peers`): fleetxds, go-control-plane v0.14 (per-type versions)
  * and the bare-node:http2 floor serve the same resources, one at a time, each pinned to core 0;
- * one fan-out client (bench/peers/fanout, Go, one core) on core 1 drives each with N SotW ADS
- * streams. Scenarios: a one-route change, a one-endpoint change, and a reconnect storm (every
+ * one fan-out client on core 1 drives each with N SotW ADS streams, in one of two shapes (the Go
+ * client that reads and ACKs in batches, the grpc-js one that ACKs each response as it arrives:
+ * `spawnClient`). Scenarios: a one-route change, a one-endpoint change, and a reconnect storm (every
  * stream reconnects at once). Per scenario: p99 ms until every stream got the new response (the
  * storm: its full state), server CPU seconds, bytes per stream; server RSS per held stream. A run
  * makes the one-route and the one-endpoint change several times (CHANGES_PER_RUN) and reports
@@ -25,12 +26,49 @@ import { generateTree, serviceYaml, vhostYaml } from '../lib/generate.ts';
 import { CLIENT_CORE, median, percentile, pin, procStats, SERVER_CORE, sleep, threadCpu } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
 import { EventProcess, libHarness } from '../lib/event-process.ts';
+import type { ClientShape } from '../lib/targets.ts';
 
 export type PeerName = 'fleetxds' | 'go-control-plane' | 'bare-http2';
 export const PEERS: PeerName[] = ['fleetxds', 'go-control-plane', 'bare-http2'];
 
+/**
+ * The fan-out client of a shape: `batching`, the Go client (bench/peers/fanout), whose goroutines
+ * read many streams per wake-up, so ACKs reach the server in bursts; `trickling`, the grpc-js
+ * client (bench/lib/trickle-fanout.ts), which decodes and ACKs each response as it arrives, so
+ * ACKs reach the server one or a few per read, as from proxies on separate hosts.
+ */
+function spawnClient(shape: ClientShape, fanout: string, port: number, n: number, cores: string): EventProcess {
+  const args = ['target', `127.0.0.1:${port}`, 'n', String(n)];
+  const child =
+    shape === 'batching'
+      ? spawn(
+          fanout,
+          args.map((a, i) => (i % 2 ? a : `-${a}`)),
+          {
+            env: { ...process.env, GOMAXPROCS: String(cores.split(',').length) },
+            stdio: ['pipe', 'pipe', 'pipe'],
+          },
+        )
+      : spawn(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            projectPath('bench', 'lib', 'trickle-fanout.ts'),
+            ...args.map((a, i) => (i % 2 ? a : `--${a}`)),
+          ],
+          {
+            cwd: projectPath(),
+            stdio: ['pipe', 'pipe', 'pipe'],
+          },
+        );
+  pin(child.pid!, cores);
+  return new EventProcess(child);
+}
+
 export interface PeerResult {
   server: PeerName;
+  client: ClientShape;
   services: number;
   n: number;
   routeP99: number;
@@ -48,6 +86,8 @@ export interface PeerResult {
   stormP99: number;
   stormCpu: number;
   kbPerStream: number;
+  /** The lowest and highest of the changes each median is taken from ("0.19-0.21"). */
+  spread: Record<'routeP99' | 'routeCpu' | 'endpointP99' | 'endpointCpu', string>;
   /** fleetxds: where each scenario's CPU went, by thread (the threads bench prints it). */
   threads?: Record<'route' | 'endpoint' | 'storm', ThreadSplit>;
 }
@@ -76,6 +116,12 @@ interface Measured {
   loopMs: number;
   bytes: number;
   threads: ThreadSplit;
+}
+
+/** The lowest and highest p99 and CPU of several changes. */
+function spreadOf(each: readonly Measured[]): { p99: string; cpu: string } {
+  const range = (f: (x: Measured) => number) => `${Math.min(...each.map(f))}-${Math.max(...each.map(f))}`;
+  return { p99: range((x) => x.p99), cpu: range((x) => x.cpu) };
 }
 
 /** Several changes' figures: each the median of that figure (the thread split's too, figure by figure). */
@@ -250,7 +296,7 @@ async function startPeer(
     },
     published: (started) => ({ at: started, cpuBefore: 0, loopMs }),
     stop: async () => {
-      child.kill('SIGKILL');
+      child.kill(process.env.FLEETXDS_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
       await new Promise((r) => child.once('exit', r));
     },
   };
@@ -263,17 +309,12 @@ export async function peerRun(
   bin: ReturnType<typeof buildGoHarness>,
   layout: FleetxdsLayout = ONE_CORE,
   changes = CHANGES_PER_RUN,
+  shape: ClientShape = 'batching',
 ): Promise<PeerResult> {
   const server = await startPeer(name, services, bin, layout);
   await sleep(500);
   const idle = procStats(server.pid).rssMB;
-  const client = new EventProcess(
-    spawn(bin.fanout, ['-target', `127.0.0.1:${server.port}`, '-n', String(n)], {
-      env: { ...process.env, GOMAXPROCS: String(layout.clientCores.split(',').length) },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    }),
-  );
-  pin(client.child.pid!, layout.clientCores);
+  const client = spawnClient(shape, bin.fanout, server.port, n, layout.clientCores);
   try {
     await client.next('ready');
     await sleep(1000);
@@ -315,7 +356,7 @@ export async function peerRun(
         await watch(typeUrl);
         each.push(await measure(() => server.change(change(k))));
       }
-      return medianMeasure(each);
+      return { ...medianMeasure(each), spread: spreadOf(each) };
     };
     const route = await repeated(TypeUrls.route, (k) => changeRoute(services, k));
     const endpoint = await repeated(TypeUrls.endpoint, changeEndpoint);
@@ -326,6 +367,7 @@ export async function peerRun(
     }, false);
     return {
       server: name,
+      client: shape,
       services,
       n,
       routeP99: route.p99,
@@ -338,6 +380,12 @@ export async function peerRun(
       stormP99: storm.p99,
       stormCpu: storm.cpu,
       kbPerStream: Math.round(((held - idle) * 1024) / n),
+      spread: {
+        routeP99: route.spread.p99,
+        routeCpu: route.spread.cpu,
+        endpointP99: endpoint.spread.p99,
+        endpointCpu: endpoint.spread.cpu,
+      },
       ...(name === 'fleetxds'
         ? { threads: { route: route.threads, endpoint: endpoint.threads, storm: storm.threads } }
         : {}),

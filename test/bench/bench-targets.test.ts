@@ -2,16 +2,19 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
+  CLIENT_SHAPES,
   figureKey,
   judge,
   PEER_DOUBLE,
   PEER_POINTS,
   record,
   TARGETS,
+  type ClientShape,
   type TargetRow,
 } from '../../bench/lib/targets.ts';
 
-const peerKey = figureKey.peers;
+const peerKey = (point: readonly [number, number], server: string, client: ClientShape = 'batching') =>
+  figureKey.peers(point, server, client);
 
 const [first, second] = PEER_POINTS as [readonly [number, number], readonly [number, number]];
 
@@ -79,7 +82,7 @@ const CASES: [name: string, recorded: [string, object][], target: string, expect
       [peerKey(first, 'fleetxds'), { routeCpu: 0.3, routeP99: 190 }],
       [peerKey(first, 'bare-http2'), { routeCpu: 0.25, routeP99: 160 }],
     ],
-    'one-route push to 5,000 streams: server CPU / the bare-http2 floor',
+    'one-route push to 5,000 streams: server CPU / the bare-http2 floor, batching client',
     { verdict: 'met', fleetxds: '1.20x', limit: '<= 1.25x' },
   ],
   [
@@ -88,13 +91,13 @@ const CASES: [name: string, recorded: [string, object][], target: string, expect
       [peerKey(first, 'fleetxds'), { routeP99: 190 }],
       [peerKey(first, 'bare-http2'), { routeP99: 160 }],
     ],
-    'one-route push to 5,000 streams: p99 / the floor p99, same client',
+    'one-route push to 5,000 streams: p99 / the floor p99, batching client',
     { verdict: 'above', fleetxds: '1.19x' },
   ],
   [
     'a ratio with one side missing is not measured',
     [[peerKey(first, 'fleetxds'), { routeCpu: 0.3 }]],
-    'one-route push to 5,000 streams: server CPU / the bare-http2 floor',
+    'one-route push to 5,000 streams: server CPU / the bare-http2 floor, batching client',
     { verdict: 'not measured' },
   ],
   [
@@ -133,7 +136,7 @@ const CASES: [name: string, recorded: [string, object][], target: string, expect
       [peerKey(first, 'go-control-plane'), { stormP99: 6000 }],
       [peerKey(first, 'bare-http2'), { stormP99: 4900 }],
     ],
-    `${first[0].toLocaleString('en-US')} services, ${first[1].toLocaleString('en-US')} streams: reconnect storm p99 / go-control-plane's`,
+    `${first[0].toLocaleString('en-US')} services, ${first[1].toLocaleString('en-US')} streams: reconnect storm p99 / go-control-plane's, batching client`,
     { verdict: 'above', fleetxds: '0.80x', floor: '0.82x', limit: '<= 0.50x' },
   ],
   [
@@ -142,8 +145,28 @@ const CASES: [name: string, recorded: [string, object][], target: string, expect
       [peerKey(second, 'fleetxds'), { routeCpu: 0.1 }],
       [peerKey(second, 'go-control-plane'), { routeCpu: 1.0 }],
     ],
-    `${second[0].toLocaleString('en-US')} services, ${second[1].toLocaleString('en-US')} streams: one-route server CPU / go-control-plane's`,
+    `${second[0].toLocaleString('en-US')} services, ${second[1].toLocaleString('en-US')} streams: one-route server CPU / go-control-plane's, batching client`,
     { verdict: 'met', fleetxds: '0.10x', floor: '-' },
+  ],
+  [
+    'each client shape is judged on its own figures',
+    [
+      [peerKey(first, 'fleetxds', 'trickling'), { routeCpu: 0.4 }],
+      [peerKey(first, 'bare-http2', 'trickling'), { routeCpu: 0.2 }],
+      [peerKey(first, 'fleetxds'), { routeCpu: 0.2 }],
+      [peerKey(first, 'bare-http2'), { routeCpu: 0.2 }],
+    ],
+    'one-route push to 5,000 streams: server CPU / the bare-http2 floor, trickling client',
+    { verdict: 'above', fleetxds: '2.00x' },
+  ],
+  [
+    "an endpoint push against the same server's route push, the floor's ratio beside it",
+    [
+      [peerKey(first, 'fleetxds', 'trickling'), { routeCpu: 0.2, endpointCpu: 0.18 }],
+      [peerKey(first, 'bare-http2', 'trickling'), { routeCpu: 0.2, endpointCpu: 0.15 }],
+    ],
+    "one-endpoint push to 5,000 streams: server CPU / the one-route push's, trickling client",
+    { verdict: 'above', fleetxds: '0.90x', floor: '0.75x', limit: '<= 0.50x' },
   ],
 ];
 
@@ -153,15 +176,19 @@ for (const [name, recorded, target, expect] of CASES)
     for (const [k, v] of Object.entries(expect)) assert.is(r[k as keyof TargetRow], v, `${k} of "${target}"`);
   });
 
-test('every target has its own text, and the go-control-plane ones cover both points and every figure', () => {
+test('every target has its own text, and the go-control-plane ones cover both points, every figure and both clients', () => {
   const texts = TARGETS.map((t) => t.text);
   assert.is(new Set(texts).size, texts.length);
   for (const [s, n] of PEER_POINTS)
-    assert.is(
-      texts.filter((t) => t.startsWith(`${s.toLocaleString('en-US')} services, ${n.toLocaleString('en-US')} streams:`))
-        .length,
-      7,
-    );
+    for (const client of CLIENT_SHAPES)
+      assert.is(
+        texts.filter(
+          (t) =>
+            t.startsWith(`${s.toLocaleString('en-US')} services, ${n.toLocaleString('en-US')} streams:`) &&
+            t.endsWith(`, ${client} client`),
+        ).length,
+        7,
+      );
 });
 
 test.run();
