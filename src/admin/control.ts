@@ -11,6 +11,7 @@ import type { NackEvent } from '../store/nacks.ts';
 import type { Pin } from '../store/pins.ts';
 import type { Rejection } from '../store/rejections.ts';
 import type { GroupChanges, VersionRecord } from '../store/revisions.ts';
+import type { ResourceKind } from '../xds/resource-types.ts';
 
 export interface ServedPatchInfo {
   name: string;
@@ -50,6 +51,8 @@ export interface AdminControl {
   secrets(): ServedSecretInfo[];
   /** The EnvoyPatch documents of the served version, with their groups and targets. */
   patches?(): ServedPatchInfo[];
+  /** One resource (JSON) as a stored version serves it to a group; undefined when not in it. */
+  resourceAt?(versionId: number, group: string, kind: ResourceKind, name: string): object | undefined;
   /** The group as its newest applied version serves it, with no pin or rollout stage (for `explain`). */
   newestGroup?(group: string): GroupSnapshot | undefined;
   /** Endpoints registered at run time: service, address, state, last heartbeat, identity. */

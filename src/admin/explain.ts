@@ -236,6 +236,22 @@ function streamFor(streams: readonly StreamStatus[], typeUrl: string): StreamSta
 }
 
 /** The facts about one node, or undefined when no stream of it is known. */
+/**
+ * The config version a node of `group` is served, given the snapshot it was placed on: its group's
+ * pin, else during a rollout the version of its stage, else the newest.
+ */
+export function servedVersionOf(
+  cfg: PublishedConfig,
+  pin: { versionId: number } | undefined,
+  group: string,
+  placed: GroupSnapshot | undefined,
+): number {
+  if (pin) return pin.versionId;
+  const staged = cfg.staged?.groups.has(group) ? cfg.staged : undefined;
+  if (staged && placed !== staged.groups.get(group)) return staged.fromVersionId;
+  return cfg.staged?.versionId ?? cfg.versionId;
+}
+
 export function gatherFacts(nodeId: string, src: ExplainSources, only?: ResourceKind): NodeFacts | undefined {
   const first = src.streams.find((s) => s.disconnectedAt === undefined) ?? src.streams[0];
   if (!first) return undefined;
@@ -248,7 +264,7 @@ export function gatherFacts(nodeId: string, src: ExplainSources, only?: Resource
   const staged = cfg.staged?.groups.has(group) ? cfg.staged : undefined;
   const servesNew = staged !== undefined && placed.snapshot === staged.groups.get(group);
   const newestVersionId = cfg.staged?.versionId ?? cfg.versionId;
-  const servedVersionId = pin ? pin.versionId : staged && !servesNew ? staged.fromVersionId : newestVersionId;
+  const servedVersionId = servedVersionOf(cfg, pin, group, placed.snapshot);
   // The group's NACKs explain something only when new nodes are served around them.
   const groupNacks = src.serveLastAckedOnNack ? src.recentNacks() : [];
   const types = (only ? [only] : RESOURCE_KINDS).map((kind): TypeFacts => {

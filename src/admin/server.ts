@@ -7,11 +7,21 @@ import { fastifyLogger } from '../shared/fastify-logger.ts';
 import type { Logger } from 'pino';
 import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import type { AdminControl } from './control.ts';
-import { explainNode, gatherFacts } from './explain.ts';
+import { explainNode, gatherFacts, servedVersionOf } from './explain.ts';
 import { peerNodes, type ReplicaNode, type ReplicaSettings } from './peers.ts';
+import {
+  fleetSummary,
+  NODE_STATES,
+  nodePage,
+  nodeRow,
+  whereNodeIs,
+  type NodeRow,
+  type NodeState,
+} from './fleet-view.ts';
 import type { Metrics } from '../status/metrics.ts';
 import type { TokenAuth } from '../security/tokens.ts';
 import { STATUS_PAGE } from './status-page.ts';
+import { PAGE_SCRIPT, pageScript } from './page-assets.ts';
 import { groupSnapshotFor, type SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry, StreamStatus } from '../status/node-registry.ts';
 import { listenerView } from '../status/listener-view.ts';
@@ -67,6 +77,9 @@ function decisionBody(body: unknown): { versionId?: number; actor?: string } {
   return out;
 }
 
+/** What needs no token: health checks, and the page and its script (they hold no data). */
+const PUBLIC = new Set(['/healthz', '/readyz', '/', `/assets/${PAGE_SCRIPT}`]);
+
 export function createAdminServer(deps: AdminDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: fastifyLogger(deps.log.child({ component: 'admin' }, { level: 'warn' })),
@@ -89,20 +102,101 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   });
   app.addHook('onRequest', async (req) => {
     // The page itself holds no data; everything it shows comes from the API, which needs a token.
-    if (!deps.tokens?.enabled || req.url === '/healthz' || req.url === '/readyz' || req.url === '/') return;
+    if (!deps.tokens?.enabled || PUBLIC.has(req.url)) return;
     const who = deps.tokens.check(req.headers.authorization);
     if (!who) throw new FleetError(ErrorCodes.UNAUTHENTICATED, 'a bearer token is required');
     if (req.method !== 'GET' && req.method !== 'HEAD' && who.role !== 'admin')
       throw new FleetError(ErrorCodes.FORBIDDEN, `token "${who.name}" is read-only`);
-    (req as unknown as { actor: string }).actor = who.name;
+    Object.assign(req, { actor: who.name, role: who.role });
   });
   const actorOf = (req: unknown, fallback: string) => (req as { actor?: string }).actor ?? fallback;
+  // Who the caller is, so the page offers the decisions only to an admin token.
+  app.get('/api/v1/whoami', async (req) => {
+    const { actor, role } = req as unknown as { actor?: string; role?: string };
+    return deps.tokens?.enabled ? { name: actor, role } : { name: null, role: 'admin', tokens: false };
+  });
+  // The fleet at a glance and the node list, filtered and paged here (admin/fleet-view.ts).
+  app.get('/api/v1/fleet', async () => {
+    const cur = deps.cache.current;
+    const rows = await fleetRows(deps);
+    const rollout = deps.control.rollout().rollout;
+    const rejection = deps.control.latestRejection();
+    return {
+      ...fleetSummary(
+        cur && {
+          versionId: cur.versionId,
+          appliedAt: cur.appliedAt,
+          groups: cur.groups.keys(),
+          ...(cur.staged ? { stagedVersionId: cur.staged.versionId } : {}),
+        },
+        rows,
+        {
+          ...(rejection && {
+            rejection: {
+              rejectedAt: rejection.rejectedAt,
+              source: rejection.source,
+              diagnostics: rejection.diagnostics.map((d) => ({
+                file: d.location?.file,
+                line: d.location?.line,
+                message: d.message,
+              })),
+            },
+          }),
+          appliedAt: cur?.appliedAt,
+          ...(rollout && {
+            rollout: { id: rollout.id, status: rollout.status, stage: rollout.stage, halt: rollout.halt },
+          }),
+          ...(deps.unreadableTree?.() && { unreadableTree: deps.unreadableTree()! }),
+          fileFailures: deps.fileFailures?.() ?? [],
+          certificates: (deps.listenerCertificates?.() ?? []).map((c) => ({
+            listener: c.listener,
+            subject: c.subject,
+            notAfter: c.notAfter.toISOString(),
+          })),
+          replicasBehind: deps.control.sharedDecisions()?.behind,
+          now: Date.now(),
+        },
+      ),
+      rollout: deps.control.rollout(),
+      pins: deps.control.pins(),
+    };
+  });
+  app.get<{ Querystring: Record<string, string | undefined> }>('/api/v1/fleet/nodes', async (req) => {
+    const q = req.query;
+    const state = q.state;
+    if (state !== undefined && !(NODE_STATES as readonly string[]).includes(state))
+      throw new FleetError(ErrorCodes.BAD_REQUEST, `state must be one of ${NODE_STATES.join(', ')}`);
+    return nodePage(
+      await fleetRows(deps),
+      {
+        q: q.q,
+        group: q.group,
+        state: state as NodeState | undefined,
+        transport: q.transport,
+        client: q.client,
+        ...(q.version !== undefined && q.version !== '' && { versionId: Number(q.version) }),
+      },
+      Number(q.offset ?? 0),
+      Number(q.limit ?? 50),
+    );
+  });
+  app.get('/api/v1/served', async () => servedView(deps));
+  app.get('/api/v1/fleet/health', async () => {
+    if (!deps.metrics) throw new FleetError(ErrorCodes.NOT_FOUND, 'metrics disabled');
+    return { minutes: deps.metrics.health.series() };
+  });
   app.get('/healthz', async () => ({ ok: true }));
   app.get('/', async (_req, reply) =>
     reply
       .type('text/html; charset=utf-8')
-      .header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+      .header('content-security-policy', "default-src 'self'; style-src 'unsafe-inline'")
       .send(STATUS_PAGE),
+  );
+  app.get(`/assets/${PAGE_SCRIPT}`, async (_req, reply) =>
+    reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'no-cache')
+      .send(await pageScript()),
   );
   app.get('/api/v1/status', async () => {
     const status = fleetStatus(deps);
@@ -203,6 +297,25 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     if (!d) throw new FleetError(ErrorCodes.UNKNOWN_VERSION, 'unknown version (or one without stored resources)');
     return d;
   });
+  // One Envoy resource in two versions, as served to a group: what the history's diff shows.
+  app.get<{ Params: { a: string; b: string; group: string; kind: string; name: string } }>(
+    '/api/v1/versions/:a/diff/:b/resources/:group/:kind/:name',
+    async (req) => {
+      const { a, b, group, kind, name } = req.params;
+      if (!(RESOURCE_KINDS as readonly string[]).includes(kind) || kind === 'secret')
+        throw new FleetError(
+          ErrorCodes.BAD_REQUEST,
+          `kind must be one of ${RESOURCE_KINDS.filter((k) => k !== 'secret').join(', ')} (secrets are never shown)`,
+        );
+      const at = (v: string) => {
+        const id = /^[0-9]{1,15}$/.test(v) ? Number(v) : NaN;
+        if (!deps.control.resourceAt || Number.isNaN(id))
+          throw new FleetError(ErrorCodes.UNKNOWN_VERSION, `unknown version ${v}`);
+        return deps.control.resourceAt(id, group, kind as ResourceKind, name) ?? null;
+      };
+      return { group, kind, name, before: at(a), after: at(b) };
+    },
+  );
   app.post('/api/v1/rollback', async (req) => {
     const body = decisionBody(req.body);
     if (body.versionId === undefined || body.versionId < 1)
@@ -304,7 +417,26 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   return app;
 }
 
-/** The status page's data: version, rollout per group and type, nodes, last rejection, history. */
+/** Every proxy of the fleet (this replica's and its peers'), each with its state. */
+async function fleetRows(deps: AdminDeps): Promise<NodeRow[]> {
+  const cur = deps.cache.current;
+  const replica = deps.replica?.name;
+  const local: ReplicaNode[] = [...deps.registry.connected(), ...deps.registry.polling()].map((s) =>
+    replica ? { ...s, replica } : s,
+  );
+  const peers = (await peerNodes(deps.replica)).flatMap((p) => p.nodes);
+  const pins = new Map(deps.control.pins().map((p) => [p.group, p]));
+  return [...local, ...peers].map((s) => {
+    const served =
+      cur && groupSnapshotFor(cur, { id: s.nodeId, cluster: s.nodeCluster, metadata: {} }, s.group).snapshot;
+    return nodeRow({
+      status: s,
+      served,
+      ...(cur && { versionId: servedVersionOf(cur, pins.get(s.group), s.group, served) }),
+    });
+  });
+}
+
 /** A node as the status page lists it (its newest NACK first). */
 function nodeView(s: ReplicaNode): object {
   const nacks = Object.entries(s.types)
@@ -312,11 +444,7 @@ function nodeView(s: ReplicaNode): object {
     .map(([typeUrl, t]) => ({ typeUrl, ...t.lastNack! }));
   nacks.sort((a, b) => (a.at < b.at ? 1 : -1));
   return {
-    nodeId: s.nodeId,
-    group: s.group,
-    ...(s.stage ? { stage: s.stage } : {}),
-    ...(s.replica ? { replica: s.replica } : {}),
-    transport: s.transport,
+    ...whereNodeIs(s),
     peer: s.peer,
     userAgent: s.userAgent,
     ...(s.clientCertificate ? { clientCertificate: s.clientCertificate } : {}),
@@ -374,11 +502,20 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
     rejection: deps.control.latestRejection() ?? null,
     fileFailures: deps.fileFailures?.() ?? [],
     unreadableTree: deps.unreadableTree?.() ?? null,
+    ...servedView(deps),
+    sharedDecisions: deps.control.sharedDecisions() ?? null,
+    history,
+  };
+}
+
+/** What the fleet is served beside versions: listeners, runtime registrations, patches, fleetxds's certificates. */
+function servedView(deps: AdminDeps) {
+  const cur = deps.cache.current;
+  return {
     listenerCertificates: (deps.listenerCertificates?.() ?? []).map((c) => ({
       ...c,
       notAfter: c.notAfter.toISOString(),
     })),
-    sharedDecisions: deps.control.sharedDecisions() ?? null,
     // What each group's proxies listen on, as the served listener resources say.
     listeners: cur
       ? [...cur.groups].flatMap(([group, g]) =>
@@ -387,7 +524,6 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
       : [],
     patches: deps.control.patches?.() ?? [],
     registrations: deps.control.registrations?.() ?? [],
-    history,
   };
 }
 

@@ -248,6 +248,7 @@ export async function startApp(
     secrets: () => pipeline.served.servedSecrets,
     patches: () => pipeline.served.servedPatches,
     newestGroup: (group) => pipeline.served.newestGroup(group),
+    resourceAt: (versionId, group, kind, name) => pipeline.resourceAt(versionId, group, kind, name),
     registrations: () =>
       membership.list().map((r) => ({
         service: r.service,

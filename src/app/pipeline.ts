@@ -22,6 +22,7 @@ import { RevisionLoader } from '../served/revision-loader.ts';
 import { RollbackSuppression } from '../served/rollback-suppression.ts';
 import { ServedState } from '../served/served-state.ts';
 import { TreeApply, type ApplyOutcome } from '../served/tree-apply.ts';
+import type { ResourceKind } from '../xds/resource-types.ts';
 
 export type { ApplyOutcome } from '../served/tree-apply.ts';
 export type { OperatorCommand, ShareTransition } from '../served/operator-decisions.ts';
@@ -44,6 +45,7 @@ export class ConfigPipeline {
   readonly served: ServedState;
   private readonly decisions: OperatorDecisions;
   private readonly trees: TreeApply;
+  private readonly revisions: RevisionLoader;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -59,6 +61,7 @@ export class ConfigPipeline {
       log.warn({ err: (err as Error).message, what }, 'parse cache unavailable; files are parsed again'),
     );
     const revisions = new RevisionLoader(stores.revisions, this.caches, log);
+    this.revisions = revisions;
     const suppression = new RollbackSuppression(stores);
     this.served = new ServedState(cache, this.caches.encoder, opts.membership);
     this.decisions = new OperatorDecisions(
@@ -83,6 +86,14 @@ export class ConfigPipeline {
       configDir,
       envoy: opts.envoy,
     });
+  }
+
+  /**
+   * One resource as a stored version serves it to a group (JSON), for the history's diff;
+   * undefined when the group or resource is not in it. Throws FXDS_UNKNOWN_VERSION.
+   */
+  resourceAt(versionId: number, group: string, kind: ResourceKind, name: string): object | undefined {
+    return this.revisions.get(versionId).groups.get(group)?.snapshot.types[kind].resources.get(name)?.json;
   }
 
   /** The rollout under way, if any (its state, its plan, the revision it started from). */

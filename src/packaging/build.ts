@@ -3,6 +3,7 @@
  *
  * - The Envoy proto descriptor (dist/proto), so a start does not parse .proto files.
  * - yaml's ES-module build in one file (dist/vendor; see src/shared/yaml.ts), loaded at run time.
+ * - The status page's script (dist/server/fleet-page.js), bundled for browsers.
  * - The server bundled with esbuild (dist/server): its commands and the workers it starts, with the
  *   packages it uses. Node resolves each import of each module by walking the file system, and
  *   loads CommonJS packages file by file: unbundled, that is a large share of a restart before the
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { writeProtoDescriptor } from '../xds/proto-root.ts';
 import { projectPath, SERVER_DIR } from '../shared/paths.ts';
 import { YAML_BUNDLE } from '../shared/yaml.ts';
+import { PAGE_BUILD, PAGE_ENTRY, PAGE_SCRIPT } from '../admin/page-assets.ts';
 
 /** The bundle's entry points: the command line, and each worker it starts by URL. */
 const ENTRIES = ['src/cli/main.ts', 'src/source/parse-worker.ts', 'src/transports/grpc/serving-worker.ts'];
@@ -47,6 +49,8 @@ export async function bundleServer(outdir = SERVER_DIR, more: readonly string[] 
     // packages looked up at run time): give them one that resolves from the bundle's folder.
     banner: { js: REQUIRE_BANNER },
   });
+  // The status page's script, served from beside the server (admin/page-assets.ts).
+  await build({ ...PAGE_BUILD, entryPoints: [projectPath(...PAGE_ENTRY)], outfile: join(outdir, PAGE_SCRIPT) });
 }
 
 /** Everything `npm run build` makes (the release builds on it). */

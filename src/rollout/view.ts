@@ -1,6 +1,7 @@
 /** What the status page, the admin API and the CLI show of a rollout. */
 import type { PublishedConfig } from '../snapshot/snapshot-cache.ts';
-import type { RolloutPlan } from './plan.ts';
+import type { RolloutDoc } from '../model/schema.ts';
+import type { RolloutPlan, StageGates } from './plan.ts';
 import { rolloutProgress, type NodeView } from './progress.ts';
 import type { HaltInfo, RolloutState } from './state.ts';
 
@@ -14,6 +15,10 @@ export interface RolloutStageView {
   soakRemainingMs?: number;
   /** A line for people: "canary: 3 of 3 ACKed, soaking 2m of 5m". */
   summary: string;
+  /** Which proxies the stage takes, as the policy says (absent for "rest": every proxy left). */
+  select?: RolloutDoc['stages'][number]['select'];
+  /** What lets the stage pass (absent for "rest"). */
+  gates?: StageGates;
 }
 
 export interface RolloutView {
@@ -48,8 +53,9 @@ export function rolloutView(
     const version = p.onNewVersion ? state.to : state.from;
     let summary = `${p.name}: ${p.nodes} node${p.nodes === 1 ? '' : 's'} on version ${version}, ${p.upToDate} ACKed`;
     if (p.unauthenticated) summary += ` (${p.unauthenticated} unauthenticated, not counted)`;
-    const view: RolloutStageView = { ...p, summary };
     const gates = plan.stages[i]?.gates;
+    const select = plan.doc.stages[i]?.select;
+    const view: RolloutStageView = { ...p, summary, ...(select && { select }), ...(gates && { gates }) };
     if (i === state.stage && state.status === 'progressing' && gates) {
       if (p.nodes < gates.minProxies) view.waitingFor = 'proxies';
       else if (!progress.gateHolds) view.waitingFor = 'acks';

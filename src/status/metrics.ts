@@ -6,6 +6,7 @@ import client from 'prom-client';
 import type { SharedDecisionStatus } from '../decision-log/decision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import type { NodeRegistry } from './node-registry.ts';
+import { PushHealth } from './push-health.ts';
 import { TypeUrls } from '../xds/resource-types.ts';
 
 /** What the metrics need of a rollout under way. */
@@ -97,6 +98,8 @@ export class Metrics {
    */
   private readonly publishedAt = new Map<string, Map<string, number>>();
   private published = 0;
+  /** The last hour minute by minute, for the status page (Prometheus keeps the long history). */
+  readonly health: PushHealth;
 
   constructor(
     registry: NodeRegistry,
@@ -109,6 +112,7 @@ export class Metrics {
     if (replica) this.registry.setDefaultLabels({ replica });
     client.collectDefaultMetrics({ register: this.registry });
     const reg = this.registry;
+    this.health = new PushHealth(() => registry.connected().length + registry.polling().length);
     new client.Gauge({
       name: 'fleetxds_connected_clients',
       help: 'Open xDS streams by transport; REST: nodes that polled in the last 5 minutes',
@@ -208,13 +212,21 @@ export class Metrics {
         }
     });
     registry.observe({
-      sent: (typeUrl) => this.pushes(typeUrl),
+      sent: (typeUrl) => {
+        this.pushes(typeUrl);
+        this.health.pushed();
+      },
       acked: (typeUrl, version) => {
         this.acks(typeUrl);
         const at = this.publishedAt.get(typeUrl)?.get(version);
-        if (at !== undefined) this.latency.observe(typeLabel(typeUrl), (Date.now() - at) / 1000);
+        const seconds = at === undefined ? undefined : (Date.now() - at) / 1000;
+        if (seconds !== undefined) this.latency.observe(typeLabel(typeUrl), seconds);
+        this.health.acked(seconds);
       },
-      nacked: (typeUrl) => this.nacks(typeUrl),
+      nacked: (typeUrl) => {
+        this.nacks(typeUrl);
+        this.health.nacked();
+      },
       warmingHeld: (outcome) => this.warmingHolds.inc({ outcome }),
     });
   }

@@ -2,7 +2,8 @@
  * The server as `npm run build` deploys it: bundled by esbuild into one folder (src/packaging/build.ts).
  * Built here into a folder of its own and run as a process: it validates the example config, and it
  * serves a tree large enough to be parsed by a worker, over two serving threads, so both workers'
- * URLs are checked from inside the bundle (a parse worker that fails to start is a warning on stderr).
+ * URLs are checked from inside the bundle (a parse worker that fails to start is a warning on stderr),
+ * and the status page's script is served from the file the build put beside it.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -60,6 +61,10 @@ test('the bundled server parses in a worker and serves from its serving threads'
     assert.not.match(server.output(), /FLEETXDS_PARSE_WORKER|Error/, server.output());
     const status = (await server.admin('/api/v1/config')) as { versionId: number };
     assert.is(status.versionId, 1);
+    // The status page's script, bundled beside the server rather than built when asked.
+    const page = await fetch(`http://127.0.0.1:${server.adminPort}/assets/fleet-page.js`);
+    assert.is(page.status, 200);
+    assert.match(await page.text(), /fleet\/nodes/);
   } finally {
     for (const c of clients) c.close();
     await server.stop();
