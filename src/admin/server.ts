@@ -174,7 +174,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
         state: state as NodeState | undefined,
         transport: q.transport,
         client: q.client,
-        ...(q.version !== undefined && q.version !== '' && { versionId: Number(q.version) }),
+        ...(q.version !== undefined && q.version !== '' && { versionId: versionParam(q.version) }),
       },
       Number(q.offset ?? 0),
       Number(q.limit ?? 50),
@@ -415,6 +415,12 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     nacks: deps.control.nacks(undefined, clampLimit(req.query.limit)),
   }));
   return app;
+}
+
+/** A config version id from a query, else a 400. */
+function versionParam(v: string): number {
+  if (!/^[0-9]{1,15}$/.test(v)) throw new FleetError(ErrorCodes.BAD_REQUEST, 'version must be a version id');
+  return Number(v);
 }
 
 /** Every proxy of the fleet (this replica's and its peers'), each with its state. */

@@ -159,6 +159,26 @@ test('the node list: one page of 50, the problems first, one node found among 5,
   assert.match(await text('#nodes tbody tr:first-child'), /◐ behind \d+[smh]/);
 });
 
+test('the node list refuses bad filters with a clear error, and takes a search of any length', async () => {
+  const ask = (query: string) =>
+    fetch(`http://127.0.0.1:${server.adminPort}/api/v1/fleet/nodes?${query}`, {
+      headers: { authorization: `Bearer ${readToken.token}` },
+    });
+  for (const [query, says] of [
+    ['state=stuck', /state must be one of nacked, behind, in-sync/],
+    ['version=latest', /version must be a version id/],
+    ['version=1e9999', /version must be a version id/],
+  ] as const) {
+    const res = await ask(query);
+    assert.is(res.status, 400, query);
+    assert.match(((await res.json()) as { error: string }).error, says);
+  }
+  const long = await ask(`q=${'crowd-1'.repeat(2000)}&limit=99999`);
+  assert.is(long.status, 200);
+  const page = (await long.json()) as { total: number; limit: number };
+  assert.equal([page.total, page.limit], [0, 500]);
+});
+
 test('keyboard: the views are reached with Tab and Enter, and the current one is marked', async () => {
   // A fresh document: Tab starts from its top (the token stays in the session).
   await page.goto(`http://127.0.0.1:${server.adminPort}/#/`);
