@@ -1041,12 +1041,14 @@ function checkGrpcRoute(
   checkRetries(route.retries, GRPC_RETRY_ON, 'gRPC', path, r, sink);
   const targets = checkTargets(route, path, r, sink, needService);
   for (const s of targets) {
-    if (s.dns)
+    // gRFC A37: gRPC resolves a LOGICAL_DNS cluster's one host name itself; STRICT_DNS is not supported.
+    if (s.dns && s.dns.mode !== 'logical')
       sink.error(
         Codes.CLIENT_COMPAT,
         r,
         path,
-        `service "${s.name}" uses DNS; proxyless gRPC clients need static endpoints (EDS)`,
+        `service "${s.name}" uses strict DNS, which proxyless gRPC clients do not resolve: give it ` +
+          '`dns.mode: logical` (gRFC A37: the client resolves the name itself) or static endpoints',
       );
     if (s.lb === 'least_request' || s.lb === 'random' || s.lb === 'maglev') {
       sink.warn(
