@@ -1039,6 +1039,8 @@ function checkGrpcRoute(
     });
   }
   checkRetries(route.retries, GRPC_RETRY_ON, 'gRPC', path, r, sink);
+  if (route.fault && !route.fault.delay && !route.fault.abort)
+    sink.error(Codes.INVALID_VALUE, r, [...path, 'fault'], 'a fault injects a delay, an abort or both: give one');
   const targets = checkTargets(route, path, r, sink, needService);
   for (const s of targets) {
     // gRFC A37: gRPC resolves a LOGICAL_DNS cluster's one host name itself; STRICT_DNS is not supported.

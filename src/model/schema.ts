@@ -568,6 +568,52 @@ export const GrpcRouteMatch = Type.Object(
   strict,
 );
 
+/** gRPC status names (the codes 1-16), as a gRPC route's fault aborts with them. */
+export const GRPC_STATUS_CODES = {
+  cancelled: 1,
+  unknown: 2,
+  'invalid-argument': 3,
+  'deadline-exceeded': 4,
+  'not-found': 5,
+  'already-exists': 6,
+  'permission-denied': 7,
+  'resource-exhausted': 8,
+  'failed-precondition': 9,
+  aborted: 10,
+  'out-of-range': 11,
+  unimplemented: 12,
+  internal: 13,
+  unavailable: 14,
+  'data-loss': 15,
+  unauthenticated: 16,
+} as const;
+const FaultPercent = Type.Number({ exclusiveMinimum: 0, maximum: 100, description: 'Share of RPCs, in percent.' });
+
+/** Fault injection for proxyless gRPC clients (gRFC A33): the client delays or fails some RPCs itself. */
+export const GrpcFault = Type.Object(
+  {
+    delay: Type.Optional(Type.Object({ fixed: Duration, percent: FaultPercent }, strict)),
+    abort: Type.Optional(
+      Type.Object(
+        {
+          status: Enum(
+            Object.keys(GRPC_STATUS_CODES) as (keyof typeof GRPC_STATUS_CODES)[],
+            'The status the RPC fails with.',
+          ),
+          percent: FaultPercent,
+        },
+        strict,
+      ),
+    ),
+  },
+  {
+    ...strict,
+    description:
+      'Delay or fail a share of the RPCs, in the client (gRFC A33), to test how callers cope; one of delay and ' +
+      'abort at least.',
+  },
+);
+
 export const GrpcRoute = Type.Object(
   {
     name: Type.Optional(Name),
@@ -595,6 +641,7 @@ export const GrpcRoute = Type.Object(
         },
       ),
     ),
+    fault: Type.Optional(GrpcFault),
   },
   strict,
 );

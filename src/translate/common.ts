@@ -6,6 +6,7 @@ export type JsonObject = Record<string, unknown>;
 export const TYPE = {
   hcm: 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
   router: 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router',
+  fault: 'type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault',
   upstreamTls: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
   downstreamTls: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
   httpProtocolOptions: 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
@@ -33,6 +34,12 @@ export const TYPE = {
 export function adsConfigSource(): JsonObject {
   return { ads: {}, resource_api_version: 'V3' };
 }
+
+/** Fault injection, configured per route (typed_per_filter_config); empty here: no route, no fault. */
+export function faultFilter(): JsonObject {
+  return { name: FAULT_FILTER, typed_config: { '@type': TYPE.fault } };
+}
+export const FAULT_FILTER = 'envoy.filters.http.fault';
 
 export function routerFilter(): JsonObject {
   return { name: 'envoy.filters.http.router', typed_config: { '@type': TYPE.router } };

@@ -2,7 +2,7 @@ import type { GrpcServiceDoc, ListenerDoc, VirtualHostDoc } from '../model/schem
 import { durationToProto } from '../shared/duration.ts';
 import { accessLogs } from './access-log.ts';
 import { httpSettingsFields } from './http-settings.ts';
-import { adsConfigSource, compact, routerFilter, TYPE, type JsonObject } from './common.ts';
+import { adsConfigSource, compact, faultFilter, routerFilter, TYPE, type JsonObject } from './common.ts';
 import { networkRbacFilter, protectionFilters, protectionsUsed } from './protection.ts';
 import { tracingConfig, trafficFilters } from './traffic.ts';
 
@@ -138,8 +138,10 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
 
 /** A proxyless gRPC target (gRFC A27): an API listener named after the target, routes over RDS. */
 export function buildApiListener(g: GrpcServiceDoc): JsonObject {
+  // The fault filter only where a route injects faults: its routes carry the settings (grpcFault).
+  const filters = g.routes.some((r) => r.fault) ? [faultFilter()] : [];
   return {
     name: g.target,
-    api_listener: { api_listener: httpConnectionManager(g.name, g.target) },
+    api_listener: { api_listener: httpConnectionManager(g.name, g.target, [], undefined, {}, filters) },
   };
 }

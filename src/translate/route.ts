@@ -9,7 +9,8 @@ import type {
 } from '../model/schema.ts';
 import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
-import { compact, headerMatcher, queryMatcher, TYPE, type JsonObject } from './common.ts';
+import { GRPC_STATUS_CODES } from '../model/schema.ts';
+import { compact, FAULT_FILTER, headerMatcher, queryMatcher, TYPE, type JsonObject } from './common.ts';
 import { perFilterConfig, routeRateLimits, virtualHostRateLimits } from './protection.ts';
 import { mirrorPolicies, trafficPerFilterConfig } from './traffic.ts';
 
@@ -184,5 +185,16 @@ export function grpcRoute(r: GrpcRouteDoc): JsonObject {
         r.retries &&
         compact({ retry_on: r.retries.on.join(','), num_retries: r.retries.count, retry_back_off: backOff(r.retries) }),
     }),
+    typed_per_filter_config: r.fault && { [FAULT_FILTER]: grpcFault(r.fault) },
+  });
+}
+
+/** A gRPC route's faults (gRFC A33), as the fault filter's per-route settings. */
+function grpcFault(f: NonNullable<GrpcRouteDoc['fault']>): JsonObject {
+  const share = (percent: number) => ({ numerator: Math.round(percent * 10_000), denominator: 'MILLION' });
+  return compact({
+    '@type': TYPE.fault,
+    delay: f.delay && { fixed_delay: durationToProto(f.delay.fixed), percentage: share(f.delay.percent) },
+    abort: f.abort && { grpc_status: GRPC_STATUS_CODES[f.abort.status], percentage: share(f.abort.percent) },
   });
 }
