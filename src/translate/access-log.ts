@@ -6,7 +6,7 @@
  */
 import type { AccessLogDoc } from '../model/schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
-import type { JsonObject } from './common.ts';
+import { perMillion, type JsonObject } from './common.ts';
 
 /** What an operator debugs a request with. */
 export const DEFAULT_HTTP_FIELDS: Readonly<Record<string, string>> = {
@@ -90,7 +90,7 @@ function filterOf(a: AccessLogDoc, key: string, tcp: boolean): JsonObject | unde
     all.push({
       runtime_filter: {
         runtime_key: runtime('sample'),
-        percent_sampled: { numerator: Math.round(f.samplePercent * 10_000), denominator: 'MILLION' },
+        percent_sampled: perMillion(f.samplePercent),
         use_independent_randomness: true,
       },
     });

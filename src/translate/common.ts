@@ -35,11 +35,17 @@ export function adsConfigSource(): JsonObject {
   return { ads: {}, resource_api_version: 'V3' };
 }
 
+/** A percentage as Envoy's FractionalPercent per million (the finest denominator). */
+export function perMillion(percent: number): JsonObject {
+  return { numerator: Math.round(percent * 10_000), denominator: 'MILLION' };
+}
+
+export const FAULT_FILTER = 'envoy.filters.http.fault';
+
 /** Fault injection, configured per route (typed_per_filter_config); empty here: no route, no fault. */
 export function faultFilter(): JsonObject {
   return { name: FAULT_FILTER, typed_config: { '@type': TYPE.fault } };
 }
-export const FAULT_FILTER = 'envoy.filters.http.fault';
 
 export function routerFilter(): JsonObject {
   return { name: 'envoy.filters.http.router', typed_config: { '@type': TYPE.router } };

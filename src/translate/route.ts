@@ -10,7 +10,7 @@ import type {
 import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { GRPC_STATUS_CODES } from '../model/schema.ts';
-import { compact, FAULT_FILTER, headerMatcher, queryMatcher, TYPE, type JsonObject } from './common.ts';
+import { compact, FAULT_FILTER, headerMatcher, perMillion, queryMatcher, TYPE, type JsonObject } from './common.ts';
 import { perFilterConfig, routeRateLimits, virtualHostRateLimits } from './protection.ts';
 import { mirrorPolicies, trafficPerFilterConfig } from './traffic.ts';
 
@@ -191,10 +191,9 @@ export function grpcRoute(r: GrpcRouteDoc): JsonObject {
 
 /** A gRPC route's faults (gRFC A33), as the fault filter's per-route settings. */
 function grpcFault(f: NonNullable<GrpcRouteDoc['fault']>): JsonObject {
-  const share = (percent: number) => ({ numerator: Math.round(percent * 10_000), denominator: 'MILLION' });
   return compact({
     '@type': TYPE.fault,
-    delay: f.delay && { fixed_delay: durationToProto(f.delay.fixed), percentage: share(f.delay.percent) },
-    abort: f.abort && { grpc_status: GRPC_STATUS_CODES[f.abort.status], percentage: share(f.abort.percent) },
+    delay: f.delay && { fixed_delay: durationToProto(f.delay.fixed), percentage: perMillion(f.delay.percent) },
+    abort: f.abort && { grpc_status: GRPC_STATUS_CODES[f.abort.status], percentage: perMillion(f.abort.percent) },
   });
 }

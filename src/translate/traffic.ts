@@ -6,7 +6,7 @@
 import type { ListenerDoc, VirtualHostDoc } from '../model/schema.ts';
 import type { CompressionDoc, CorsDoc, MirrorDoc, TracingDoc } from '../model/traffic-schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
-import { compact, stringMatcher, TYPE, type JsonObject } from './common.ts';
+import { compact, perMillion, stringMatcher, TYPE, type JsonObject } from './common.ts';
 
 const CORS_FILTER = 'envoy.filters.http.cors';
 const ALGORITHMS = ['gzip', 'brotli', 'zstd'] as const;
@@ -19,11 +19,6 @@ const LIBRARY_TYPE: Record<(typeof ALGORITHMS)[number], string> = {
 
 /** A CORS policy that is never enabled: a route's `cors: false` under a virtual host's policy. */
 const OFF = { default_value: {}, runtime_key: 'fleetxds.cors.disabled' };
-
-/** A percentage as Envoy's fraction per million (the finest denominator). */
-function perMillion(percent: number): JsonObject {
-  return { numerator: Math.round(percent * 10_000), denominator: 'MILLION' };
-}
 
 export function mirrorPolicies(m: MirrorDoc | undefined): JsonObject[] | undefined {
   return m?.map((t) =>
