@@ -235,7 +235,6 @@ function streamFor(streams: readonly StreamStatus[], typeUrl: string): StreamSta
   );
 }
 
-/** The facts about one node, or undefined when no stream of it is known. */
 /**
  * The config version a node of `group` is served, given the snapshot it was placed on: its group's
  * pin, else during a rollout the version of its stage, else the newest.
@@ -252,6 +251,7 @@ export function servedVersionOf(
   return cfg.staged?.versionId ?? cfg.versionId;
 }
 
+/** The facts about one node, or undefined when no stream of it is known. */
 export function gatherFacts(nodeId: string, src: ExplainSources, only?: ResourceKind): NodeFacts | undefined {
   const first = src.streams.find((s) => s.disconnectedAt === undefined) ?? src.streams[0];
   if (!first) return undefined;

@@ -9,9 +9,9 @@
  */
 import type { StreamStatus } from '../status/node-registry.ts';
 import { kindOfTypeUrl, type ResourceKind } from '../xds/resource-types.ts';
+import { NODE_STATES, type NodeState } from './node-state.ts';
 
-export const NODE_STATES = ['nacked', 'behind', 'in-sync'] as const;
-export type NodeState = (typeof NODE_STATES)[number];
+export { NODE_STATES, type NodeState };
 
 /** One proxy as the node list shows it. */
 export interface NodeRow {
@@ -139,6 +139,9 @@ export interface Problem {
 /** Certificates that expire within this are a problem (error within a day). */
 const EXPIRY_WARNING_MS = 14 * 24 * 3600_000;
 const DAY_MS = 24 * 3600_000;
+const expiresSoon = (notAfter: string, now: number) => Date.parse(notAfter) - now <= EXPIRY_WARNING_MS;
+const expirySeverity = (notAfter: string, now: number): Problem['severity'] =>
+  Date.parse(notAfter) - now < DAY_MS ? 'error' : 'warning';
 
 export interface FleetSummary {
   versionId?: number;
@@ -220,7 +223,12 @@ function problems(rows: readonly NodeRow[], f: ProblemFacts): Problem[] {
       at: f.rollout.halt?.at,
     });
   const nacked = new Map<string, NodeRow[]>();
-  for (const r of rows) if (r.state === 'nacked') nacked.set(r.group, [...(nacked.get(r.group) ?? []), r]);
+  for (const r of rows) {
+    if (r.state !== 'nacked') continue;
+    const list = nacked.get(r.group);
+    if (list) list.push(r);
+    else nacked.set(r.group, [r]);
+  }
   for (const [group, list] of nacked) {
     const newest = list.reduce((a, b) => ((a.nack?.at ?? '') >= (b.nack?.at ?? '') ? a : b));
     out.push({
@@ -251,14 +259,13 @@ function problems(rows: readonly NodeRow[], f: ProblemFacts): Problem[] {
           : `this replica has ${f.replicasBehind} shared decision(s) not applied yet`,
     });
   const expiring = rows
-    .filter((r) => r.certificateNotAfter && Date.parse(r.certificateNotAfter) - f.now <= EXPIRY_WARNING_MS)
+    .filter((r) => r.certificateNotAfter && expiresSoon(r.certificateNotAfter, f.now))
     .sort((a, b) => (a.certificateNotAfter! < b.certificateNotAfter! ? -1 : 1));
   if (expiring.length) {
     const first = expiring[0]!;
-    const left = Date.parse(first.certificateNotAfter!) - f.now;
     out.push({
       kind: 'certificate-expiring',
-      severity: left < DAY_MS ? 'error' : 'warning',
+      severity: expirySeverity(first.certificateNotAfter!, f.now),
       text: `the client certificate${expiring.length === 1 ? '' : 's'} of ${expiring.length} prox${
         expiring.length === 1 ? 'y' : 'ies'
       } expire${expiring.length === 1 ? 's' : ''} within 14 days; first: ${first.nodeId} (${first.certificate}) at ${
@@ -268,14 +275,12 @@ function problems(rows: readonly NodeRow[], f: ProblemFacts): Problem[] {
     });
   }
   for (const c of f.certificates) {
-    const left = Date.parse(c.notAfter) - f.now;
-    if (left > EXPIRY_WARNING_MS) continue;
+    if (!expiresSoon(c.notAfter, f.now)) continue;
+    const expired = Date.parse(c.notAfter) <= f.now;
     out.push({
       kind: 'certificate-expiring',
-      severity: left < DAY_MS ? 'error' : 'warning',
-      text: `the certificate of listener ${c.listener} (${c.subject}) ${left <= 0 ? 'expired' : 'expires'} ${
-        c.notAfter
-      }`,
+      severity: expirySeverity(c.notAfter, f.now),
+      text: `the certificate of listener ${c.listener} (${c.subject}) ${expired ? 'expired' : 'expires'} ${c.notAfter}`,
       at: c.notAfter,
     });
   }

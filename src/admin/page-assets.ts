@@ -1,6 +1,6 @@
 /**
  * The status page's script. The build bundles src/admin/page/fleet-page.ts beside the server
- * (dist/server/fleet-page.js, `bundlePage`); run from source (development, tests), the server
+ * (dist/server/fleet-page.js, packaging/build.ts); run from source (development, tests), the server
  * bundles it on first request with esbuild, a development dependency there.
  */
 import { readFile } from 'node:fs/promises';

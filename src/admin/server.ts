@@ -52,6 +52,9 @@ export interface AdminDeps {
   listenerCertificates?: () => { listener: string; subject: string; fingerprint: string; notAfter: Date }[];
 }
 
+/** A config version id as text: digits only, short enough to stay a safe integer. */
+const VERSION_ID = /^[0-9]{1,15}$/;
+
 /** Decision bodies are flat; anything deeper is refused before a route reads it. */
 const MAX_BODY_DEPTH = 8;
 const MAX_ACTOR_LENGTH = 200;
@@ -64,7 +67,7 @@ function decisionBody(body: unknown): { versionId?: number; actor?: string } {
   const { versionId, actor } = body as { versionId?: unknown; actor?: unknown };
   const out: { versionId?: number; actor?: string } = {};
   if (versionId !== undefined) {
-    const id = typeof versionId === 'string' && /^[0-9]{1,15}$/.test(versionId) ? Number(versionId) : versionId;
+    const id = typeof versionId === 'string' && VERSION_ID.test(versionId) ? Number(versionId) : versionId;
     if (typeof id !== 'number' || !Number.isSafeInteger(id))
       throw new FleetError(ErrorCodes.BAD_REQUEST, 'versionId must be a whole number');
     out.versionId = id;
@@ -119,8 +122,10 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   app.get('/api/v1/fleet', async () => {
     const cur = deps.cache.current;
     const rows = await fleetRows(deps);
-    const rollout = deps.control.rollout().rollout;
+    const rollouts = deps.control.rollout();
+    const rollout = rollouts.rollout;
     const rejection = deps.control.latestRejection();
+    const unreadableTree = deps.unreadableTree?.();
     return {
       ...fleetSummary(
         cur && {
@@ -146,7 +151,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
           ...(rollout && {
             rollout: { id: rollout.id, status: rollout.status, stage: rollout.stage, halt: rollout.halt },
           }),
-          ...(deps.unreadableTree?.() && { unreadableTree: deps.unreadableTree()! }),
+          ...(unreadableTree && { unreadableTree }),
           fileFailures: deps.fileFailures?.() ?? [],
           certificates: (deps.listenerCertificates?.() ?? []).map((c) => ({
             listener: c.listener,
@@ -157,7 +162,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
           now: Date.now(),
         },
       ),
-      rollout: deps.control.rollout(),
+      rollout: rollouts,
       pins: deps.control.pins(),
     };
   });
@@ -308,10 +313,9 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
           `kind must be one of ${RESOURCE_KINDS.filter((k) => k !== 'secret').join(', ')} (secrets are never shown)`,
         );
       const at = (v: string) => {
-        const id = /^[0-9]{1,15}$/.test(v) ? Number(v) : NaN;
-        if (!deps.control.resourceAt || Number.isNaN(id))
+        if (!deps.control.resourceAt || !VERSION_ID.test(v))
           throw new FleetError(ErrorCodes.UNKNOWN_VERSION, `unknown version ${v}`);
-        return deps.control.resourceAt(id, group, kind as ResourceKind, name) ?? null;
+        return deps.control.resourceAt(Number(v), group, kind as ResourceKind, name) ?? null;
       };
       return { group, kind, name, before: at(a), after: at(b) };
     },
@@ -419,7 +423,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
 
 /** A config version id from a query, else a 400. */
 function versionParam(v: string): number {
-  if (!/^[0-9]{1,15}$/.test(v)) throw new FleetError(ErrorCodes.BAD_REQUEST, 'version must be a version id');
+  if (!VERSION_ID.test(v)) throw new FleetError(ErrorCodes.BAD_REQUEST, 'version must be a version id');
   return Number(v);
 }
 

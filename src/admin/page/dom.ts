@@ -2,6 +2,7 @@
  * What every view of the status page uses: elements built from text (values are never parsed as
  * HTML), the API with the page's token, and the words for times and states.
  */
+import type { NodeState } from '../node-state.ts';
 
 type Child = Node | string | number | null | undefined | false;
 
@@ -37,16 +38,7 @@ export function takeToken(): boolean {
   return true;
 }
 
-export class ApiError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-  }
-}
-
-/** A call of the admin API; its refusals become ApiErrors with the server's own words. */
+/** A call of the admin API; its refusals become errors with the server's own words. */
 export async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
   const token = sessionStorage.getItem(TOKEN_KEY);
   const res = await fetch(`api/v1/${path}`, {
@@ -61,7 +53,7 @@ export async function api<T>(path: string, init: { method?: string; body?: unkno
   if (!res.ok) {
     const why =
       res.status === 401 ? 'a token is needed: open this page as /#token=...' : (body.error ?? `HTTP ${res.status}`);
-    throw new ApiError(why, res.status);
+    throw new Error(why);
   }
   return body;
 }
@@ -86,8 +78,6 @@ export function ago(iso: string | undefined, now = Date.now()): string {
 export function time(iso: string | undefined): HTMLElement {
   return h('time', { datetime: iso ?? '', title: iso ?? '' }, ago(iso));
 }
-
-export type NodeState = 'in-sync' | 'behind' | 'nacked';
 
 /** A state in words and a symbol, so it reads without colour too. */
 export const STATE_LABEL: Record<NodeState, string> = {

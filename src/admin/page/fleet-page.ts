@@ -10,7 +10,8 @@ import { renderDiff, renderHistory, type VersionsAnswer } from './history.ts';
 import { renderHealth } from './health.ts';
 import { fetchNodes, nodeSearch, queryOf, renderNode, renderNodes, type NodeQuery } from './nodes.ts';
 import { renderOverview, type FleetAnswer } from './overview.ts';
-import { renderRollout, type AuditEntry, type RolloutAnswer } from './rollout.ts';
+import type { AuditEntry } from '../../store/audit.ts';
+import { renderRollout, type RolloutAnswer } from './rollout.ts';
 import { renderServed, type ServedAnswer } from './served.ts';
 
 const POLL_MS = 2000;
@@ -65,8 +66,6 @@ function nodesTo(q: NodeQuery): void {
   location.hash = `#/nodes${nodeSearch(q) ? `?${nodeSearch(q)}` : ''}`;
 }
 
-let lastGroups: string[] = [];
-
 function render(): void {
   const { name, arg, params } = route();
   markNav(name);
@@ -94,8 +93,13 @@ function render(): void {
         location.hash = `#/history?${s.toString()}`;
       };
       show(async () => {
-        const versions = await api<VersionsAnswer>('versions?limit=50');
-        const page = renderHistory(versions, lastGroups, admin, pick, go, render);
+        // The groups, for the pin buttons.
+        const [versions, fleet] = await Promise.all([
+          api<VersionsAnswer>('versions?limit=50'),
+          api<FleetAnswer>('fleet'),
+        ]);
+        const groups = fleet.groups.map((g) => g.group);
+        const page = renderHistory(versions, groups, admin, pick, go, render);
         if (pick.a && pick.b) page.querySelector('#diff')!.replaceChildren(await renderDiff(pick.a, pick.b));
         return page;
       }, false);
@@ -108,15 +112,11 @@ function render(): void {
       show(async () => renderServed(await api<ServedAnswer>('served')), false);
       break;
     default:
-      show(async () => {
-        const f = await api<FleetAnswer>('fleet');
-        lastGroups = f.groups.map((g) => g.group);
-        return renderOverview(f);
-      });
+      show(async () => renderOverview(await api<FleetAnswer>('fleet')));
   }
 }
 
-/** Who the token is (an admin is offered the decisions), then the groups, then the view. */
+/** Who the token is (an admin is offered the decisions), then the view. */
 function start(): void {
   void api<{ role: string }>('whoami')
     .then((w) => {
@@ -124,13 +124,7 @@ function start(): void {
       document.getElementById('who')!.textContent = admin ? 'admin' : 'read-only';
     })
     .catch(() => undefined)
-    .finally(() => {
-      // The groups, for the history's pin buttons, before the first view.
-      void api<FleetAnswer>('fleet')
-        .then((f) => (lastGroups = f.groups.map((g) => g.group)))
-        .catch(() => undefined)
-        .finally(render);
-    });
+    .finally(render);
 }
 
 takeToken();

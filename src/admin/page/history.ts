@@ -2,13 +2,14 @@
  * History: the versions with who, what and when; for any two, the Envoy resources that differ per
  * node group, each with its line diff; rollback and pin for an admin token.
  */
+import type { Pin } from '../../store/pins.ts';
 import type { GroupChanges, VersionRecord } from '../../store/revisions.ts';
 import { api, confirmed, h, time } from './dom.ts';
 import { lineDiff } from './line-diff.ts';
 
 export interface VersionsAnswer {
   current?: number;
-  pins: { group: string; versionId: number }[];
+  pins: Pin[];
   versions: (VersionRecord & { changes?: Record<string, GroupChanges> })[];
 }
 

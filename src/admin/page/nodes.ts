@@ -4,6 +4,7 @@
  */
 import type { NodeExplanation } from '../explain.ts';
 import type { NodePage, NodeRow } from '../fleet-view.ts';
+import { NODE_STATES } from '../node-state.ts';
 import { ago, api, h, stateBadge, time } from './dom.ts';
 
 export const PAGE_SIZE = 50;
@@ -76,7 +77,7 @@ export function renderNodes(page: NodePage, q: NodeQuery, go: (q: NodeQuery) => 
     maxlength: 200,
   });
   const states = h('select', { name: 'state', 'aria-label': 'state' }, h('option', { value: '' }, 'any state'));
-  for (const s of ['nacked', 'behind', 'in-sync']) {
+  for (const s of NODE_STATES) {
     const o = h('option', { value: s }, s);
     if (q.state === s) o.selected = true;
     states.append(o);

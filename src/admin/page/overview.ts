@@ -1,13 +1,15 @@
 /** The fleet at a glance: problems first, then each node group with its proxies' states. */
-import type { FleetSummary, GroupSummary, NodeState, Problem } from '../fleet-view.ts';
+import type { Pin } from '../../store/pins.ts';
+import type { FleetSummary, GroupSummary, Problem } from '../fleet-view.ts';
+import { NODE_STATES as ORDER, type NodeState } from '../node-state.ts';
 import { h, STATE_LABEL, stateBadge, time } from './dom.ts';
+import type { RolloutAnswer } from './rollout.ts';
 
+/** What GET /api/v1/fleet answers (admin/server.ts). */
 export interface FleetAnswer extends FleetSummary {
-  rollout: { rollout: { id: number; status: string; stage: string; from: number; to: number } | null };
-  pins: { group: string; versionId: number; actor: string }[];
+  rollout: RolloutAnswer;
+  pins: Pin[];
 }
-
-const ORDER: NodeState[] = ['nacked', 'behind', 'in-sync'];
 
 /** A bar of the states' shares, with the counts written under it (it reads without colour). */
 function stackedBar(states: Record<NodeState, number>, total: number): HTMLElement {

@@ -3,17 +3,13 @@
  * and who promoted or halted it and when (the audit); the rollout verbs for an admin token.
  */
 import type { RolloutStageView, RolloutView } from '../../rollout/view.ts';
+import type { AuditEntry } from '../../store/audit.ts';
 import { api, confirmed, h, time } from './dom.ts';
 
+/** What GET /api/v1/rollout answers: the rollout under way, else the last one. */
 export interface RolloutAnswer {
   rollout: RolloutView | null;
   last?: RolloutView;
-}
-export interface AuditEntry {
-  at: string;
-  actor: string;
-  action: string;
-  detail?: unknown;
 }
 
 function selector(s: RolloutStageView): string {
