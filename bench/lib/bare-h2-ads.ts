@@ -151,7 +151,6 @@ server.on('stream', (stream) => {
   stream.on('error', () => streams.delete(st));
 });
 
-process.on('SIGTERM', () => process.exit(0));
 process.on('SIGUSR1', () => {
   prepared = load();
   console.log(JSON.stringify({ event: 'prepared' }));

@@ -38,12 +38,15 @@ export class EventProcess {
   }
 }
 
-/** A TypeScript harness of bench/lib (`script`: its file name) run under tsx, as an EventProcess. */
+/**
+ * A TypeScript harness of bench/lib (`script`: its file name) run under tsx, as an EventProcess
+ * (its stdin open for the commands `send` writes).
+ */
 export function libHarness(script: string, args: readonly (string | number)[]): EventProcess {
   return new EventProcess(
     spawn(process.execPath, ['--import', 'tsx', projectPath('bench', 'lib', script), ...args.map(String)], {
       cwd: projectPath(),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     }),
   );
 }

@@ -38,32 +38,18 @@ export const PEERS: PeerName[] = ['fleetxds', 'go-control-plane', 'bare-http2'];
  * ACKs reach the server one or a few per read, as from proxies on separate hosts.
  */
 function spawnClient(shape: ClientShape, fanout: string, port: number, n: number, cores: string): EventProcess {
-  const args = ['target', `127.0.0.1:${port}`, 'n', String(n)];
-  const child =
+  const target = `127.0.0.1:${port}`;
+  const client =
     shape === 'batching'
-      ? spawn(
-          fanout,
-          args.map((a, i) => (i % 2 ? a : `-${a}`)),
-          {
+      ? new EventProcess(
+          spawn(fanout, ['-target', target, '-n', String(n)], {
             env: { ...process.env, GOMAXPROCS: String(cores.split(',').length) },
             stdio: ['pipe', 'pipe', 'pipe'],
-          },
+          }),
         )
-      : spawn(
-          process.execPath,
-          [
-            '--import',
-            'tsx',
-            projectPath('bench', 'lib', 'trickle-fanout.ts'),
-            ...args.map((a, i) => (i % 2 ? a : `--${a}`)),
-          ],
-          {
-            cwd: projectPath(),
-            stdio: ['pipe', 'pipe', 'pipe'],
-          },
-        );
-  pin(child.pid!, cores);
-  return new EventProcess(child);
+      : libHarness('trickle-fanout.ts', ['--target', target, '--n', n]);
+  pin(client.child.pid!, cores);
+  return client;
 }
 
 export interface PeerResult {
@@ -296,7 +282,7 @@ async function startPeer(
     },
     published: (started) => ({ at: started, cpuBefore: 0, loopMs }),
     stop: async () => {
-      child.kill(process.env.FLEETXDS_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
+      child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
     },
   };
