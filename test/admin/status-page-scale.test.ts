@@ -94,16 +94,19 @@ async function screenshot(name: string): Promise<void> {
   assert.ok(readFileSync(file).length > 5000, `${name}: a screenshot with something in it`);
 }
 
+/** The admin API as the read token sees it. */
+const asViewer = (path: string) =>
+  fetch(`http://127.0.0.1:${server.adminPort}/api/v1/${path}`, {
+    headers: { authorization: `Bearer ${readToken.token}` },
+  });
+const fleet = async () =>
+  (await (await asViewer('fleet')).json()) as { totals: { proxies: number }; versionId?: number };
+
 const text = async (selector: string) => (await page.locator(selector).innerText()).replace(/\s+/g, ' ');
 
 test('with 5,000 streams the fleet view shows the groups and the problems in under 2 s', async () => {
   // The server has counted every stream's state: the summary says 5,000.
-  await waitFor('every stream registered', async () => {
-    const res = await fetch(`http://127.0.0.1:${server.adminPort}/api/v1/fleet`, {
-      headers: { authorization: `Bearer ${readToken.token}` },
-    });
-    return ((await res.json()) as { totals: { proxies: number } }).totals.proxies === STREAMS;
-  });
+  await waitFor('every stream registered', async () => (await fleet()).totals.proxies === STREAMS);
   const started = Date.now();
   await page.goto(`http://127.0.0.1:${server.adminPort}/#token=${readToken.token}`);
   await page.locator('[data-group="default"] .counts').waitFor();
@@ -160,10 +163,7 @@ test('the node list: one page of 50, the problems first, one node found among 5,
 });
 
 test('the node list refuses bad filters with a clear error, and takes a search of any length', async () => {
-  const ask = (query: string) =>
-    fetch(`http://127.0.0.1:${server.adminPort}/api/v1/fleet/nodes?${query}`, {
-      headers: { authorization: `Bearer ${readToken.token}` },
-    });
+  const ask = (query: string) => asViewer(`fleet/nodes?${query}`);
   for (const [query, says] of [
     ['state=stuck', /state must be one of nacked, behind, in-sync/],
     ['version=latest', /version must be a version id/],
@@ -205,18 +205,7 @@ test('a read-only token is offered no decision; an admin token is', async () => 
     file,
     `${readFileSync(file, 'utf8')}\n# touched\n---\nkind: NodeGroup\nname: spare\nmatch: { cluster: spare }\n`,
   );
-  await waitFor(
-    'version 2 applied',
-    async () =>
-      (
-        (await (
-          await fetch(`http://127.0.0.1:${server.adminPort}/api/v1/fleet`, {
-            headers: { authorization: `Bearer ${readToken.token}` },
-          })
-        ).json()) as { versionId?: number }
-      ).versionId === 2,
-    15_000,
-  );
+  await waitFor('version 2 applied', async () => (await fleet()).versionId === 2, 15_000);
   await page.goto(`http://127.0.0.1:${server.adminPort}/#token=${adminToken.token}`);
   await waitFor('admin', async () => (await text('#who')) === 'admin');
   await page.evaluate(() => (location.hash = '#/history'));
