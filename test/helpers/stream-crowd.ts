@@ -9,33 +9,19 @@
  */
 import { connect } from 'node:http2';
 import { lookupType } from '../../src/xds/proto-root.ts';
-import { DISCOVERY_REQUEST, DISCOVERY_RESPONSE, TypeUrls } from '../../src/xds/resource-types.ts';
+import { DISCOVERY_REQUEST, TypeUrls } from '../../src/xds/resource-types.ts';
+import { adsRequest, grpcFrame, readResponses } from './h2-ads.ts';
 
 const [port, count, prefix] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4]!];
 const Request = lookupType(DISCOVERY_REQUEST);
-const Response = lookupType(DISCOVERY_RESPONSE);
-const PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
-
-function framed(request: object): Buffer {
-  const body = Request.encode(Request.fromObject(request)).finish();
-  const out = Buffer.alloc(5 + body.length);
-  out.writeUInt32BE(body.length, 1);
-  out.set(body, 5);
-  return out;
-}
+const framed = (request: object) => grpcFrame(Request.encode(Request.fromObject(request)).finish());
 
 let waiting = count;
 
 function open(i: number): void {
   const session = connect(`http://127.0.0.1:${port}`);
   session.on('error', () => {});
-  const call = session.request({
-    ':method': 'POST',
-    ':path': PATH,
-    'content-type': 'application/grpc',
-    te: 'trailers',
-  });
-  call.on('error', () => {});
+  const call = adsRequest(session);
   const nacks = i % 100 === 0;
   const silentOnListeners = i % 50 === 1;
   let counted = false;
@@ -51,29 +37,22 @@ function open(i: number): void {
     }),
   );
   call.write(framed({ type_url: TypeUrls.listener }));
-  let buffered = Buffer.alloc(0);
-  call.on('data', (chunk: Buffer) => {
-    buffered = Buffer.concat([buffered, chunk]);
-    while (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt32BE(1)) {
-      const len = buffered.readUInt32BE(1);
-      const r = Response.decode(buffered.subarray(5, 5 + len)) as unknown as Record<string, string>;
-      buffered = buffered.subarray(5 + len);
-      const t = r.type_url!;
-      if (t === TypeUrls.listener && silentOnListeners) continue;
-      const nack = nacks && t === TypeUrls.cluster;
-      call.write(
-        framed({
-          type_url: t,
-          response_nonce: r.nonce,
-          ...(nack
-            ? { error_detail: { code: 13, message: `crowd node ${i} refuses clusters` } }
-            : { version_info: r.version_info }),
-        }),
-      );
-      if (t === TypeUrls.cluster && !counted) {
-        counted = true;
-        if (--waiting === 0) console.log('ready');
-      }
+  readResponses(call, (r) => {
+    const t = r.type_url;
+    if (t === TypeUrls.listener && silentOnListeners) return;
+    const nack = nacks && t === TypeUrls.cluster;
+    call.write(
+      framed({
+        type_url: t,
+        response_nonce: r.nonce,
+        ...(nack
+          ? { error_detail: { code: 13, message: `crowd node ${i} refuses clusters` } }
+          : { version_info: r.version_info }),
+      }),
+    );
+    if (t === TypeUrls.cluster && !counted) {
+      counted = true;
+      if (--waiting === 0) console.log('ready');
     }
   });
 }
