@@ -8,6 +8,7 @@ import { posix } from 'node:path';
 import { encodeJson } from '../xds/proto-json.ts';
 import { XDS_CLUSTER_METADATA, grpcVariant, restVariant } from '../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER, LONG_POLL_METADATA, REST_XDS_CLUSTER } from './config-source.ts';
+import { GRPC_SERVER_LISTENER_TEMPLATE } from '../translate/grpc-server.ts';
 
 /**
  * ads / delta: one aggregated stream; per-type / per-type-delta: one gRPC stream per
@@ -273,7 +274,12 @@ function serversOf(input: BootstrapInput): Endpoint[] {
  * first of several xds_servers). Replicas named by DNS are listed as xds_servers, for clients that
  * fall back between them (gRFC A71); a DNS name that resolves to every replica serves all clients.
  */
-export function grpcBootstrap(nodeId: string, nodeCluster: string, server: Endpoint | readonly Endpoint[]): Obj {
+export function grpcBootstrap(
+  nodeId: string,
+  nodeCluster: string,
+  server: Endpoint | readonly Endpoint[],
+  certificateProviders: Readonly<Record<string, object>> = {},
+): Obj {
   const list = [server].flat();
   const family = (h: string) => isIP(h);
   const sameFamily =
@@ -287,5 +293,8 @@ export function grpcBootstrap(nodeId: string, nodeCluster: string, server: Endpo
       server_features: ['xds_v3'],
     })),
     node: { id: nodeId, cluster: nodeCluster, locality: {} },
+    // xDS-enabled servers (gRFC A36) ask for the listener of the address they bind by this name.
+    server_listener_resource_name_template: GRPC_SERVER_LISTENER_TEMPLATE,
+    ...(Object.keys(certificateProviders).length && { certificate_providers: certificateProviders }),
   };
 }

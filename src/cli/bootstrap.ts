@@ -1,4 +1,5 @@
 import { checkTree } from '../compile/check-tree.ts';
+import { grpcCertificateProviders } from '../bootstrap/grpc-certificates.ts';
 import {
   BOOTSTRAP_MODES,
   envoyBootstrap,
@@ -119,7 +120,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
   }
   let out: object;
   if (mode === 'grpc') {
-    out = grpcBootstrap(nodeId, nodeCluster, server);
+    out = grpcBootstrap(nodeId, nodeCluster, server, grpcCertificateProviders(tree.model, group, settings.configDir));
   } else if (mode === 'files') {
     if (!settings.files) {
       process.stderr.write('files are not enabled in the server settings (files.dir)\n');

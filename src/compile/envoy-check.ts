@@ -20,7 +20,7 @@ import { join, resolve } from 'node:path';
 import { Codes, sortDiagnostics, type Diagnostic } from '../shared/diagnostics.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
-import { originIn, type Model } from '../model/types.ts';
+import { isProxylessGroup, originIn, type Model } from '../model/types.ts';
 import type { BuiltConfig, ResourceOrigin } from '../snapshot/build.ts';
 import { rewriteAdsReferences } from '../snapshot/config-sources.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
@@ -287,7 +287,11 @@ export class EnvoyChecker {
     const sink = new DiagnosticSink(textOf);
     const timeoutMs = this.settings.timeoutMs ?? 30_000;
     const origins = config.origins ?? new Map();
-    const jobs = [...config.groups.values()].flatMap((g) => this.settings.binaries.map((binary) => ({ g, binary })));
+    // A group of gRPC applications only is not Envoy's to judge: its TLS names the applications'
+    // certificate providers, which no Envoy has.
+    const jobs = [...config.groups.values()]
+      .filter((g) => !isProxylessGroup(model, g.group))
+      .flatMap((g) => this.settings.binaries.map((binary) => ({ g, binary })));
     const reported = new Set<string>();
     await mapLimit(jobs, availableParallelism(), async ({ g, binary }) => {
       const pieces = piecesOf(g, origins);

@@ -11,6 +11,7 @@ import {
   checkUpstreamNames,
   checkVirtualHostProtection,
 } from './protection-checks.ts';
+import { checkGrpcServers, checkGrpcServiceTls, type GrpcCheckContext } from './grpc-checks.ts';
 import {
   checkGrpcHashPolicy,
   checkRetryBudget,
@@ -319,6 +320,14 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
         [s.certificateFile ? 'privateKeyFile' : 'certificateFile'],
         'certificateFile and privateKeyFile go together',
       );
+    for (const k of ['certificateFile', 'privateKeyFile', 'caFile'] as const)
+      if (s.onHost?.[k] !== undefined && s[k] === undefined)
+        sink.error(
+          Codes.INVALID_VALUE,
+          r,
+          ['onHost', k],
+          `onHost.${k} is where applications read this secret's ${k}; the secret has no ${k}`,
+        );
   }
 
   const usedVhosts = new Set<string>();
@@ -424,13 +433,23 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
     });
   });
 
+  const grpc: GrpcCheckContext = {
+    ref,
+    needGroups,
+    needSecret,
+    checkHeader: (h, path, r) => checkStringMatch(h, path, r, sink),
+    service: (name) => services.get(name),
+  };
   for (const g of model.grpcServices) {
     const r = ref('GrpcService', g.name);
     needGroups(r, g.groups);
-    onceCiting(memo?.citing, g, sink, services, needService, (need) =>
+    const cited = onceCiting(memo?.citing, g, sink, services, needService, (need) =>
       g.routes.forEach((route, i) => checkGrpcRoute(route, ['routes', i], r, sink, need)),
     );
+    // Outside the memo: it depends on what else the node groups carry.
+    checkGrpcServiceTls(g, cited, model, sink, grpc);
   }
+  checkGrpcServers(model, sink, grpc);
 
   // At most one policy of each kind: two would leave which one applies to chance.
   for (const [kind, docs] of [
@@ -1061,13 +1080,6 @@ function checkGrpcRoute(
           `round_robin and ring_hash) will NACK the cluster`,
       );
     }
-    if (s.tls)
-      sink.warn(
-        Codes.CLIENT_COMPAT,
-        r,
-        path,
-        `service "${s.name}" has upstream TLS; proxyless gRPC clients need xDS credentials to use it`,
-      );
     const o = s.outlierDetection;
     const ignored = (['consecutive5xx', 'consecutiveGatewayFailure'] as const).filter((k) => o?.[k] !== undefined);
     if (ignored.length)

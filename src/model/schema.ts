@@ -15,6 +15,7 @@ import {
   RateLimit,
   RateLimitService,
   SanMatch,
+  ClientName,
 } from './protection-schema.ts';
 import { Compression, Cors, Mirror, RegexRewrite, Tracing } from './traffic-schema.ts';
 import { EnvoyPatch } from './patch-schema.ts';
@@ -756,6 +757,96 @@ export const GrpcService = Type.Object(
   strict,
 );
 
+/** A method pattern of an access rule: `package.Service/Method`, or `package.Service/*` for all its methods. */
+const GrpcMethodPattern = Type.String({
+  pattern: '^[A-Za-z_][A-Za-z0-9_.]*/([A-Za-z_][A-Za-z0-9_]*|\\*)$',
+  maxLength: 512,
+  description: 'package.Service/Method, or package.Service/* for every method of the service.',
+});
+
+/** One rule of a gRPC server's access policy: it matches an RPC when every field it gives matches. */
+export const GrpcAccessRule = Type.Object(
+  {
+    name: Type.Optional(Name),
+    principals: Type.Optional(
+      Type.Array(ClientName, {
+        minItems: 1,
+        maxItems: 256,
+        description: "The client certificate's name (URI SAN, else DNS SAN, else subject) is one of these (mTLS).",
+      }),
+    ),
+    addresses: Type.Optional(
+      Type.Array(Type.String({ minLength: 2, maxLength: 64 }), {
+        minItems: 1,
+        maxItems: 1024,
+        description: 'The client connects from one of these addresses or CIDR blocks.',
+      }),
+    ),
+    methods: Type.Optional(
+      Type.Array(GrpcMethodPattern, { minItems: 1, maxItems: 1024, description: 'The RPC is one of these.' }),
+    ),
+    headers: Type.Optional(
+      Type.Array(HeaderMatch, { minItems: 1, maxItems: 32, description: 'The RPC carries all of these metadata.' }),
+    ),
+  },
+  strict,
+);
+
+/**
+ * An xDS-enabled gRPC server (gRFC A36): the application binds address:port with xDS server
+ * credentials and serves only once fleetxds sends its listener; TLS and access rules (gRFC A41)
+ * come with it.
+ */
+export const GrpcServer = Type.Object(
+  {
+    kind: Type.Literal('GrpcServer'),
+    name: Name,
+    address: Type.Optional(
+      Type.String({ minLength: 2, maxLength: 64, description: 'The IP the application binds (default 0.0.0.0).' }),
+    ),
+    port: Port,
+    groups: Type.Optional(Groups),
+    tls: Type.Optional(
+      Type.Object(
+        {
+          secret: Name,
+          clientCa: Type.Optional({ ...Name, description: 'Require client certificates this CA signed (mTLS).' }),
+        },
+        {
+          ...strict,
+          description:
+            "The server's certificate (and the CA of its clients' certificates), read by the application " +
+            'from its own files (certificate providers, gRFC A29).',
+        },
+      ),
+    ),
+    access: Type.Optional(
+      Type.Object(
+        {
+          deny: Type.Optional(
+            Type.Array(GrpcAccessRule, {
+              minItems: 1,
+              maxItems: 64,
+              description: 'An RPC any of these match is refused (PERMISSION_DENIED), before `allow` is asked.',
+            }),
+          ),
+          allow: Type.Optional(
+            Type.Array(GrpcAccessRule, {
+              minItems: 1,
+              maxItems: 64,
+              description: 'Only RPCs one of these matches are served; without it every RPC not denied is.',
+            }),
+          ),
+        },
+        { ...strict, description: 'Which RPCs the server serves (gRFC A41 RBAC, enforced in the application).' },
+      ),
+    ),
+  },
+  strict,
+);
+
+const AbsolutePath = Type.String({ pattern: '^/', maxLength: 4096, description: 'An absolute path.' });
+
 export const Secret = Type.Object(
   {
     kind: Type.Literal('Secret'),
@@ -772,6 +863,21 @@ export const Secret = Type.Object(
     ),
     caFile: Type.Optional(
       Type.String({ minLength: 1, description: 'PEM CA bundle (a CA-only Secret, for validating peers).' }),
+    ),
+    onHost: Type.Optional(
+      Type.Object(
+        {
+          certificateFile: Type.Optional(AbsolutePath),
+          privateKeyFile: Type.Optional(AbsolutePath),
+          caFile: Type.Optional(AbsolutePath),
+        },
+        {
+          ...strict,
+          description:
+            'Where proxyless gRPC applications read this secret on their own hosts (their certificate ' +
+            'providers watch these files; fleetxds does not read them). Default: the paths above, made absolute.',
+        },
+      ),
     ),
   },
   strict,
@@ -911,6 +1017,7 @@ export const KINDS = {
   Listener,
   VirtualHost,
   GrpcService,
+  GrpcServer,
   Secret,
   NodeGroup,
   Guard,
@@ -927,6 +1034,8 @@ export type HashPolicyDoc = Static<typeof HashPolicy>;
 export type HttpSettingsDoc = Static<typeof HttpSettings>;
 export type VirtualHostDoc = Static<typeof VirtualHost>;
 export type GrpcServiceDoc = Static<typeof GrpcService>;
+export type GrpcServerDoc = Static<typeof GrpcServer>;
+export type GrpcAccessRuleDoc = Static<typeof GrpcAccessRule>;
 export type SecretDoc = Static<typeof Secret>;
 export type NodeGroupDoc = Static<typeof NodeGroup>;
 export type GuardDoc = Static<typeof Guard>;

@@ -1,5 +1,6 @@
 import type {
   GrpcServiceDoc,
+  GrpcServerDoc,
   GuardDoc,
   ListenerDoc,
   RolloutDoc,
@@ -33,6 +34,8 @@ export interface Model {
   listeners: ListenerDoc[];
   virtualHosts: VirtualHostDoc[];
   grpcServices: GrpcServiceDoc[];
+  /** xDS-enabled gRPC servers; absent in models stored before they existed. */
+  grpcServers?: GrpcServerDoc[];
   secrets: SecretDoc[];
   nodeGroups: NodeGroupDoc[];
   /** Safety limits (at most one); absent in models stored before it existed. */
@@ -56,6 +59,7 @@ export const LIST_OF = {
   Listener: 'listeners',
   VirtualHost: 'virtualHosts',
   GrpcService: 'grpcServices',
+  GrpcServer: 'grpcServers',
   Secret: 'secrets',
   NodeGroup: 'nodeGroups',
   Guard: 'guards',
@@ -79,6 +83,7 @@ export function emptyModel(): Model {
     listeners: [],
     virtualHosts: [],
     grpcServices: [],
+    grpcServers: [],
     secrets: [],
     nodeGroups: [],
     guards: [],
@@ -122,6 +127,16 @@ export function groupNames(model: Model): string[] {
 
 export function listenerGroups(l: { groups?: string[] }): string[] {
   return l.groups ?? [DEFAULT_GROUP];
+}
+
+/**
+ * A node group of gRPC applications only: it carries gRPC services or servers and no Envoy
+ * listener. Its clusters take TLS from the applications' certificate providers (gRFC A29), not SDS.
+ */
+export function isProxylessGroup(model: Model, group: string): boolean {
+  const has = (docs: readonly { groups?: string[] }[] | undefined) =>
+    (docs ?? []).some((d) => listenerGroups(d).includes(group));
+  return !has(model.listeners) && (has(model.grpcServices) || has(model.grpcServers));
 }
 
 /**

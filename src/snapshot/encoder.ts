@@ -1,4 +1,5 @@
 import { canonicalJson } from '../shared/canonical-json.ts';
+import { isGrpcServerListener } from '../translate/grpc-server.ts';
 import type { Derivable } from './derived.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { encodeJson, type ProtoIssue } from '../xds/proto-json.ts';
@@ -114,9 +115,12 @@ export function jsonText(r: EncodedResource): string {
   return r instanceof RestoredResource ? r.jsonText : JSON.stringify(r.json);
 }
 
-/** Whether a resource is for explicit subscribers only (see EncodedResource.namedOnly). */
+/**
+ * Whether a resource is for explicit subscribers only (see EncodedResource.namedOnly): a gRPC
+ * client's API listener, or a gRPC server's listener (Envoy would bind its port).
+ */
 export function isNamedOnly(kind: ResourceKind, json: Record<string, unknown>): boolean {
-  return kind === 'listener' && json.api_listener !== undefined;
+  return kind === 'listener' && (json.api_listener !== undefined || isGrpcServerListener(json.name as string));
 }
 
 /**

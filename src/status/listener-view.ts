@@ -4,10 +4,11 @@
  * whether it terminates TLS; the server names passed through; the protections in its chain.
  */
 import type { JsonObject } from '../translate/common.ts';
+import { isGrpcServerListener } from '../translate/grpc-server.ts';
 
 export interface ListenerView {
   name: string;
-  kind: 'http' | 'tcp' | 'passthrough' | 'grpc';
+  kind: 'http' | 'tcp' | 'passthrough' | 'grpc' | 'grpc-server';
   /** address:port; absent for a proxyless gRPC target. */
   address?: string;
   tls: boolean;
@@ -18,6 +19,8 @@ export interface ListenerView {
 
 const NAME_OF: Readonly<Record<string, string>> = {
   'envoy.filters.http.rbac': 'rbac',
+  'envoy.filters.http.rbac.deny': 'rbac',
+  'envoy.filters.http.rbac.allow': 'rbac',
   'envoy.filters.network.rbac': 'rbac',
   'envoy.filters.http.jwt_authn': 'jwt_authn',
   'envoy.filters.http.ext_authz': 'ext_authz',
@@ -45,7 +48,7 @@ export function listenerView(l: JsonObject): ListenerView {
     ?.socket_address;
   return {
     name,
-    kind: hcm ? 'http' : own.length ? 'tcp' : 'passthrough',
+    kind: isGrpcServerListener(name) ? 'grpc-server' : hcm ? 'http' : own.length ? 'tcp' : 'passthrough',
     address: socket && `${socket.address}:${socket.port_value}`,
     tls: own.some((c) => c.transport_socket !== undefined),
     passthrough,

@@ -1,7 +1,8 @@
 import type { ServiceDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { adsConfigSource, compact, TYPE, type JsonObject } from './common.ts';
-import { sanMatchers } from './protection.ts';
+import { providerInstance } from './grpc-server.ts';
+import { nameMatcher, sanMatchers } from './protection.ts';
 
 const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
   round_robin: undefined, // proto default
@@ -13,8 +14,12 @@ const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
 
 export const DEFAULT_CONNECT_TIMEOUT = '5s';
 
-/** Service -> Cluster. Static endpoints become an EDS cluster fed over ADS (so endpoint changes never touch CDS). */
-export function buildCluster(s: ServiceDoc): JsonObject {
+/**
+ * Service -> Cluster. Static endpoints become an EDS cluster fed over ADS (so endpoint changes never
+ * touch CDS). `proxyless`: for a node group of gRPC applications, whose TLS comes from their own
+ * certificate providers (gRFC A29), not SDS.
+ */
+export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
   const c: JsonObject = { name: s.name };
   if (s.dns) {
     c.type = s.dns.mode === 'logical' ? 'LOGICAL_DNS' : 'STRICT_DNS';
@@ -92,7 +97,8 @@ export function buildCluster(s: ServiceDoc): JsonObject {
       enforcing_failure_percentage: o.failurePercentage ? (o.failurePercentage.enforcingPercent ?? 100) : undefined,
     });
   }
-  if (s.tls) {
+  if (s.tls && proxyless) c.transport_socket = providerTls(s.tls);
+  else if (s.tls) {
     const ctx: JsonObject = {};
     if (s.tls.clientSecret)
       ctx.tls_certificate_sds_secret_configs = [{ name: s.tls.clientSecret, sds_config: adsConfigSource() }];
@@ -112,6 +118,24 @@ export function buildCluster(s: ServiceDoc): JsonObject {
     };
   }
   return c;
+}
+
+/**
+ * Upstream TLS for gRPC applications: the certificates of the instances named after the Secrets,
+ * and the names the upstream must carry as gRPC reads them (match_subject_alt_names, any SAN type).
+ */
+function providerTls(tls: NonNullable<ServiceDoc['tls']>): JsonObject {
+  const ctx: JsonObject = {};
+  if (tls.clientSecret) ctx.tls_certificate_provider_instance = providerInstance(tls.clientSecret);
+  if (tls.caSecret)
+    ctx.validation_context = compact({
+      ca_certificate_provider_instance: providerInstance(tls.caSecret),
+      match_subject_alt_names: tls.subjectAltNames?.map(nameMatcher),
+    });
+  return {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: compact({ '@type': TYPE.upstreamTls, common_tls_context: ctx, sni: tls.sni }),
+  };
 }
 
 function healthCheck(hc: NonNullable<ServiceDoc['healthCheck']>): JsonObject {

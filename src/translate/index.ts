@@ -4,7 +4,16 @@
  */
 import type { GrpcServiceDoc, ListenerDoc, ServiceDoc, VirtualHostDoc } from '../model/schema.ts';
 import { changedNames, findByName, patchByName, recordDelta } from '../shared/sorted-lists.ts';
-import { byName, docOf, listenerGroups, originKey, type Model, type SecretMaterial } from '../model/types.ts';
+import {
+  byName,
+  docOf,
+  isProxylessGroup,
+  listenerGroups,
+  originKey,
+  type Model,
+  type SecretMaterial,
+} from '../model/types.ts';
+import { buildGrpcServerListener, grpcServerListenerName } from './grpc-server.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
 import { buildCluster } from './cluster.ts';
 import type { JsonObject } from './common.ts';
@@ -41,6 +50,8 @@ interface Front {
   /** The services each carried virtual host or gRPC service targets (memoized per document). */
   targets: readonly (readonly string[])[];
   secretRefs: readonly string[];
+  /** A group of gRPC applications only (isProxylessGroup): clusters take TLS from certificate providers. */
+  proxyless: boolean;
 }
 
 /** Clusters and endpoints of a group, and the secrets they use. */
@@ -68,15 +79,17 @@ export function translateGroup(
 ): GroupResources {
   const front = memo.section<Front>(
     `front\u0000${group}`,
-    [model.listeners, model.virtualHosts, model.grpcServices],
+    [model.listeners, model.virtualHosts, model.grpcServices, model.grpcServers],
     (prev) => translateFront(model, group, memo, prev?.value),
   );
-  const back = memo.section<Back>(`back\u0000${group}`, [model.services, front.used], (prev) => {
+  const { proxyless } = front;
+  const back = memo.section<Back>(`back\u0000${group}`, [model.services, front.used, proxyless], (prev) => {
     const services = prev?.inputs[0] as readonly ServiceDoc[] | undefined;
-    const names = prev?.inputs[1] === front.used ? changedNames(services, model.services) : undefined;
+    const same = prev?.inputs[1] === front.used && prev.inputs[2] === proxyless;
+    const names = same ? changedNames(services, model.services) : undefined;
     return (
-      (names && patchBack(prev!.value, services!, model.services, front.used, names, memo)) ??
-      translateBack(model, front.used, memo)
+      (names && patchBack(prev!.value, services!, model.services, front.used, names, memo, proxyless)) ??
+      translateBack(model, front.used, memo, proxyless)
     );
   });
   const secret = memo.section(`secret\u0000${group}`, [secrets, front.secretRefs, back.secretRefs], () =>
@@ -149,12 +162,23 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
       origin: originKey('GrpcService', g.name),
     });
   }
+  for (const s of model.grpcServers ?? []) {
+    if (!listenerGroups(s).includes(group)) continue;
+    // Its TLS comes from the application's certificate providers: no secret to send.
+    listeners.push({
+      kind: 'listener',
+      name: grpcServerListenerName(s),
+      json: memo.once('grpc-server', s, buildGrpcServerListener),
+      origin: originKey('GrpcServer', s.name),
+    });
+  }
   return {
     listeners: listeners.sort(byName),
     routes: routes.sort(byName),
     used: sameTargets(prev?.targets, targets) ? prev!.used : new Set(targets.flat()),
     targets,
     secretRefs: [...secretRefs],
+    proxyless: isProxylessGroup(model, group),
   };
 }
 
@@ -176,14 +200,14 @@ function sameTargets(prev: readonly (readonly string[])[] | undefined, next: rea
 }
 
 /** Clusters and endpoints in name order without sorting: the model's services are in name order. */
-function translateBack(model: Model, used: ReadonlySet<string>, memo: TranslationMemo): Back {
+function translateBack(model: Model, used: ReadonlySet<string>, memo: TranslationMemo, proxyless: boolean): Back {
   const clusters: TranslatedResource[] = [];
   const endpoints: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
   for (const s of model.services) {
     if (!used.has(s.name)) continue;
-    for (const n of secretsOf(s)) secretRefs.add(n);
-    clusters.push(clusterOf(s, memo));
+    if (!proxyless) for (const n of secretsOf(s)) secretRefs.add(n);
+    clusters.push(clusterOf(s, memo, proxyless));
     if (!s.dns) endpoints.push(endpointOf(s, memo));
   }
   return { clusters, endpoints, secretRefs: [...secretRefs] };
@@ -201,6 +225,7 @@ function patchBack(
   used: ReadonlySet<string>,
   names: ReadonlySet<string>,
   memo: TranslationMemo,
+  proxyless: boolean,
 ): Back | undefined {
   const docs = new Map<string, ServiceDoc | undefined>();
   for (const name of names) {
@@ -209,7 +234,7 @@ function patchBack(
   }
   const clusters = patchByName(prev.clusters, names, (name) => {
     const s = docs.get(name);
-    return s && clusterOf(s, memo);
+    return s && clusterOf(s, memo, proxyless);
   });
   const endpoints = patchByName(prev.endpoints, names, (name) => {
     const s = docs.get(name);
@@ -225,11 +250,13 @@ function secretsOf(s: ServiceDoc): string[] {
   return [s.tls?.caSecret, s.tls?.clientSecret].filter((n): n is string => !!n);
 }
 
-function clusterOf(s: ServiceDoc, memo: TranslationMemo): TranslatedResource {
+function clusterOf(s: ServiceDoc, memo: TranslationMemo, proxyless: boolean): TranslatedResource {
   return {
     kind: 'cluster',
     name: s.name,
-    json: memo.once('cluster', s, buildCluster),
+    json: proxyless
+      ? memo.once('grpc-cluster', s, (d) => buildCluster(d, true))
+      : memo.once('cluster', s, buildCluster),
     origin: originKey('Service', s.name),
   };
 }

@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { envoyBootstrap, grpcBootstrap, type BootstrapInput } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { grpcCertificateProviders } from '../../src/bootstrap/grpc-certificates.ts';
+import { checkTree } from '../../src/compile/check-tree.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
 import { runCli } from '../helpers/process.ts';
@@ -81,6 +83,16 @@ for (const [name, input] of Object.entries(cases)) {
 
 test('bootstrap grpc (proxyless)', () => {
   golden('grpc', grpcBootstrap('client-1', 'greeter-clients', { host: '10.0.0.5', port: 18000 }));
+});
+
+test('bootstrap grpc with certificate providers: one file watcher per Secret the group reads, at its onHost paths', async () => {
+  const input = projectPath('test', 'golden', 'cases', 'grpc-servers', 'input');
+  const { model } = await checkTree(input);
+  const providers = grpcCertificateProviders(model!, 'mesh', input);
+  assert.equal(Object.keys(providers), ['mesh-ca', 'orders-identity']);
+  golden('grpc-certificates', grpcBootstrap('orders-1', 'mesh', { host: '10.0.0.5', port: 18000 }, providers));
+  // A group without gRPC TLS declares none.
+  assert.equal(grpcCertificateProviders(model!, 'default', input), {});
 });
 
 test('key properties per mode', () => {

@@ -55,11 +55,12 @@ test('the bundled example config is accepted by Envoy 1.40 and 1.36', async () =
   const r = await checkTree(projectPath('config', 'services'), undefined, { envoy: checker });
   assert.equal(r.diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic), []);
   assert.ok(r.config);
-  // default and edge, per binary; canary-edge has the same resources as edge and shares its check.
-  assert.equal(checker.stats, { runs: 2 * 2, skipped: 1 * 2 });
+  // edge, per binary; canary-edge has the same resources as edge and shares its check; default
+  // holds gRPC applications only, not Envoy's to judge.
+  assert.equal(checker.stats, { runs: 1 * 2, skipped: 1 * 2 });
   // Unchanged groups are not checked again.
   await checkTree(projectPath('config', 'services'), undefined, { envoy: checker });
-  assert.equal(checker.stats, { runs: 4, skipped: 2 + 6 });
+  assert.equal(checker.stats, { runs: 2, skipped: 2 + 4 });
 });
 
 test("a cluster Envoy refuses blocks the tree, reported at its Service with Envoy's words, per Envoy release", async () => {
@@ -92,6 +93,17 @@ test('TCP listeners, TLS termination for TCP and passthrough chains are accepted
   });
   assert.equal(r.diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic), []);
   assert.ok(r.config);
+});
+
+test("a group of gRPC applications is not Envoy's to judge: its certificate providers are no Envoy's", async () => {
+  const checker = new EnvoyChecker({ binaries: [fakeEnvoy()] });
+  const r = await checkTree(projectPath('test', 'golden', 'cases', 'grpc-servers', 'input'), undefined, {
+    envoy: checker,
+  });
+  assert.equal(r.diagnostics.filter((d) => d.severity === 'error').map(formatDiagnostic), []);
+  assert.ok(r.config);
+  // Only the (empty) default group went to Envoy, not the gRPC group "mesh".
+  assert.is(checker.stats.runs, 1);
 });
 
 test('a rejected route of a listener with a passthrough chain is still traced to its virtual host', async () => {
