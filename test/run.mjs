@@ -38,6 +38,11 @@ if (files.some((f) => f.includes('envoy'))) {
   const r = spawnSync('bash', [join(root, 'test', 'envoy', 'install.sh')], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) console.log('warning: installing Envoy failed; the Envoy tests will fail');
 }
+// The gRPC-Go tests run a Go client of the test harness's: build it (quick when built already).
+if (files.some((f) => f.includes('grpc-go'))) {
+  const r = spawnSync('bash', [join(root, 'test', 'grpc-go', 'build.sh')], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) console.log('warning: building the gRPC-Go client failed; the gRPC-Go tests will fail');
+}
 const ESC = String.fromCharCode(27);
 const strip = (s) => s.replaceAll(new RegExp(`${ESC}\\[[0-9;]*m`, 'g'), '');
 

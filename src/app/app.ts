@@ -2,6 +2,7 @@
  * Wires the stages into a running server. No process globals here (signals, exit codes live in
  * the CLI), so tests can start and stop an app in-process too.
  */
+import { connectedClients } from '../model/grpc-compat.ts';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import type { AdminControl } from '../admin/control.ts';
@@ -149,6 +150,7 @@ export async function startApp(
     {
       envoy: envoyCheck,
       membership,
+      grpcClients: () => connectedClients(registry.connected()),
       // With a shared decision log, the rollout transitions this replica causes go through it.
       ...(sharedLog && { shareTransition: (d, actor) => desk.shareTransition(d, actor) }),
     },

@@ -9,6 +9,7 @@ import { encodeJson } from '../xds/proto-json.ts';
 import { XDS_CLUSTER_METADATA, grpcVariant, restVariant } from '../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER, LONG_POLL_METADATA, REST_XDS_CLUSTER } from './config-source.ts';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../translate/grpc-server.ts';
+import { CERTIFICATE_REFRESH } from './grpc-certificates.ts';
 
 /**
  * ads / delta: one aggregated stream; per-type / per-type-delta: one gRPC stream per
@@ -279,6 +280,8 @@ export function grpcBootstrap(
   nodeCluster: string,
   server: Endpoint | readonly Endpoint[],
   certificateProviders: Readonly<Record<string, object>> = {},
+  /** TLS to fleetxds (gRFC A65): the CA of its certificate, and the application's own certificate. */
+  tls?: Pick<BootstrapTls, 'ca' | 'cert' | 'key'>,
 ): Obj {
   const list = [server].flat();
   const family = (h: string) => isIP(h);
@@ -289,7 +292,21 @@ export function grpcBootstrap(
   return {
     xds_servers: uris.map((u) => ({
       server_uri: u,
-      channel_creds: [{ type: 'insecure' }],
+      // The application re-reads the files (like a certificate provider): a renewed certificate is
+      // used for its next connections without a restart. The server's certificate must name the host
+      // of server_uri: gRPC checks it against that.
+      channel_creds: [
+        tls
+          ? {
+              type: 'tls',
+              config: {
+                ca_certificate_file: tls.ca,
+                ...(tls.cert && { certificate_file: tls.cert, private_key_file: tls.key }),
+                refresh_interval: CERTIFICATE_REFRESH,
+              },
+            }
+          : { type: 'insecure' },
+      ],
       server_features: ['xds_v3'],
     })),
     node: { id: nodeId, cluster: nodeCluster, locality: {} },

@@ -48,10 +48,10 @@ function proxyTls(
   const served = mode === 'files' ? undefined : mode === 'rest' ? settings.rest?.tls : settings.grpc.tls;
   if (!served)
     return given ? `the server does not serve TLS to this mode (no ${key}); drop the --tls-* flags` : undefined;
-  if (mode === 'grpc')
+  if (mode === 'grpc' && (a.tlsSds !== undefined || a.tlsServerName !== undefined))
     return (
-      `the server serves TLS (${key}); proxyless gRPC bootstraps with TLS are not generated (@grpc/grpc-js-xds ` +
-      `connects to its server only without TLS or with Google default credentials)`
+      'gRPC applications take no --tls-sds (they re-read the files themselves) and no --tls-server-name ' +
+      "(they check the server's certificate against the host of --server)"
     );
   if (!a.tlsCa)
     return `the server serves TLS (${key}): pass --tls-ca FILE, the CA of its certificate as the proxy sees it`;
@@ -120,7 +120,8 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
   }
   let out: object;
   if (mode === 'grpc') {
-    out = grpcBootstrap(nodeId, nodeCluster, server, grpcCertificateProviders(tree.model, group, settings.configDir));
+    const providers = grpcCertificateProviders(tree.model, group, settings.configDir);
+    out = grpcBootstrap(nodeId, nodeCluster, server, providers, tls);
   } else if (mode === 'files') {
     if (!settings.files) {
       process.stderr.write('files are not enabled in the server settings (files.dir)\n');

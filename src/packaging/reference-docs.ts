@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { KINDS } from '../model/schema.ts';
 import { ServerConfigSchema } from '../config/server-config.ts';
 import { projectPath } from '../shared/paths.ts';
+import { GRPC_CLIENT_KINDS, GRPC_CLIENT_NAMES, GRPC_FEATURES, type GrpcFeature } from '../model/grpc-compat.ts';
 
 /** The JSON Schema subset TypeBox produces for our schemas (no $ref: every type is inlined). */
 interface JsonSchema {
@@ -162,9 +163,43 @@ export function modelFieldPaths(): string[] {
   );
 }
 
+/** docs/reference/grpc-clients.md: which gRPC releases honour which setting (the table validation warns from). */
+export function grpcClientsReference(): string {
+  const rows = Object.values(GRPC_FEATURES).map((f: GrpcFeature) => [
+    f.what,
+    f.where,
+    f.gRFC,
+    ...GRPC_CLIENT_KINDS.map((k) => {
+      const since = f.since[k];
+      return since ? `${since}${f.env?.[k] ? ` with \`${f.env[k]}\`` : ''}` : '-';
+    }),
+    f.without === 'ignores' ? 'ignores it' : 'refuses (NACKs) it',
+  ]);
+  const head = ['setting', 'YAML', 'gRFC', ...GRPC_CLIENT_KINDS.map((k) => GRPC_CLIENT_NAMES[k]), 'an older release'];
+  return (
+    [
+      GENERATED('src/model/grpc-compat.ts'),
+      '',
+      '# gRPC client support reference',
+      '',
+      "The first release of each gRPC implementation that honours a setting fleetxds sends gRPC applications, from gRPC's " +
+        'own list of xDS features (and, for grpc-js, the feature list of each @grpc/grpc-js-xds release; gRPC C-core ' +
+        'covers C++, Python, Ruby and PHP). A release without a setting ignores it silently, or refuses the resource ' +
+        "that carries it. When a tree is applied, fleetxds warns at the setting's file:line for each node group whose " +
+        'connected applications (by the user agent they report) would, naming their releases. ' +
+        'See [proxyless gRPC](../grpc.md).',
+      '',
+      `| ${head.join(' | ')} |`,
+      `|${head.map(() => '---').join('|')}|`,
+      ...rows.map((r) => `| ${r.join(' | ')} |`),
+    ].join('\n') + '\n'
+  );
+}
+
 export const REFERENCE_PAGES: Readonly<Record<string, () => string>> = {
   'docs/reference/yaml.md': modelReference,
   'docs/reference/server-settings.md': settingsReference,
+  'docs/reference/grpc-clients.md': grpcClientsReference,
 };
 
 if (import.meta.main) {

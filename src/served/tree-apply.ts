@@ -4,6 +4,7 @@
  * (only the Secret input changes), and a restart (the newest stored version served before the
  * directory is read). An invalid tree is recorded as rejected and never reaches a proxy.
  */
+import type { ConnectedClients } from '../model/grpc-compat.ts';
 import type { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -46,6 +47,8 @@ export interface ApplyParts {
   readonly configDir: string;
   /** Optional: real Envoy judges every tree before it is applied. */
   readonly envoy?: EnvoyChecker;
+  /** The gRPC releases connected per node group (settings they would ignore are warned). */
+  readonly grpcClients?: () => ConnectedClients;
 }
 
 export class TreeApply {
@@ -64,6 +67,7 @@ export class TreeApply {
       previous: served && new Map([...served.groups].map(([name, g]) => [name, g.snapshot])),
       against: this.p.cache.current?.groups,
       envoy: this.p.envoy,
+      grpcClients: this.p.grpcClients,
       provenance: true,
     });
     if (check.unchanged && served) return { status: 'unchanged', versionId: served.id, diagnostics: [] };

@@ -185,7 +185,8 @@ test('CLI: a server that serves TLS gets a bootstrap with TLS, or a refusal sayi
     [['--mode', 'ads'], /serves TLS \(grpc\.tls\): pass --tls-ca FILE/],
     [['--mode', 'ads', '--tls-ca', '/p/ca.pem'], /requires client certificates .*--tls-cert FILE and --tls-key FILE/],
     [['--mode', 'ads', '--tls-ca', '/p/ca.pem', '--tls-cert', '/p/c.pem'], /--tls-cert and --tls-key go together/],
-    [['--mode', 'grpc', '--tls-ca', '/p/ca.pem'], /proxyless gRPC bootstraps with TLS are not generated/],
+    [['--mode', 'grpc', '--tls-ca', '/p/ca.pem'], /requires client certificates .*--tls-cert FILE and --tls-key FILE/],
+    [['--mode', 'grpc', '--tls-ca', '/p/ca.pem', '--tls-sds', '/p/sds'], /gRPC applications take no --tls-sds/],
     [['--mode', 'rest', '--tls-ca', '/p/ca.pem'], /does not serve TLS to this mode \(no rest\.tls\)/],
   ];
   for (const [args, error] of cases) {
@@ -193,6 +194,20 @@ test('CLI: a server that serves TLS gets a bootstrap with TLS, or a refusal sayi
     assert.is(r.status, 2, args.join(' '));
     assert.match(r.stderr, error, args.join(' '));
   }
+  // gRFC A65: gRPC applications reach the server with TLS channel credentials that re-read the files.
+  const grpc = run(mtls, '--mode', 'grpc', '--tls-ca', '/p/ca.pem', '--tls-cert', '/p/c.pem', '--tls-key', '/p/c.key');
+  assert.is(grpc.status, 0, grpc.stderr);
+  assert.equal(JSON.parse(grpc.stdout).xds_servers[0].channel_creds, [
+    {
+      type: 'tls',
+      config: {
+        ca_certificate_file: '/p/ca.pem',
+        certificate_file: '/p/c.pem',
+        private_key_file: '/p/c.key',
+        refresh_interval: '60s',
+      },
+    },
+  ]);
   const ok = run(mtls, '--mode', 'ads', '--tls-ca', '/p/ca.pem', '--tls-cert', '/p/c.pem', '--tls-key', '/p/c.key');
   assert.is(ok.status, 0, ok.stderr);
   const socket = JSON.parse(ok.stdout).static_resources.clusters[0].transport_socket.typed_config;

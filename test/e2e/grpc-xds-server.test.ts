@@ -16,6 +16,7 @@ import type { RunningApp } from '../../src/app/app.ts';
 import { grpcBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
 import { grpcCertificateProviders, type FileWatcherProvider } from '../../src/bootstrap/grpc-certificates.ts';
 import { checkTree } from '../../src/compile/check-tree.ts';
+import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { makePki, type Pki } from '../helpers/certs.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
@@ -209,6 +210,17 @@ test('the server does not serve before fleetxds sends its listener, and serves o
   assert.ok(refused, 'nothing listens on the port before the listener arrives');
   for (const [name, text] of Object.entries(tree({ server: true }))) writeFileSync(join(dir, name), text);
   assert.is(await bound, port);
+  // The server (grpc-js, connected in its group while the tree was checked) needs an opt-in for
+  // access rules: the version applied says so, at the rules' file:line.
+  const warnings = app.stores.revisions.latest()!.warnings.map((d) => formatDiagnostic(d));
+  assert.ok(
+    warnings.some((w) =>
+      /^server\.yaml:8:3: warning FXDS_CLIENT_COMPAT: GrpcServer\/greeter access: node group "servers": .*grpc-js needs GRPC_XDS_EXPERIMENTAL_RBAC=true/.test(
+        w,
+      ),
+    ),
+    warnings.join('\n'),
+  );
 });
 
 test('a client presenting its certificate is served over mTLS; an RBAC-denied method gets PERMISSION_DENIED', async () => {

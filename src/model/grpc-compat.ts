@@ -1,0 +1,268 @@
+/**
+ * Which gRPC implementations honour which setting fleetxds sends gRPC applications, from gRPC's own
+ * list of xDS features (grpc/grpc doc/grpc_xds_features.md) and, for Node, the feature list of the
+ * @grpc/grpc-js-xds release. A gRPC client silently ignores a field it does not implement (and
+ * refuses, NACKs, a value it does not support, such as an unknown load-balancing policy): the
+ * connected applications' user agents say which release each node group runs, so a setting some
+ * of them would ignore is warned at validation, at its file:line.
+ */
+import { Codes, type Diagnostic, type PathSegment } from '../shared/diagnostics.ts';
+import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
+import type { ServiceDoc } from './schema.ts';
+import { docOf, listenerGroups, originOf, type Model } from './types.ts';
+
+export const GRPC_CLIENT_KINDS = ['core', 'java', 'go', 'node'] as const;
+export type GrpcClientKind = (typeof GRPC_CLIENT_KINDS)[number];
+
+export const GRPC_CLIENT_NAMES: Readonly<Record<GrpcClientKind, string>> = {
+  core: 'gRPC C-core',
+  java: 'grpc-java',
+  go: 'grpc-go',
+  node: 'grpc-js',
+};
+
+export interface GrpcFeature {
+  /** The YAML fields that use it. */
+  where: string;
+  gRFC: string;
+  /** What the setting does, as the warning names it. */
+  what: string;
+  /** The first release of each implementation that honours it; a kind not listed has none. */
+  since: Partial<Record<GrpcClientKind, string>>;
+  /** An environment variable the application must set for it, per implementation. */
+  env?: Partial<Record<GrpcClientKind, string>>;
+  /** What a client without it does with the setting. */
+  without: 'ignores' | 'refuses';
+}
+
+/** The settings fleetxds sends gRPC applications that not every gRPC release honours. */
+export const GRPC_FEATURES = {
+  timeout: {
+    where: '`GrpcService.routes[].timeout`',
+    gRFC: 'A31',
+    what: 'route timeouts',
+    since: { core: '1.37.1', java: '1.37.1', go: '1.37.0', node: '1.4.0' },
+    without: 'ignores',
+  },
+  circuitBreaker: {
+    where: '`Service.circuitBreaker.maxRequests` (the other limits: no gRPC release)',
+    gRFC: 'A32',
+    what: 'circuitBreaker.maxRequests',
+    since: { core: '1.37.1', java: '1.37.1', go: '1.37.0', node: '1.4.0' },
+    without: 'ignores',
+  },
+  fault: {
+    where: '`GrpcService.routes[].fault`',
+    gRFC: 'A33',
+    what: 'fault injection',
+    since: { core: '1.37.1', java: '1.37.1', go: '1.37.0', node: '1.4.0' },
+    without: 'ignores',
+  },
+  logicalDns: {
+    where: '`Service.dns` with `mode: logical`',
+    gRFC: 'A37',
+    what: 'services resolved by DNS in the client',
+    since: { core: '1.47.0', java: '1.39.0', go: '1.52.2', node: '1.9.0' },
+    without: 'refuses',
+  },
+  ringHash: {
+    where: '`Service.lb: ring_hash`, `GrpcService.routes[].hashPolicy`',
+    gRFC: 'A42',
+    what: 'ring-hash balancing and hash policies',
+    since: { core: '1.40.0', java: '1.40.1', go: '1.41.0', node: '1.10.0' },
+    without: 'refuses',
+  },
+  retries: {
+    where: '`GrpcService.routes[].retries`',
+    gRFC: 'A44',
+    what: 'retries',
+    since: { core: '1.40.0', java: '1.40.1', go: '1.41.0', node: '1.8.0' },
+    without: 'ignores',
+  },
+  outlierDetection: {
+    where: '`Service.outlierDetection.successRate`, `.failurePercentage`',
+    gRFC: 'A50',
+    what: 'outlier detection',
+    since: { core: '1.51.0', java: '1.49.0', go: '1.50.0', node: '1.7.0' },
+    without: 'ignores',
+  },
+  headerStringMatch: {
+    where: '`GrpcService.routes[].match.headers` (exact, prefix, regex)',
+    gRFC: 'A63',
+    what: 'header matches (exact, prefix, regex)',
+    since: { core: '1.56.0', java: '1.53.0', go: '1.56.0', node: '1.9.0' },
+    without: 'ignores',
+  },
+  tls: {
+    where: '`Service.tls`, `GrpcServer.tls`',
+    gRFC: 'A29',
+    what: 'TLS from certificate providers',
+    since: { core: '1.41.0', java: '1.41.0', go: '1.41.0', node: '1.13.0' },
+    without: 'ignores',
+  },
+  rbac: {
+    where: '`GrpcServer.access`',
+    gRFC: 'A41',
+    what: 'access rules',
+    since: { core: '1.51.0', java: '1.42.0', go: '1.42.0', node: '1.14.0' },
+    env: { node: 'GRPC_XDS_EXPERIMENTAL_RBAC=true' },
+    without: 'refuses',
+  },
+  leastRequest: {
+    where: '`Service.lb: least_request`',
+    gRFC: 'A48',
+    what: 'least-request balancing',
+    since: { java: '1.48.0' },
+    without: 'refuses',
+  },
+} as const satisfies Record<string, GrpcFeature>;
+
+export type GrpcFeatureName = keyof typeof GRPC_FEATURES;
+
+/** A gRPC implementation and release from the user agent a node reports ("gRPC Go/1.85.0"). */
+export function grpcClientOf(userAgent: string): { kind: GrpcClientKind; version: string } | undefined {
+  const slash = userAgent.lastIndexOf('/');
+  if (slash < 0) return undefined;
+  const name = userAgent.slice(0, slash);
+  const version = userAgent.slice(slash + 1).match(/^v?(\d+(?:\.\d+){0,2})/)?.[1];
+  if (!version || !name.startsWith('gRPC ')) return undefined;
+  const kind: GrpcClientKind | undefined = name.startsWith('gRPC Go')
+    ? 'go'
+    : name.startsWith('gRPC Java')
+      ? 'java'
+      : name.startsWith('gRPC Node')
+        ? 'node'
+        : /^gRPC (C-core|C\+\+|Python|Ruby|PHP|C#|Objective-C)/.test(name)
+          ? 'core'
+          : undefined;
+  return kind && { kind, version };
+}
+
+function compareVersions(a: string, b: string): number {
+  const x = a.split('.').map(Number);
+  const y = b.split('.').map(Number);
+  for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+  return 0;
+}
+
+/** Whether a client release honours a feature (an environment variable may still be needed). */
+export function honours(feature: GrpcFeature, kind: GrpcClientKind, version: string): boolean {
+  const since = feature.since[kind];
+  return since !== undefined && compareVersions(version, since) >= 0;
+}
+
+/** A place in the model that uses a feature for the gRPC applications of some node groups. */
+export interface FeatureUse {
+  feature: GrpcFeatureName;
+  kind: string;
+  name: string;
+  path: PathSegment[];
+  groups: readonly string[];
+}
+
+function serviceUses(s: ServiceDoc, at: Omit<FeatureUse, 'feature'>): FeatureUse[] {
+  const out: FeatureUse[] = [];
+  const use = (feature: GrpcFeatureName) => out.push({ feature, ...at });
+  if (s.dns?.mode === 'logical') use('logicalDns');
+  if (s.lb === 'ring_hash') use('ringHash');
+  if (s.lb === 'least_request') use('leastRequest');
+  if (s.outlierDetection?.successRate || s.outlierDetection?.failurePercentage) use('outlierDetection');
+  if (s.circuitBreaker?.maxRequests !== undefined) use('circuitBreaker');
+  if (s.tls) use('tls');
+  return out;
+}
+
+/** Every use of a listed feature by the gRPC services and servers of the model. */
+export function grpcFeatureUses(model: Model): FeatureUse[] {
+  const out: FeatureUse[] = [];
+  for (const g of model.grpcServices) {
+    const groups = listenerGroups(g);
+    const at = (path: PathSegment[]) => ({ kind: 'GrpcService', name: g.name, path, groups });
+    g.routes.forEach((r, i) => {
+      const path: PathSegment[] = ['routes', i];
+      if (r.timeout) out.push({ feature: 'timeout', ...at([...path, 'timeout']) });
+      if (r.retries) out.push({ feature: 'retries', ...at([...path, 'retries']) });
+      if (r.fault) out.push({ feature: 'fault', ...at([...path, 'fault']) });
+      if (r.hashPolicy) out.push({ feature: 'ringHash', ...at([...path, 'hashPolicy']) });
+      if (r.match?.headers?.some((h) => h.present === undefined))
+        out.push({ feature: 'headerStringMatch', ...at([...path, 'match', 'headers']) });
+      for (const target of new Set([r.to, ...(r.split ?? []).map((t) => t.service)]))
+        if (target !== undefined) {
+          const s = docOf(model, 'Service', target) as ServiceDoc | undefined;
+          if (s) out.push(...serviceUses(s, at(path)));
+        }
+    });
+  }
+  for (const s of model.grpcServers ?? []) {
+    const groups = listenerGroups(s);
+    if (s.tls) out.push({ feature: 'tls', kind: 'GrpcServer', name: s.name, path: ['tls'], groups });
+    if (s.access) out.push({ feature: 'rbac', kind: 'GrpcServer', name: s.name, path: ['access'], groups });
+  }
+  return out;
+}
+
+/** The gRPC releases connected per node group: user agent -> how many nodes. */
+export type ConnectedClients = ReadonlyMap<string, ReadonlyMap<string, number>>;
+
+/**
+ * Warnings, at the setting's file:line, for each setting some connected gRPC applications of its
+ * node group would ignore or refuse, naming their releases and what they need.
+ */
+export function clientSupportWarnings(
+  model: Model,
+  clients: ConnectedClients,
+  textOf: (file: string) => string | undefined,
+): Diagnostic[] {
+  const sink = new DiagnosticSink(textOf);
+  for (const use of grpcFeatureUses(model)) {
+    const feature: GrpcFeature = GRPC_FEATURES[use.feature];
+    const doc = docOf(model, use.kind, use.name);
+    const origin = doc && originOf(doc);
+    const ref: DocRef | undefined = origin && { origin, kind: use.kind, name: use.name };
+    for (const group of use.groups) {
+      const lacking: string[] = [];
+      const needEnv = new Set<string>();
+      for (const [agent, count] of clients.get(group) ?? []) {
+        const c = grpcClientOf(agent);
+        if (!c) continue;
+        const nodes = `${count} node${count === 1 ? '' : 's'}`;
+        if (!honours(feature, c.kind, c.version)) lacking.push(`${GRPC_CLIENT_NAMES[c.kind]} ${c.version} (${nodes})`);
+        else if (feature.env?.[c.kind]) needEnv.add(`${GRPC_CLIENT_NAMES[c.kind]} needs ${feature.env[c.kind]}`);
+      }
+      if (lacking.length) {
+        const since = GRPC_CLIENT_KINDS.flatMap((k) =>
+          feature.since[k] ? [`${GRPC_CLIENT_NAMES[k]} ${feature.since[k]}`] : [],
+        );
+        sink.warn(
+          Codes.CLIENT_COMPAT,
+          ref,
+          use.path,
+          `node group "${group}" has gRPC applications that ${feature.without === 'ignores' ? 'ignore' : 'refuse'} ` +
+            `${feature.what} (gRFC ${feature.gRFC}): ${lacking.join(', ')}; ` +
+            (since.length ? `supported from ${since.join(', ')}` : 'no gRPC release supports it'),
+        );
+      }
+      if (needEnv.size)
+        sink.warn(
+          Codes.CLIENT_COMPAT,
+          ref,
+          use.path,
+          `node group "${group}": ${feature.what} (gRFC ${feature.gRFC}): ${[...needEnv].join('; ')} in the ` +
+            `application environment, or it ${feature.without === 'ignores' ? 'ignores' : 'refuses'} them`,
+        );
+    }
+  }
+  return sink.diagnostics;
+}
+
+/** The releases of gRPC applications among connected nodes, per group (Envoys and unknown agents left out). */
+export function connectedClients(nodes: readonly { group: string; userAgent: string }[]): ConnectedClients {
+  const out = new Map<string, Map<string, number>>();
+  for (const n of nodes) {
+    if (!grpcClientOf(n.userAgent)) continue;
+    let g = out.get(n.group);
+    if (!g) out.set(n.group, (g = new Map<string, number>()));
+    g.set(n.userAgent, (g.get(n.userAgent) ?? 0) + 1);
+  }
+  return out;
+}

@@ -1,0 +1,84 @@
+// A gRPC-Go xDS client for fleetxds's end-to-end tests: it reads the bootstrap named by
+// GRPC_XDS_BOOTSTRAP (as every gRPC-Go application does), dials the xds:/// target given and calls
+// /helloworld.Greeter/SayHello (JSON payloads, as the tests' backends speak) until one succeeds or
+// the deadline passes. It prints one line: "ok <backend>" or "error <code> <message>". With -hold it
+// then keeps calling (the process, its xDS stream and its certificates stay) and prints
+// "held <ok> <failed>" at the end.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/status"
+	_ "google.golang.org/grpc/xds" // the xds:/// resolver and balancers
+)
+
+// rawCodec sends and receives message bytes as they are (the tests' backends speak JSON).
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), b...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+var _ encoding.Codec = rawCodec{}
+
+func main() {
+	target := flag.String("target", "", "xds:///host:port")
+	wait := flag.Duration("wait", 20*time.Second, "how long to keep trying")
+	hold := flag.Duration("hold", 0, "how long to keep calling after the first success")
+	flag.Parse()
+	conn, err := grpc.NewClient(*target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Printf("error dial %v\n", err)
+		os.Exit(1)
+	}
+	defer conn.Close()
+	call := func() ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		req := []byte(`{"name":"grpc-go"}`)
+		var resp []byte
+		err := conn.Invoke(ctx, "/helloworld.Greeter/SayHello", &req, &resp, grpc.ForceCodec(rawCodec{}))
+		return resp, err
+	}
+	deadline := time.Now().Add(*wait)
+	var last error
+	for time.Now().Before(deadline) {
+		var resp []byte
+		resp, last = call()
+		if last == nil {
+			var body struct {
+				Backend string `json:"backend"`
+			}
+			_ = json.Unmarshal(resp, &body)
+			fmt.Printf("ok %s\n", body.Backend)
+			ok, failed := 0, 0
+			for end := time.Now().Add(*hold); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				if _, err := call(); err == nil {
+					ok++
+				} else {
+					failed++
+				}
+			}
+			if *hold > 0 {
+				fmt.Printf("held %d %d\n", ok, failed)
+			}
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s, _ := status.FromError(last)
+	fmt.Printf("error %s %s\n", s.Code(), s.Message())
+	os.Exit(1)
+}
