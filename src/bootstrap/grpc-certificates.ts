@@ -24,6 +24,7 @@ export interface FileWatcherProvider {
 /** The Secrets a group's gRPC applications read, in name order. */
 export function grpcSecretNames(model: Model, group: string): string[] {
   const names = new Set<string>();
+  const service = (name: string) => docOf(model, 'Service', name) as ServiceDoc | undefined;
   const inGroup = <T extends { groups?: string[] }>(docs: readonly T[] | undefined) =>
     (docs ?? []).filter((d) => listenerGroups(d).includes(group));
   for (const s of inGroup(model.grpcServers)) {
@@ -33,9 +34,12 @@ export function grpcSecretNames(model: Model, group: string): string[] {
   for (const g of inGroup(model.grpcServices))
     for (const route of g.routes)
       for (const target of [route.to, ...(route.split ?? []).map((t) => t.service)]) {
-        const tls = target === undefined ? undefined : (docOf(model, 'Service', target) as ServiceDoc | undefined)?.tls;
-        if (tls?.caSecret) names.add(tls.caSecret);
-        if (tls?.clientSecret) names.add(tls.clientSecret);
+        const s = target === undefined ? undefined : service(target);
+        // An aggregate's members are what the application connects to.
+        for (const m of s?.aggregate ? s.aggregate.map(service) : [s]) {
+          if (m?.tls?.caSecret) names.add(m.tls.caSecret);
+          if (m?.tls?.clientSecret) names.add(m.tls.clientSecret);
+        }
       }
   return [...names].sort();
 }

@@ -11,7 +11,7 @@ import {
   checkUpstreamNames,
   checkVirtualHostProtection,
 } from './protection-checks.ts';
-import { checkGrpcServers, checkGrpcServiceTls, type GrpcCheckContext } from './grpc-checks.ts';
+import { checkGrpcServers, checkGrpcTargets, type GrpcCheckContext } from './grpc-checks.ts';
 import {
   checkGrpcHashPolicy,
   checkRetryBudget,
@@ -283,6 +283,22 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
       sink.error(Codes.INVALID_VALUE, ref('Service', s.name), ['tls'], 'use caFile or caSecret, not both');
   });
 
+  for (const s of model.services) {
+    if (!s.aggregate) continue;
+    const r = ref('Service', s.name);
+    s.aggregate.forEach((name, i) => {
+      const path = ['aggregate', i];
+      if (name === s.name) sink.error(Codes.INVALID_VALUE, r, path, 'an aggregate service cannot list itself');
+      else if (needService(r, path, name)?.aggregate)
+        sink.error(
+          Codes.INVALID_VALUE,
+          r,
+          path,
+          `service "${name}" is an aggregate too: list its members here instead`,
+        );
+    });
+  }
+
   for (const g of model.nodeGroups) {
     const r = ref('NodeGroup', g.name);
     const criteria = g.match ? Object.keys(g.match).length : 0;
@@ -447,7 +463,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
       g.routes.forEach((route, i) => checkGrpcRoute(route, ['routes', i], r, sink, need)),
     );
     // Outside the memo: it depends on what else the node groups carry.
-    checkGrpcServiceTls(g, cited, model, sink, grpc);
+    checkGrpcTargets(g, cited, model, sink, grpc);
   }
   checkGrpcServers(model, sink, grpc);
 
@@ -553,7 +569,31 @@ function checkRegistration(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void
       sink.error(Codes.INVALID_VALUE, r, ['registration', k], 'at least 1s');
 }
 
+/** What an aggregate service cannot have: it only orders other services, which have these. */
+const NOT_ON_AGGREGATES = [
+  'endpoints',
+  'dns',
+  'registration',
+  'lb',
+  'ringHash',
+  'healthCheck',
+  'circuitBreaker',
+  'outlierDetection',
+  'tls',
+  'protocol',
+  'connectTimeout',
+] as const;
+
 function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
+  if (s.aggregate)
+    for (const k of NOT_ON_AGGREGATES)
+      if (s[k] !== undefined)
+        sink.error(
+          Codes.INVALID_VALUE,
+          r,
+          [k],
+          `an aggregate service only orders other services: \`${k}\` belongs on its members`,
+        );
   if (s.ringHash && s.lb !== 'ring_hash')
     sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'ringHash goes with lb: ring_hash');
   if (s.ringHash?.minSize !== undefined && s.ringHash.maxSize !== undefined && s.ringHash.minSize > s.ringHash.maxSize)
@@ -565,12 +605,13 @@ function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
       [],
       s.registration ? 'a dns service cannot take registered endpoints' : 'use either `endpoints` or `dns`, not both',
     );
-  else if (!s.dns && s.endpoints === undefined && !s.registration)
+  else if (!s.dns && s.endpoints === undefined && !s.registration && !s.aggregate)
     sink.error(
       Codes.INVALID_VALUE,
       r,
       [],
-      'a service needs `endpoints` (static IPs), `dns` (a host name) or `registration` (endpoints at run time)',
+      'a service needs `endpoints` (static IPs), `dns` (a host name), `registration` (endpoints at run time) ' +
+        'or `aggregate` (other services, in order)',
     );
   if (s.registration) checkRegistration(s, r, sink);
   const seen = new Map<string, number>();

@@ -93,11 +93,11 @@ function checkAccessRules(s: GrpcServerDoc, r: DocRef, sink: DiagnosticSink, cx:
 }
 
 /**
- * The TLS of services gRPC clients call: gRPC takes certificates from its certificate providers,
- * so a node group mixing Envoy (SDS) and gRPC clients cannot carry one cluster for both, and the
- * CA must be a provider (a Secret), not a file path Envoy reads.
+ * The services gRPC clients call, an aggregate's members included: their TLS comes from
+ * certificate providers, so a node group mixing Envoy (SDS) and gRPC clients cannot carry one
+ * cluster for both, and the CA must be a provider (a Secret), not a file path Envoy reads.
  */
-export function checkGrpcServiceTls(
+export function checkGrpcTargets(
   g: GrpcServiceDoc,
   targets: readonly string[],
   model: Model,
@@ -106,11 +106,27 @@ export function checkGrpcServiceTls(
 ): void {
   const r = cx.ref('GrpcService', g.name);
   const mixed = listenerGroups(g).filter((group) => !isProxylessGroup(model, group));
-  for (const name of new Set(targets)) {
-    const tls = cx.service(name)?.tls;
-    if (!tls) continue;
-    const at = g.routes.findIndex((route) => route.to === name || route.split?.some((t) => t.service === name));
+  for (const target of new Set(targets)) {
+    const at = g.routes.findIndex((route) => route.to === target || route.split?.some((t) => t.service === target));
     const path: PathSegment[] = ['routes', Math.max(at, 0)];
+    // An aggregate's members are what the clients connect to (a route's own targets' DNS is
+    // checked with the route).
+    const members = cx.service(target)?.aggregate;
+    if (members) for (const name of members) checkTarget(name, path, true);
+    else checkTarget(target, path, false);
+  }
+  function checkTarget(name: string, path: PathSegment[], member: boolean): void {
+    const s = cx.service(name);
+    if (member && s?.dns && s.dns.mode !== 'logical')
+      sink.error(
+        Codes.CLIENT_COMPAT,
+        r,
+        path,
+        `service "${name}" (a member of an aggregate) uses strict DNS, which proxyless gRPC clients do not ` +
+          'resolve: give it `dns.mode: logical` or static endpoints',
+      );
+    const tls = s?.tls;
+    if (!tls) return;
     if (mixed.length)
       sink.error(
         Codes.CONFLICT,

@@ -65,6 +65,13 @@ export const GRPC_FEATURES = {
     since: { core: '1.47.0', java: '1.39.0', go: '1.52.2', node: '1.9.0' },
     without: 'refuses',
   },
+  aggregate: {
+    where: '`Service.aggregate`',
+    gRFC: 'A37',
+    what: 'aggregate services (failover across services)',
+    since: { core: '1.47.0', java: '1.39.0', go: '1.52.2', node: '1.9.0' },
+    without: 'refuses',
+  },
   ringHash: {
     where: '`Service.lb: ring_hash`, `GrpcService.routes[].hashPolicy`',
     gRFC: 'A42',
@@ -163,6 +170,7 @@ export interface FeatureUse {
 function serviceUses(s: ServiceDoc, at: Omit<FeatureUse, 'feature'>): FeatureUse[] {
   const out: FeatureUse[] = [];
   const use = (feature: GrpcFeatureName) => out.push({ feature, ...at });
+  if (s.aggregate) use('aggregate');
   if (s.dns?.mode === 'logical') use('logicalDns');
   if (s.lb === 'ring_hash') use('ringHash');
   if (s.lb === 'least_request') use('leastRequest');
@@ -190,6 +198,10 @@ export function grpcFeatureUses(model: Model): FeatureUse[] {
         if (target !== undefined) {
           const s = docOf(model, 'Service', target) as ServiceDoc | undefined;
           if (s) out.push(...serviceUses(s, at(path)));
+          for (const m of s?.aggregate ?? []) {
+            const member = docOf(model, 'Service', m) as ServiceDoc | undefined;
+            if (member) out.push(...serviceUses(member, at(path)));
+          }
         }
     });
   }

@@ -237,6 +237,16 @@ export const Service = Type.Object(
     outlierDetection: Type.Optional(OutlierDetection),
     tls: Type.Optional(UpstreamTls),
     registration: Type.Optional(Registration),
+    aggregate: Type.Optional(
+      Type.Array(Name, {
+        minItems: 2,
+        maxItems: 16,
+        uniqueItems: true,
+        description:
+          'Failover across other services, in order: requests go to the first one with healthy endpoints ' +
+          '(an aggregate cluster, for Envoy and gRPC clients, gRFC A37). Such a service has no endpoints of its own.',
+      }),
+    ),
   },
   strict,
 );

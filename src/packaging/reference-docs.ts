@@ -182,12 +182,12 @@ export function grpcClientsReference(): string {
       '',
       '# gRPC client support reference',
       '',
-      "The first release of each gRPC implementation that honours a setting fleetxds sends gRPC applications, from gRPC's " +
-        'own list of xDS features (and, for grpc-js, the feature list of each @grpc/grpc-js-xds release; gRPC C-core ' +
-        'covers C++, Python, Ruby and PHP). A release without a setting ignores it silently, or refuses the resource ' +
-        "that carries it. When a tree is applied, fleetxds warns at the setting's file:line for each node group whose " +
-        'connected applications (by the user agent they report) would, naming their releases. ' +
-        'See [proxyless gRPC](../grpc.md).',
+      'The first release of each gRPC implementation that honours a setting fleetxds sends gRPC applications, ' +
+        "from gRPC's own list of xDS features (and, for grpc-js, the feature list of each @grpc/grpc-js-xds " +
+        'release; gRPC C-core covers C++, Python, Ruby and PHP). A release without a setting ignores it silently, ' +
+        "or refuses the resource that carries it. When a tree is applied, fleetxds warns at the setting's " +
+        'file:line for each node group whose connected applications (by the user agent they report) would, ' +
+        'naming their releases. See [proxyless gRPC](../grpc.md).',
       '',
       `| ${head.join(' | ')} |`,
       `|${head.map(() => '---').join('|')}|`,

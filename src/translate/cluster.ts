@@ -20,6 +20,7 @@ export const DEFAULT_CONNECT_TIMEOUT = '5s';
  * certificate providers (gRFC A29), not SDS.
  */
 export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
+  if (s.aggregate) return aggregateCluster(s.name, s.aggregate);
   const c: JsonObject = { name: s.name };
   if (s.dns) {
     c.type = s.dns.mode === 'logical' ? 'LOGICAL_DNS' : 'STRICT_DNS';
@@ -135,6 +136,28 @@ function providerTls(tls: NonNullable<ServiceDoc['tls']>): JsonObject {
   return {
     name: 'envoy.transport_sockets.tls',
     typed_config: compact({ '@type': TYPE.upstreamTls, common_tls_context: ctx, sni: tls.sni }),
+  };
+}
+
+/**
+ * Priority failover across other clusters: the first with healthy endpoints takes the traffic.
+ * Envoy wants the cluster-provided balancer for it, which gRPC does not know: each takes the first
+ * policy of the list it implements (gRPC then ignores the balancer of an aggregate, gRFC A37).
+ */
+function aggregateCluster(name: string, members: readonly string[]): JsonObject {
+  return {
+    name,
+    connect_timeout: durationToProto(DEFAULT_CONNECT_TIMEOUT),
+    load_balancing_policy: {
+      policies: [
+        { typed_extension_config: { name: 'cluster_provided', typed_config: { '@type': TYPE.clusterProvidedLb } } },
+        { typed_extension_config: { name: 'round_robin', typed_config: { '@type': TYPE.roundRobinLb } } },
+      ],
+    },
+    cluster_type: {
+      name: 'envoy.clusters.aggregate',
+      typed_config: { '@type': TYPE.aggregateCluster, clusters: members },
+    },
   };
 }
 

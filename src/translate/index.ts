@@ -59,6 +59,8 @@ interface Back {
   clusters: TranslatedResource[];
   endpoints: TranslatedResource[];
   secretRefs: readonly string[];
+  /** The services that get clusters: those targeted, and the members of targeted aggregates. */
+  served: ReadonlySet<string>;
 }
 
 /**
@@ -88,7 +90,7 @@ export function translateGroup(
     const same = prev?.inputs[1] === front.used && prev.inputs[2] === proxyless;
     const names = same ? changedNames(services, model.services) : undefined;
     return (
-      (names && patchBack(prev!.value, services!, model.services, front.used, names, memo, proxyless)) ??
+      (names && patchBack(prev!.value, services!, model.services, names, memo, proxyless)) ??
       translateBack(model, front.used, memo, proxyless)
     );
   });
@@ -204,33 +206,43 @@ function translateBack(model: Model, used: ReadonlySet<string>, memo: Translatio
   const clusters: TranslatedResource[] = [];
   const endpoints: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
+  const served = withAggregateMembers(model.services, used);
   for (const s of model.services) {
-    if (!used.has(s.name)) continue;
+    if (!served.has(s.name)) continue;
     if (!proxyless) for (const n of secretsOf(s)) secretRefs.add(n);
     clusters.push(clusterOf(s, memo, proxyless));
-    if (!s.dns) endpoints.push(endpointOf(s, memo));
+    if (!s.dns && !s.aggregate) endpoints.push(endpointOf(s, memo));
   }
-  return { clusters, endpoints, secretRefs: [...secretRefs] };
+  return { clusters, endpoints, secretRefs: [...secretRefs], served };
+}
+
+/** `used` and the members of the aggregates in it (aggregates do not nest: validation refuses it). */
+function withAggregateMembers(services: readonly ServiceDoc[], used: ReadonlySet<string>): ReadonlySet<string> {
+  let out: Set<string> | undefined;
+  for (const s of services)
+    if (s.aggregate && used.has(s.name)) for (const m of s.aggregate) if (!used.has(m)) (out ??= new Set(used)).add(m);
+  return out ?? used;
 }
 
 /**
  * The previous clusters and endpoints with those of `names` (services replaced, added or removed)
  * translated again; each list records the names it changed, for the encoder. Undefined when a
- * changed service names a secret (the group's secret references are then gathered again).
+ * changed service names a secret (the group's secret references are then gathered again) or is an
+ * aggregate (which services get clusters is then worked out again).
  */
 function patchBack(
   prev: Back,
   before: readonly ServiceDoc[],
   after: readonly ServiceDoc[],
-  used: ReadonlySet<string>,
   names: ReadonlySet<string>,
   memo: TranslationMemo,
   proxyless: boolean,
 ): Back | undefined {
   const docs = new Map<string, ServiceDoc | undefined>();
   for (const name of names) {
-    for (const s of [findByName(before, name), findByName(after, name)]) if (s && secretsOf(s).length) return undefined;
-    docs.set(name, used.has(name) ? findByName(after, name) : undefined);
+    for (const s of [findByName(before, name), findByName(after, name)])
+      if (s && (secretsOf(s).length || s.aggregate)) return undefined;
+    docs.set(name, prev.served.has(name) ? findByName(after, name) : undefined);
   }
   const clusters = patchByName(prev.clusters, names, (name) => {
     const s = docs.get(name);
@@ -242,7 +254,7 @@ function patchBack(
   });
   recordDelta(clusters, prev.clusters, names);
   recordDelta(endpoints, prev.endpoints, names);
-  return { clusters, endpoints, secretRefs: prev.secretRefs };
+  return { clusters, endpoints, secretRefs: prev.secretRefs, served: prev.served };
 }
 
 /** The secrets a service's cluster names (its upstream TLS). */

@@ -17,7 +17,7 @@ import { parseYamlFile } from '../../src/source/parse-yaml.ts';
 const service = (n: number, ip: number) => `kind: Service\nname: s${n}\nendpoints:\n  - address: 10.0.0.${ip}:80\n`;
 const vhost = (v: number, routes: [string, number][]) =>
   `kind: VirtualHost\nname: vh${v}\ndomains: [vh${v}.example.com]\nroutes:\n` +
-  routes.map(([p, s]) => `  - { match: { prefix: /${p}/ }, to: s${s} }\n`).join('');
+  routes.map(([p, s]) => `  - { match: { prefix: /${p}/ }, to: ${s < 0 ? 'agg' : `s${s}`} }\n`).join('');
 const listener = (name: string, port: number, vhosts: number[], group?: string) =>
   `kind: Listener\nname: ${name}\nport: ${port}\n${group ? `groups: [${group}]\n` : ''}` +
   `virtualHosts: [${vhosts.map((v) => `vh${v}`).join(', ')}]\n`;
@@ -48,10 +48,15 @@ test('a sequence of random edits: every build is what a build from nothing gives
     ['edge', { port: 8080, vhosts: [0, 1] }],
   ]);
   const grpcs = new Map<number, number>();
+  /** The members of the aggregate service `agg` (routes to -1 go to it). */
+  let aggregate: [number, number] | undefined;
   let canary = false;
   const texts = () => {
     const t = new Map<string, string>();
     t.set('services.yaml', [...services].map(([n, ip]) => service(n, ip)).join('---\n'));
+    // In a file of its own: an edit of services.yaml then changes its members' documents only.
+    if (aggregate)
+      t.set('aggregate.yaml', `kind: Service\nname: agg\naggregate: [s${aggregate[0]}, s${aggregate[1]}]\n`);
     t.set('routes.yaml', [...vhosts].map(([v, r]) => vhost(v, r)).join('---\n'));
     t.set(
       'listeners.yaml',
@@ -77,14 +82,14 @@ test('a sequence of random edits: every build is what a build from nothing gives
   const caches = new PipelineCaches();
   let previous: ReadonlyMap<string, GroupSnapshot> | undefined;
   let built = 0;
-  for (let step = 0; step < 250; step++) {
-    const op = rnd(9);
+  for (let step = 0; step < 300; step++) {
+    const op = rnd(11);
     const s = rnd(16); // a few of these do not exist: dangling routes make some trees invalid
     if (op === 0)
       services.set(rnd(14), rnd(250) + 1); // endpoint change, or a new service
     else if (op === 1) services.delete(rnd(14));
     else if (op === 2)
-      vhosts.get(rnd(2))!.push([`p${rnd(50)}`, s]); // a route, maybe to a new service
+      vhosts.get(rnd(2))!.push([`p${rnd(50)}`, rnd(4) ? s : -1]); // a route, maybe to a new service or `agg`
     else if (op === 3) {
       const r = vhosts.get(rnd(2))!;
       if (r.length > 1) r.splice(rnd(r.length), 1);
@@ -98,11 +103,20 @@ test('a sequence of random edits: every build is what a build from nothing gives
       listeners.delete('canary-edge');
       canary = rnd(2) === 0;
     } else if (op === 7) grpcs.set(rnd(3), s);
-    else grpcs.delete(rnd(3));
+    else if (op === 8) grpcs.delete(rnd(3));
+    else if (op === 9) {
+      // An aggregate, or new members for it: its members get clusters only through it.
+      const a = rnd(14);
+      const b = rnd(14);
+      if (a !== b) aggregate = [a, b];
+    } else aggregate = undefined;
     // Keep most trees valid: routes and gRPC services to services that do not exist are dropped half the time.
     if (rnd(2)) {
       for (const r of vhosts.values())
-        for (let i = r.length - 1; i >= 0; i--) if (!services.has(r[i]![1])) r.splice(i, 1);
+        for (let i = r.length - 1; i >= 0; i--) {
+          const to = r[i]![1];
+          if (to < 0 ? !aggregate || !aggregate.every((m) => services.has(m)) : !services.has(to)) r.splice(i, 1);
+        }
       for (const [g, t] of grpcs) if (!services.has(t)) grpcs.delete(g);
     }
     const src = source();
@@ -117,6 +131,38 @@ test('a sequence of random edits: every build is what a build from nothing gives
     built++;
   }
   assert.ok(built > 100, `${built} trees were built`);
+});
+
+test("an edit to a service only an aggregate reaches changes that service's cluster, and only that one", () => {
+  const caches = new PipelineCaches();
+  // The aggregate in a file of its own: an edit of services.yaml changes the members' documents only.
+  const routes = parseYamlFile(
+    'routes.yaml',
+    `${vhost(0, [['a', -1]])}---\n${listener('edge', 8080, [0])}---\nkind: Service\nname: agg\naggregate: [s1, s2]\n`,
+  );
+  const build = (ip: number, previous?: ReadonlyMap<string, GroupSnapshot>) => {
+    const src = {
+      root: '/cfg',
+      treeHash: '',
+      files: [routes, parseYamlFile('services.yaml', `${service(1, 1)}---\n${service(2, ip)}`)],
+      diagnostics: [],
+    };
+    const kept = validateSourceSet(src, caches.assembler, caches.checks);
+    assert.equal(kept.diagnostics.map(formatDiagnostic), []);
+    const a = buildConfig(kept.model!, caches, undefined, new Map(), previous).config!.groups;
+    const b = buildConfig(validateSourceSet(src).model!, freshBuildCaches()).config!.groups;
+    assert.equal(summary(a), summary(b));
+    return a;
+  };
+  const first = build(2);
+  const endpoints = (g: ReadonlyMap<string, GroupSnapshot>) => [...g.get('default')!.types.endpoint.resources.keys()];
+  assert.equal(endpoints(first), ['s1', 's2']);
+  const next = build(9, first);
+  assert.equal(endpoints(next), ['s1', 's2']);
+  assert.is.not(
+    next.get('default')!.types.endpoint.resources.get('s2')!.key,
+    first.get('default')!.types.endpoint.resources.get('s2')!.key,
+  );
 });
 
 test('a kept check is run again when a service it named changes in another file', () => {
