@@ -71,6 +71,13 @@ test('a header hash policy: each session stays on one backend, sessions spread o
     used.add([...seen][0]!);
   }
   assert.ok(used.size >= 2, `12 sessions over ${used.size} backend(s)`);
+  // One header value, 100 RPCs: all on one backend.
+  const one = new Map<string, number>();
+  for (let i = 0; i < 100; i++) {
+    const b = (await c.sayHello(`same-${i}`, 5000, { 'x-session': 'user-100' })).backend;
+    one.set(b, (one.get(b) ?? 0) + 1);
+  }
+  assert.equal([...one.values()], [100], `100 RPCs of one session: ${JSON.stringify(Object.fromEntries(one))}`);
 });
 
 test('a channel id hash policy: each channel stays on one backend, channels spread', async () => {
