@@ -1112,15 +1112,21 @@ function checkGrpcRoute(
         `service "${s.name}" uses strict DNS, which proxyless gRPC clients do not resolve: give it ` +
           '`dns.mode: logical` (gRFC A37: the client resolves the name itself) or static endpoints',
       );
-    if (s.lb === 'least_request' || s.lb === 'random' || s.lb === 'maglev') {
+    if (s.lb === 'random' || s.lb === 'maglev')
       sink.warn(
         Codes.CLIENT_COMPAT,
         r,
         path,
-        `service "${s.name}" uses lb ${s.lb}; gRPC clients without support for it (grpc-js 1.14 supports ` +
-          `round_robin and ring_hash) will NACK the cluster`,
+        `service "${s.name}" uses lb ${s.lb}, which no gRPC client implements: they refuse (NACK) the cluster`,
       );
-    }
+    else if (s.lb === 'least_request')
+      sink.warn(
+        Codes.CLIENT_COMPAT,
+        r,
+        path,
+        `service "${s.name}" uses lb least_request, which only grpc-go and grpc-java (from 1.73) implement: ` +
+          'other gRPC clients, grpc-js among them, refuse (NACK) the cluster',
+      );
     const o = s.outlierDetection;
     const ignored = (['consecutive5xx', 'consecutiveGatewayFailure'] as const).filter((k) => o?.[k] !== undefined);
     if (ignored.length)

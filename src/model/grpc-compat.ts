@@ -118,8 +118,10 @@ export const GRPC_FEATURES = {
   leastRequest: {
     where: '`Service.lb: least_request`',
     gRFC: 'A48',
+    // On by default from these; earlier grpc-java (from 1.48) and grpc-go releases need
+    // GRPC_EXPERIMENTAL_ENABLE_LEAST_REQUEST=true.
     what: 'least-request balancing',
-    since: { java: '1.48.0' },
+    since: { java: '1.73.0', go: '1.73.0' },
     without: 'refuses',
   },
 } as const satisfies Record<string, GrpcFeature>;

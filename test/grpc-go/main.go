@@ -3,7 +3,8 @@
 // /helloworld.Greeter/SayHello (JSON payloads, as the tests' backends speak) until one succeeds or
 // the deadline passes. It prints one line: "ok <backend>" or "error <code> <message>". With -hold it
 // then keeps calling (the process, its xDS stream and its certificates stay) and prints
-// "held <ok> <failed>" at the end.
+// "held <ok> <failed>" at the end. With -spread N it then sends N more RPCs, -concurrency at a
+// time, and prints "spread <backend>=<count> ..." (in name order).
 package main
 
 import (
@@ -12,6 +13,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -37,6 +41,8 @@ func main() {
 	target := flag.String("target", "", "xds:///host:port")
 	wait := flag.Duration("wait", 20*time.Second, "how long to keep trying")
 	hold := flag.Duration("hold", 0, "how long to keep calling after the first success")
+	spread := flag.Int("spread", 0, "RPCs to send after the first success, counted per backend")
+	concurrency := flag.Int("concurrency", 8, "RPCs in flight at a time for -spread")
 	flag.Parse()
 	conn, err := grpc.NewClient(*target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -74,6 +80,9 @@ func main() {
 			if *hold > 0 {
 				fmt.Printf("held %d %d\n", ok, failed)
 			}
+			if *spread > 0 {
+				fmt.Println(spreadOver(call, *spread, *concurrency))
+			}
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -81,4 +90,47 @@ func main() {
 	s, _ := status.FromError(last)
 	fmt.Printf("error %s %s\n", s.Code(), s.Message())
 	os.Exit(1)
+}
+
+// spreadOver sends n RPCs, c at a time, and says how many each backend answered.
+func spreadOver(call func() ([]byte, error), n, c int) string {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	jobs := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				resp, err := call()
+				key := "error"
+				if err == nil {
+					var body struct {
+						Backend string `json:"backend"`
+					}
+					_ = json.Unmarshal(resp, &body)
+					key = body.Backend
+				}
+				mu.Lock()
+				counts[key]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := []string{"spread"}
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, counts[k]))
+	}
+	return strings.Join(parts, " ")
 }

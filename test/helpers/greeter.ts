@@ -29,13 +29,16 @@ export interface Backend {
   close(): Promise<void>;
 }
 
-export async function startBackend(name: string): Promise<Backend> {
+/** `delayMs`: how long each answer takes (a slow backend). */
+export async function startBackend(name: string, opts: { delayMs?: number } = {}): Promise<Backend> {
   const server = new grpc.Server();
   const backend: Backend = { name, port: 0, calls: 0, close: () => new Promise((r) => server.tryShutdown(() => r())) };
   server.addService(GreeterDefinition, {
     SayHello: (call: grpc.ServerUnaryCall<{ name: string }, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       backend.calls++;
-      cb(null, { message: `hello ${call.request.name}`, backend: name });
+      const answer = () => cb(null, { message: `hello ${call.request.name}`, backend: name });
+      if (opts.delayMs) setTimeout(answer, opts.delayMs);
+      else answer();
     },
   });
   backend.port = await new Promise<number>((resolve, reject) =>

@@ -39,8 +39,10 @@ test('a release honours a feature from the first release listed for its implemen
     ['retries', 'go', '1.40.10', false],
     ['logicalDns', 'go', '1.52.2', true],
     ['logicalDns', 'go', '1.52.1', false],
-    ['leastRequest', 'go', '1.85.0', false],
-    ['leastRequest', 'java', '1.48.0', true],
+    ['leastRequest', 'go', '1.85.0', true],
+    ['leastRequest', 'go', '1.72.9', false],
+    ['leastRequest', 'java', '1.73.0', true],
+    ['leastRequest', 'node', '1.14.1', false],
     ['rbac', 'node', '1.14.1', true],
     ['rbac', 'node', '1.13.0', false],
     ['tls', 'node', '1.13', true],
@@ -89,7 +91,7 @@ test('warned at file:line, per group, naming the releases that would ignore or r
       '1.40.0, grpc-java 1.40.1, grpc-go 1.41.0, grpc-js 1.8.0',
     'grpc.yaml:11:5: warning FXDS_CLIENT_COMPAT: GrpcService/orders routes[0]: node group "default" has gRPC ' +
       'applications that refuse least-request balancing (gRFC A48): grpc-js 1.7.2 (2 nodes), grpc-js 1.14.1 ' +
-      '(1 node), grpc-go 1.85.0 (1 node); supported from grpc-java 1.48.0',
+      '(1 node); supported from grpc-java 1.73.0, grpc-go 1.73.0',
     'grpc.yaml:17:9: warning FXDS_CLIENT_COMPAT: GrpcServer/orders access: node group "default" has gRPC ' +
       'applications that refuse access rules (gRFC A41): grpc-js 1.7.2 (2 nodes); supported from gRPC C-core ' +
       '1.51.0, grpc-java 1.42.0, grpc-go 1.42.0, grpc-js 1.14.0',
@@ -97,7 +99,7 @@ test('warned at file:line, per group, naming the releases that would ignore or r
       '(gRFC A41): grpc-js needs GRPC_XDS_EXPERIMENTAL_RBAC=true in the application environment, or it refuses them',
   ]);
   // Up-to-date applications of every kind: nothing to say.
-  const current = connectedClients([{ group: 'default', userAgent: 'gRPC Java/1.70.0' }]);
+  const current = connectedClients([{ group: 'default', userAgent: 'gRPC Java/1.80.0' }]);
   assert.equal(
     clientSupportWarnings(model!, current, () => text),
     [],

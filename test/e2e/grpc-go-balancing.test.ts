@@ -1,0 +1,92 @@
+/**
+ * Least-request balancing (gRFC A48) for a gRPC-Go application (grpc-js has none): with one
+ * backend answering at once and one taking 300 ms, RPCs sent 8 at a time go mostly to the quick
+ * one, which has fewer in flight, where round robin sends half to each. The client is
+ * test/grpc-go, with the bootstrap fleetxds generates.
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunningApp } from '../../src/app/app.ts';
+import { grpcBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { projectPath } from '../../src/shared/paths.ts';
+import { startBackend, type Backend } from '../helpers/greeter.ts';
+import { startServer } from '../helpers/server.ts';
+import { tempDir, writeTree } from '../helpers/tree.ts';
+
+let app: RunningApp;
+const backends: Backend[] = [];
+
+test.before(async () => {
+  const quick = await startBackend('quick');
+  const slow = await startBackend('slow', { delayMs: 300 });
+  backends.push(quick, slow);
+  const endpoints = `[{ address: 127.0.0.1:${quick.port} }, { address: 127.0.0.1:${slow.port} }]`;
+  app = await startServer(
+    writeTree({
+      'grpc.yaml': `kind: Service
+name: least
+protocol: grpc
+lb: least_request
+endpoints: ${endpoints}
+---
+kind: Service
+name: rr
+protocol: grpc
+endpoints: ${endpoints}
+---
+kind: GrpcService
+name: least
+target: least.internal:50051
+routes: [{ to: least }]
+---
+kind: GrpcService
+name: rr
+target: rr.internal:50051
+routes: [{ to: rr }]
+`,
+    }),
+  );
+});
+
+test.after(async () => {
+  await app?.close();
+  for (const b of backends) await b.close();
+});
+
+/** How many of 400 RPCs, 8 at a time, each backend answered (the server runs in this process: no spawnSync). */
+async function spread(target: string): Promise<Record<string, number>> {
+  const file = join(tempDir(), 'bootstrap.json');
+  writeFileSync(file, JSON.stringify(grpcBootstrap(`go-${target}`, 'go', { host: '127.0.0.1', port: app.grpcPort })));
+  const child = spawn(
+    projectPath('.grpc-go', 'grpcgo-client'),
+    ['-target', `xds:///${target}`, '-spread', '400', '-concurrency', '8'],
+    { env: { ...process.env, GRPC_XDS_BOOTSTRAP: file }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise((r) => child.on('exit', r));
+  const line = out.split('\n').find((l) => l.startsWith('spread '));
+  assert.ok(line, out);
+  return Object.fromEntries(
+    line
+      .split(' ')
+      .slice(1)
+      .map((kv) => [kv.split('=')[0]!, Number(kv.split('=')[1])]),
+  );
+}
+
+test('least request sends RPCs to the backend with fewer in flight; round robin to each in turn', async () => {
+  const least = await spread('least.internal:50051');
+  assert.is((least.quick ?? 0) + (least.slow ?? 0), 400, JSON.stringify(least));
+  // Each pick compares two endpoints drawn with replacement (A48): a quarter of the draws are the
+  // slow one twice, so it still gets about 27%; round robin gives it half.
+  assert.ok((least.slow ?? 0) < 144, `least request: ${JSON.stringify(least)}`);
+  const rr = await spread('rr.internal:50051');
+  assert.ok((rr.slow ?? 0) >= 180, `round robin: ${JSON.stringify(rr)}`);
+});
+
+test.run();
