@@ -161,7 +161,9 @@ if (selected.includes('pipeline') || selected.includes('restart')) {
       `Pipeline, ${n.toLocaleString('en')} services, plain tree beside one with hashPolicy, header edits, ` +
         'mirroring, a regex rewrite and retries with backoff on every route; an access log, connection settings, ' +
         'compression and tracing on the listener; access rules, JWT, external authorization, local and global ' +
-        'rate limits on the listener and, with CORS, on every virtual host',
+        'rate limits on the listener and, with CORS, on every virtual host; and a node group of gRPC applications ' +
+        '(a gRPC service with retries, affinity and faults, an aggregate and an xDS server with access rules per ' +
+        '100 services)',
       [
         { tree: 'plain', ...plain },
         { tree: 'features', ...row },

@@ -15,7 +15,8 @@ export interface TreeSpec {
    * Every route, listener and service using the HTTP features an operator turns on (affinity,
    * header edits, retries with backoff, mirroring, regex rewrites, CORS, compression, tracing, an
    * access log), and every listener and virtual host the
-   * edge protections (access rules, JWT, external authorization, local and global rate limits).
+   * edge protections (access rules, JWT, external authorization, local and global rate limits);
+   * and a node group of gRPC applications (gRPC services, aggregates, xDS-enabled servers).
    */
   features?: boolean;
   /** sha256 of a token: every service takes registered endpoints with it (ttl 30s). */
@@ -113,5 +114,31 @@ export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
     );
   }
   writeFileSync(join(dir, 'listeners.yaml'), ldocs.join('---\n'));
+  if (spec.features) writeFileSync(join(dir, 'grpc.yaml'), grpcAppsYaml(spec.services));
   return { vhosts };
+}
+
+/**
+ * For trees with `features`: a node group of gRPC applications with one gRPC service per 100
+ * services (retries with backoff, channel affinity, fault injection, an aggregate for failover) and
+ * an xDS-enabled server with access rules for each.
+ */
+function grpcAppsYaml(services: number): string {
+  const docs = ['kind: NodeGroup\nname: grpc-apps\nmatch: { cluster: grpc-apps }\n'];
+  for (let k = 0; k < Math.max(1, Math.floor(services / 100)); k++) {
+    const a = (k * 100) % services;
+    const b = (k * 100 + 1) % services;
+    docs.push(
+      `kind: Service\nname: agg-${k}\naggregate: [svc-${a}, svc-${b}]\n`,
+      `kind: GrpcService\nname: g-${k}\ntarget: g-${k}.internal:50051\ngroups: [grpc-apps]\nroutes:\n` +
+        `  - match: { service: pkg.S${k}, method: Get }\n    to: svc-${a}\n` +
+        '    retries: { on: [unavailable], count: 2, backoff: { base: 25ms } }\n' +
+        '    hashPolicy: [{ channelId: true }]\n' +
+        '    fault: { delay: { fixed: 10ms, percent: 0.1 } }\n' +
+        `  - to: agg-${k}\n`,
+      `kind: GrpcServer\nname: gs-${k}\naddress: 10.200.${k >> 8}.${k & 255}\nport: 50051\ngroups: [grpc-apps]\n` +
+        `access:\n  deny: [{ methods: ["pkg.Admin/*"] }]\n  allow: [{ addresses: [10.0.0.0/8], methods: ["pkg.S${k}/*"] }]\n`,
+    );
+  }
+  return docs.join('---\n');
 }

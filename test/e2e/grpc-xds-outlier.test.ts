@@ -9,6 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import {
+  bindLoopback,
   GreeterDefinition,
   startBackend,
   xdsBootstrap,
@@ -38,9 +39,7 @@ test.before(async () => {
       cb({ code: grpc.status.INTERNAL, details: 'always failing' });
     },
   });
-  failingPort = await new Promise<number>((resolve, reject) =>
-    failing.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
+  failingPort = await bindLoopback(failing);
   app = await startServer(
     writeTree({
       'grpc.yaml': `kind: Service

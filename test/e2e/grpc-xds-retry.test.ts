@@ -10,7 +10,13 @@ import * as grpc from '@grpc/grpc-js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { GreeterDefinition, xdsBootstrap, xdsGreeterClient, type GreeterClientHandle } from '../helpers/greeter.ts';
+import {
+  GreeterDefinition,
+  xdsBootstrap,
+  xdsGreeterClient,
+  type GreeterClientHandle,
+  bindLoopback,
+} from '../helpers/greeter.ts';
 import { startServer } from '../helpers/server.ts';
 import { writeTree } from '../helpers/tree.ts';
 
@@ -33,9 +39,7 @@ test.before(async () => {
       else cb(null, { message: 'hello', backend: 'flaky' });
     },
   });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
+  const port = await bindLoopback(server);
   app = await startServer(
     writeTree({
       'grpc.yaml': `kind: Service

@@ -18,6 +18,7 @@ import { grpcCertificateProviders, type FileWatcherProvider } from '../../src/bo
 import { checkTree } from '../../src/compile/check-tree.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { makePki, type Pki } from '../helpers/certs.ts';
+import { greeterMethod } from '../helpers/greeter.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
@@ -29,20 +30,10 @@ const xds = createRequire(import.meta.url)('@grpc/grpc-js-xds') as typeof import
 xds.register();
 
 const BOOTSTRAP_OPTION = 'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config';
-const json = {
-  serialize: (v: unknown) => Buffer.from(JSON.stringify(v)),
-  deserialize: (b: Buffer) => JSON.parse(b.toString()) as unknown,
+const Greeter: grpc.ServiceDefinition = {
+  SayHello: greeterMethod('SayHello'),
+  SayGoodbye: greeterMethod('SayGoodbye'),
 };
-const method = (name: string) => ({
-  path: `/helloworld.Greeter/${name}`,
-  requestStream: false,
-  responseStream: false,
-  requestSerialize: json.serialize,
-  requestDeserialize: json.deserialize,
-  responseSerialize: json.serialize,
-  responseDeserialize: json.deserialize,
-});
-const Greeter: grpc.ServiceDefinition = { SayHello: method('SayHello'), SayGoodbye: method('SayGoodbye') };
 const GreeterClient = grpc.makeGenericClientConstructor(Greeter, 'Greeter');
 type Unary = (
   req: unknown,

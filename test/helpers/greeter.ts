@@ -10,17 +10,27 @@ const json = {
   deserialize: (b: Buffer) => JSON.parse(b.toString()),
 };
 
-export const GreeterDefinition: grpc.ServiceDefinition = {
-  SayHello: {
-    path: '/helloworld.Greeter/SayHello',
+/** A unary method of helloworld.Greeter with JSON payloads. */
+export function greeterMethod(name: string): grpc.MethodDefinition<unknown, unknown> {
+  return {
+    path: `/helloworld.Greeter/${name}`,
     requestStream: false,
     responseStream: false,
     requestSerialize: json.serialize,
     requestDeserialize: json.deserialize,
     responseSerialize: json.serialize,
     responseDeserialize: json.deserialize,
-  },
-};
+  };
+}
+
+export const GreeterDefinition: grpc.ServiceDefinition = { SayHello: greeterMethod('SayHello') };
+
+/** Binds a server to a free loopback port, without TLS; its port. */
+export function bindLoopback(server: grpc.Server): Promise<number> {
+  return new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
+}
 
 export interface Backend {
   name: string;
@@ -41,9 +51,7 @@ export async function startBackend(name: string, opts: { delayMs?: number } = {}
       else answer();
     },
   });
-  backend.port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
+  backend.port = await bindLoopback(server);
   return backend;
 }
 
