@@ -21,6 +21,7 @@ const KIND: Record<string, string> = {
   tcp: 'TCP',
   passthrough: 'TLS passthrough',
   grpc: 'proxyless gRPC',
+  'grpc-server': 'gRPC server',
 };
 
 function table(id: string, cols: string[], rows: (string | Node)[][], empty: string): HTMLElement {
