@@ -137,7 +137,8 @@ function grpcAppsYaml(services: number): string {
         '    fault: { delay: { fixed: 10ms, percent: 0.1 } }\n' +
         `  - to: agg-${k}\n`,
       `kind: GrpcServer\nname: gs-${k}\naddress: 10.200.${k >> 8}.${k & 255}\nport: 50051\ngroups: [grpc-apps]\n` +
-        `access:\n  deny: [{ methods: ["pkg.Admin/*"] }]\n  allow: [{ addresses: [10.0.0.0/8], methods: ["pkg.S${k}/*"] }]\n`,
+        'access:\n  deny: [{ methods: ["pkg.Admin/*"] }]\n' +
+        `  allow: [{ addresses: [10.0.0.0/8], methods: ["pkg.S${k}/*"] }]\n`,
     );
   }
   return docs.join('---\n');
