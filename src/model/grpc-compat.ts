@@ -215,7 +215,7 @@ export function grpcFeatureUses(model: Model): FeatureUse[] {
   return out;
 }
 
-/** The gRPC releases connected per node group: user agent -> how many nodes. */
+/** The gRPC releases connected per node group: "kind version" (connectedClients) -> how many nodes. */
 export type ConnectedClients = ReadonlyMap<string, ReadonlyMap<string, number>>;
 
 /**
@@ -234,14 +234,12 @@ export function clientSupportWarnings(
     const origin = doc && originOf(doc);
     const ref: DocRef | undefined = origin && { origin, kind: use.kind, name: use.name };
     for (const group of use.groups) {
-      const lacking: string[] = [];
+      const lacking: [release: string, nodes: number][] = [];
       const needEnv = new Set<string>();
-      for (const [agent, count] of clients.get(group) ?? []) {
-        const c = grpcClientOf(agent);
-        if (!c) continue;
-        const nodes = `${count} node${count === 1 ? '' : 's'}`;
-        if (!honours(feature, c.kind, c.version)) lacking.push(`${GRPC_CLIENT_NAMES[c.kind]} ${c.version} (${nodes})`);
-        else if (feature.env?.[c.kind]) needEnv.add(`${GRPC_CLIENT_NAMES[c.kind]} needs ${feature.env[c.kind]}`);
+      for (const [release, count] of clients.get(group) ?? []) {
+        const [kind, version] = release.split(' ') as [GrpcClientKind, string];
+        if (!honours(feature, kind, version)) lacking.push([`${GRPC_CLIENT_NAMES[kind]} ${version}`, count]);
+        else if (feature.env?.[kind]) needEnv.add(`${GRPC_CLIENT_NAMES[kind]} needs ${feature.env[kind]}`);
       }
       if (lacking.length) {
         const since = GRPC_CLIENT_KINDS.flatMap((k) =>
@@ -252,7 +250,7 @@ export function clientSupportWarnings(
           ref,
           use.path,
           `node group "${group}" has gRPC applications that ${feature.without === 'ignores' ? 'ignore' : 'refuse'} ` +
-            `${feature.what} (gRFC ${feature.gRFC}): ${lacking.join(', ')}; ` +
+            `${feature.what} (gRFC ${feature.gRFC}): ${releaseList(lacking)}; ` +
             (since.length ? `supported from ${since.join(', ')}` : 'no gRPC release supports it'),
         );
       }
@@ -269,14 +267,29 @@ export function clientSupportWarnings(
   return sink.diagnostics;
 }
 
-/** The releases of gRPC applications among connected nodes, per group (Envoys and unknown agents left out). */
+/** At most this many releases are named in one warning, those of the most nodes first. */
+const LISTED_RELEASES = 8;
+
+function releaseList(releases: [release: string, nodes: number][]): string {
+  releases.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const shown = releases.slice(0, LISTED_RELEASES).map(([release, n]) => `${release} (${n} node${n === 1 ? '' : 's'})`);
+  const more = releases.length - LISTED_RELEASES;
+  return more > 0 ? `${shown.join(', ')} and ${more} more release${more === 1 ? '' : 's'}` : shown.join(', ');
+}
+
+/**
+ * The gRPC releases among connected nodes, per group, as "kind version" (Envoys and unknown agents
+ * left out): keyed by what the table knows, never by the text a client sends.
+ */
 export function connectedClients(nodes: readonly { group: string; userAgent: string }[]): ConnectedClients {
   const out = new Map<string, Map<string, number>>();
   for (const n of nodes) {
-    if (!grpcClientOf(n.userAgent)) continue;
+    const c = grpcClientOf(n.userAgent);
+    if (!c) continue;
     let g = out.get(n.group);
     if (!g) out.set(n.group, (g = new Map<string, number>()));
-    g.set(n.userAgent, (g.get(n.userAgent) ?? 0) + 1);
+    const release = `${c.kind} ${c.version}`;
+    g.set(release, (g.get(release) ?? 0) + 1);
   }
   return out;
 }

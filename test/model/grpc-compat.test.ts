@@ -106,6 +106,20 @@ test('warned at file:line, per group, naming the releases that would ignore or r
   );
 });
 
+test('clients claiming many releases: a warning names 8, the most nodes first, and counts the rest', async () => {
+  const { model } = await checkTree(writeTree(TREE));
+  const nodes = Array.from({ length: 20 }, (_, i) => ({
+    group: 'default',
+    userAgent: `gRPC Node Pure JS/1.7.${i}-${'x'.repeat(10_000)}`,
+  }));
+  nodes.push({ group: 'default', userAgent: 'gRPC Node Pure JS/1.7.19' });
+  const clients = connectedClients(nodes);
+  assert.is(clients.get('default')!.size, 20, 'keyed by release, not by the text sent');
+  const retries = clientSupportWarnings(model!, clients, () => TREE['grpc.yaml'])[0]!.message;
+  assert.match(retries, /: grpc-js 1\.7\.19 \(2 nodes\), grpc-js 1\.7\.0 \(1 node\), .* and 12 more releases;/);
+  assert.ok(retries.length < 600, `${retries.length} characters`);
+});
+
 test('the server warns at validation from the applications connected to it', async () => {
   const dir = writeTree(TREE);
   const r = await checkTree(dir, undefined, {
