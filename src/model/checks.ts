@@ -576,6 +576,7 @@ const NOT_ON_AGGREGATES = [
   'registration',
   'lb',
   'ringHash',
+  'weightedByLoad',
   'healthCheck',
   'circuitBreaker',
   'outlierDetection',
@@ -596,6 +597,16 @@ function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
         );
   if (s.ringHash && s.lb !== 'ring_hash')
     sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'ringHash goes with lb: ring_hash');
+  if (s.weightedByLoad && s.lb !== 'weighted_by_load')
+    sink.error(Codes.INVALID_VALUE, r, ['weightedByLoad'], 'weightedByLoad goes with lb: weighted_by_load');
+  const update = s.weightedByLoad?.weightUpdatePeriod;
+  if (update !== undefined && (parseDurationMs(update) ?? 0) < 100)
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      ['weightedByLoad', 'weightUpdatePeriod'],
+      'weights are computed at most every 100ms',
+    );
   if (s.ringHash?.minSize !== undefined && s.ringHash.maxSize !== undefined && s.ringHash.minSize > s.ringHash.maxSize)
     sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'minSize is above maxSize');
   if (s.dns && (s.endpoints !== undefined || s.registration))

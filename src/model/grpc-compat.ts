@@ -115,6 +115,14 @@ export const GRPC_FEATURES = {
     env: { node: 'GRPC_XDS_EXPERIMENTAL_RBAC=true' },
     without: 'refuses',
   },
+  weightedByLoad: {
+    where: '`Service.lb: weighted_by_load`',
+    gRFC: 'A58',
+    what: 'weighting by reported load (a release without it balances round robin)',
+    since: { core: '1.55.0', java: '1.54.0', go: '1.56.0', node: '1.14.0' },
+    env: { node: 'GRPC_EXPERIMENTAL_XDS_WRR_LB=true' },
+    without: 'ignores',
+  },
   leastRequest: {
     where: '`Service.lb: least_request`',
     gRFC: 'A48',
@@ -176,6 +184,7 @@ function serviceUses(s: ServiceDoc, at: Omit<FeatureUse, 'feature'>): FeatureUse
   if (s.dns?.mode === 'logical') use('logicalDns');
   if (s.lb === 'ring_hash') use('ringHash');
   if (s.lb === 'least_request') use('leastRequest');
+  if (s.lb === 'weighted_by_load') use('weightedByLoad');
   if (s.outlierDetection?.successRate || s.outlierDetection?.failurePercentage) use('outlierDetection');
   if (s.circuitBreaker?.maxRequests !== undefined) use('circuitBreaker');
   if (s.tls) use('tls');

@@ -218,8 +218,38 @@ export const Service = Type.Object(
     ),
     lb: Type.Optional(
       Enum(
-        ['round_robin', 'least_request', 'ring_hash', 'maglev', 'random'] as const,
-        "Load-balancing policy (default round_robin); ring_hash and maglev follow the routes' hashPolicy.",
+        ['round_robin', 'least_request', 'ring_hash', 'maglev', 'random', 'weighted_by_load'] as const,
+        "Load-balancing policy (default round_robin); ring_hash and maglev follow the routes' hashPolicy; " +
+          'weighted_by_load weighs each endpoint by the load it reports (ORCA: requests per second over CPU ' +
+          'utilization; Envoy and gRPC clients, gRFC A58), round robin for clients without it.',
+      ),
+    ),
+    weightedByLoad: Type.Optional(
+      Type.Object(
+        {
+          blackoutPeriod: Type.Optional({
+            ...Duration,
+            description:
+              'An endpoint reports this long before its weight is used (default 10s; gRPC-Go reads 0s as that ' +
+              'default).',
+          }),
+          weightUpdatePeriod: Type.Optional({
+            ...Duration,
+            description: 'How often weights are computed again (default 1s; at least 100ms).',
+          }),
+          weightExpirationPeriod: Type.Optional({
+            ...Duration,
+            description: 'A weight without a report for this long is dropped (default 3m).',
+          }),
+          errorPenalty: Type.Optional(
+            Type.Number({
+              minimum: 0,
+              maximum: 1000,
+              description: 'How much failed requests weigh against an endpoint (default 1).',
+            }),
+          ),
+        },
+        { ...strict, description: 'lb weighted_by_load: how reports become weights.' },
       ),
     ),
     ringHash: Type.Optional(

@@ -10,6 +10,7 @@ const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
   ring_hash: 'RING_HASH',
   maglev: 'MAGLEV',
   random: 'RANDOM',
+  weighted_by_load: undefined, // load_balancing_policy (weightedByLoadPolicy)
 };
 
 export const DEFAULT_CONNECT_TIMEOUT = '5s';
@@ -31,6 +32,7 @@ export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
   c.connect_timeout = durationToProto(s.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT);
   const lb = LB_POLICY[s.lb ?? 'round_robin'];
   if (lb) c.lb_policy = lb;
+  if (s.lb === 'weighted_by_load') c.load_balancing_policy = weightedByLoadPolicy(s.weightedByLoad ?? {});
   if (s.ringHash)
     c.ring_hash_lb_config = compact({
       minimum_ring_size: s.ringHash.minSize?.toString(),
@@ -139,6 +141,31 @@ function providerTls(tls: NonNullable<ServiceDoc['tls']>): JsonObject {
   };
 }
 
+const ROUND_ROBIN_POLICY = {
+  typed_extension_config: { name: 'round_robin', typed_config: { '@type': TYPE.roundRobinLb } },
+};
+
+/**
+ * Client-side weighted round robin (ORCA load reports), then round robin: Envoy and gRPC clients
+ * take the first policy of the list they implement, so a client without it balances round robin
+ * rather than refusing the cluster.
+ */
+function weightedByLoadPolicy(w: NonNullable<ServiceDoc['weightedByLoad']>): JsonObject {
+  const config = compact({
+    '@type': TYPE.clientSideWrrLb,
+    blackout_period: w.blackoutPeriod && durationToProto(w.blackoutPeriod),
+    weight_update_period: w.weightUpdatePeriod && durationToProto(w.weightUpdatePeriod),
+    weight_expiration_period: w.weightExpirationPeriod && durationToProto(w.weightExpirationPeriod),
+    error_utilization_penalty: w.errorPenalty,
+  });
+  return {
+    policies: [
+      { typed_extension_config: { name: 'client_side_weighted_round_robin', typed_config: config } },
+      ROUND_ROBIN_POLICY,
+    ],
+  };
+}
+
 /**
  * Priority failover across other clusters: the first with healthy endpoints takes the traffic.
  * Envoy wants the cluster-provided balancer for it, which gRPC does not know: each takes the first
@@ -151,7 +178,7 @@ function aggregateCluster(name: string, members: readonly string[]): JsonObject 
     load_balancing_policy: {
       policies: [
         { typed_extension_config: { name: 'cluster_provided', typed_config: { '@type': TYPE.clusterProvidedLb } } },
-        { typed_extension_config: { name: 'round_robin', typed_config: { '@type': TYPE.roundRobinLb } } },
+        ROUND_ROBIN_POLICY,
       ],
     },
     cluster_type: {

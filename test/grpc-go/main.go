@@ -1,10 +1,14 @@
-// A gRPC-Go xDS client for fleetxds's end-to-end tests: it reads the bootstrap named by
+// A gRPC-Go xDS client (and, with -serve, a backend) for fleetxds's end-to-end tests: it reads the bootstrap named by
 // GRPC_XDS_BOOTSTRAP (as every gRPC-Go application does), dials the xds:/// target given and calls
 // /helloworld.Greeter/SayHello (JSON payloads, as the tests' backends speak) until one succeeds or
 // the deadline passes. It prints one line: "ok <backend>" or "error <code> <message>". With -hold it
 // then keeps calling (the process, its xDS stream and its certificates stay) and prints
 // "held <ok> <failed>" at the end. With -spread N it then sends N more RPCs, -concurrency at a
 // time, and prints "spread <backend>=<count> ..." (in name order).
+//
+// With -serve ADDRESS it is instead a plain backend answering every method with {"backend": NAME},
+// reporting with each response the load -cpu and 100 requests per second (ORCA, as weighted round
+// robin reads it); it prints "listening <port>" and serves until killed.
 package main
 
 import (
@@ -12,6 +16,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -21,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/orca"
 	"google.golang.org/grpc/status"
 	_ "google.golang.org/grpc/xds" // the xds:/// resolver and balancers
 )
@@ -43,7 +49,14 @@ func main() {
 	hold := flag.Duration("hold", 0, "how long to keep calling after the first success")
 	spread := flag.Int("spread", 0, "RPCs to send after the first success, counted per backend")
 	concurrency := flag.Int("concurrency", 8, "RPCs in flight at a time for -spread")
+	serveOn := flag.String("serve", "", "serve as a backend on this address instead")
+	name := flag.String("name", "go", "the backend's name (-serve)")
+	cpu := flag.Float64("cpu", 0.5, "the CPU utilization the backend reports (-serve)")
 	flag.Parse()
+	if *serveOn != "" {
+		serve(*serveOn, *name, *cpu)
+		return
+	}
 	conn, err := grpc.NewClient(*target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		fmt.Printf("error dial %v\n", err)
@@ -133,4 +146,30 @@ func spreadOver(call func() ([]byte, error), n, c int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, counts[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// serve answers every method with the backend's name and reports its load with each response.
+func serve(address, name string, cpu float64) {
+	lis, err := net.Listen("tcp", address)
+	if err != nil {
+		fmt.Printf("error listen %v\n", err)
+		os.Exit(1)
+	}
+	answer := []byte(fmt.Sprintf(`{"message":"hello","backend":%q}`, name))
+	s := grpc.NewServer(
+		orca.CallMetricsServerOption(nil),
+		grpc.ForceServerCodec(rawCodec{}),
+		grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+			var req []byte
+			if err := stream.RecvMsg(&req); err != nil {
+				return err
+			}
+			rec := orca.CallMetricsRecorderFromContext(stream.Context())
+			rec.SetCPUUtilization(cpu)
+			rec.SetQPS(100)
+			return stream.SendMsg(&answer)
+		}),
+	)
+	fmt.Printf("listening %d\n", lis.Addr().(*net.TCPAddr).Port)
+	_ = s.Serve(lis)
 }

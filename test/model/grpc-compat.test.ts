@@ -46,6 +46,8 @@ test('a release honours a feature from the first release listed for its implemen
     ['rbac', 'node', '1.14.1', true],
     ['rbac', 'node', '1.13.0', false],
     ['tls', 'node', '1.13', true],
+    ['weightedByLoad', 'go', '1.56.0', true],
+    ['weightedByLoad', 'go', '1.55.9', false],
   ];
   for (const [feature, kind, version, want] of rows)
     assert.is(honours(GRPC_FEATURES[feature], kind, version), want, `${feature} ${kind} ${version}`);
