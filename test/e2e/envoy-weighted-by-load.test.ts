@@ -5,22 +5,19 @@
  * light one weighs 9 times the heavy one and gets most of the traffic, where round robin gives
  * each half.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { grpcBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
-import { projectPath } from '../../src/shared/paths.ts';
 import { ENVOY_VERSIONS, freePort, type EnvoyProcess } from '../helpers/envoy.ts';
 import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
 import { perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
+import { runGoClient, spreadOf, startGoBackend } from '../helpers/grpc-go.ts';
 import { startServer } from '../helpers/server.ts';
-import { tempDir, writeTree } from '../helpers/tree.ts';
+import { writeTree } from '../helpers/tree.ts';
 
-const CLIENT = projectPath('.grpc-go', 'grpcgo-client');
 const WEIGHTING = 'weightedByLoad: { blackoutPeriod: 100ms, weightUpdatePeriod: 100ms }';
 
 let app: RunningApp;
@@ -40,25 +37,12 @@ function reportingBackend(name: string, cpu: number): Promise<number> {
   return new Promise((r) => s.listen(0, '127.0.0.1', () => r((s.address() as { port: number }).port)));
 }
 
-/** A gRPC-Go backend of the test harness reporting its load in each response's trailers. */
-async function goBackend(name: string, cpu: number): Promise<number> {
-  const child = spawn(CLIENT, ['-serve', '127.0.0.1:0', '-name', name, '-cpu', String(cpu)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  goBackends.push(child);
-  return new Promise((resolve, reject) => {
-    child.stdout.once('data', (d: Buffer) => {
-      const m = /listening (\d+)/.exec(d.toString());
-      if (m) resolve(Number(m[1]));
-      else reject(new Error(d.toString()));
-    });
-  });
-}
-
 test.before(async () => {
   try {
     const http = [await reportingBackend('heavy', 0.9), await reportingBackend('light', 0.1)];
-    const grpc = [await goBackend('heavy', 0.9), await goBackend('light', 0.1)];
+    const go = [await startGoBackend('heavy', 0.9), await startGoBackend('light', 0.1)];
+    goBackends.push(...go.map((b) => b.process));
+    const grpc = go.map((b) => b.port);
     const endpoints = (p: number[]) => `[${p.map((x) => `{ address: 127.0.0.1:${x} }`).join(', ')}]`;
     const docs = [
       `kind: Service\nname: weighted\nlb: weighted_by_load\n${WEIGHTING}\nendpoints: ${endpoints(http)}\n`,
@@ -108,30 +92,11 @@ test('Envoy: the endpoint reporting less load gets most requests; round robin gi
 });
 
 test('gRPC-Go: the backend reporting less load gets most RPCs', async () => {
-  const file = join(tempDir(), 'bootstrap.json');
-  writeFileSync(file, JSON.stringify(grpcBootstrap('go-weighted', 'go', { host: '127.0.0.1', port: app.grpcPort })));
-  const run = (args: string[]) =>
-    new Promise<string>((resolve) => {
-      const child = spawn(CLIENT, ['-target', 'xds:///weighted.internal:50051', ...args], {
-        env: { ...process.env, GRPC_XDS_BOOTSTRAP: file },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      child.on('exit', () => resolve(out));
-    });
-  // One process: the first second of calls brings the reports in, then 400 RPCs are counted.
-  const out = await run(['-hold', '1s', '-spread', '400', '-concurrency', '4']);
-  const line = out.split('\n').find((l) => l.startsWith('spread '));
-  assert.ok(line, out);
-  const counts = Object.fromEntries(
-    line
-      .split(' ')
-      .slice(1)
-      .map((kv) => [kv.split('=')[0]!, Number(kv.split('=')[1])]),
-  );
-  assert.ok((counts.light ?? 0) >= 300, `gRPC-Go, weighted by load: ${line}`);
+  const bootstrap = grpcBootstrap('go-weighted', 'go', { host: '127.0.0.1', port: app.grpcPort });
+  // One process: its first second of calls brings the reports in, then 400 RPCs are counted.
+  const go = runGoClient('weighted.internal:50051', bootstrap, ['-hold', '1s', '-spread', '400', '-concurrency', '4']);
+  const counts = await spreadOf(go);
+  assert.ok((counts.light ?? 0) >= 300, `gRPC-Go, weighted by load: ${JSON.stringify(counts)}`);
 });
 
 test.run();

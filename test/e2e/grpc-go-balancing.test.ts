@@ -4,17 +4,14 @@
  * one, which has fewer in flight, where round robin sends half to each. The client is
  * test/grpc-go, with the bootstrap fleetxds generates.
  */
-import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { grpcBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
-import { projectPath } from '../../src/shared/paths.ts';
 import { startBackend, type Backend } from '../helpers/greeter.ts';
+import { runGoClient, spreadOf } from '../helpers/grpc-go.ts';
 import { startServer } from '../helpers/server.ts';
-import { tempDir, writeTree } from '../helpers/tree.ts';
+import { writeTree } from '../helpers/tree.ts';
 
 let app: RunningApp;
 const backends: Backend[] = [];
@@ -56,27 +53,10 @@ test.after(async () => {
   for (const b of backends) await b.close();
 });
 
-/** How many of 400 RPCs, 8 at a time, each backend answered (the server runs in this process: no spawnSync). */
-async function spread(target: string): Promise<Record<string, number>> {
-  const file = join(tempDir(), 'bootstrap.json');
-  writeFileSync(file, JSON.stringify(grpcBootstrap(`go-${target}`, 'go', { host: '127.0.0.1', port: app.grpcPort })));
-  const child = spawn(
-    projectPath('.grpc-go', 'grpcgo-client'),
-    ['-target', `xds:///${target}`, '-spread', '400', '-concurrency', '8'],
-    { env: { ...process.env, GRPC_XDS_BOOTSTRAP: file }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  await new Promise((r) => child.on('exit', r));
-  const line = out.split('\n').find((l) => l.startsWith('spread '));
-  assert.ok(line, out);
-  return Object.fromEntries(
-    line
-      .split(' ')
-      .slice(1)
-      .map((kv) => [kv.split('=')[0]!, Number(kv.split('=')[1])]),
-  );
+/** How many of 400 RPCs, 8 at a time, each backend answered. */
+function spread(target: string): Promise<Record<string, number>> {
+  const bootstrap = grpcBootstrap(`go-${target}`, 'go', { host: '127.0.0.1', port: app.grpcPort });
+  return spreadOf(runGoClient(target, bootstrap, ['-spread', '400', '-concurrency', '8']));
 }
 
 test('least request sends RPCs to the backend with fewer in flight; round robin to each in turn', async () => {

@@ -5,22 +5,20 @@
  * connection without restarting the application. The client is test/grpc-go (built by
  * test/grpc-go/build.sh); @grpc/grpc-js-xds has no TLS channel credentials for its xDS server.
  */
-import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { copyFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { projectPath } from '../../src/shared/paths.ts';
 import { makePki, type CertFiles, type Pki } from '../helpers/certs.ts';
 import { startBackend, type Backend } from '../helpers/greeter.ts';
+import { runGoClient, withLog } from '../helpers/grpc-go.ts';
 import { runCli, waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
 
 const PREFIX = 'spiffe://fleet.test/';
-const CLIENT = projectPath('.grpc-go', 'grpcgo-client');
 
 let pki: Pki;
 let dir: string;
@@ -28,38 +26,6 @@ let app: RunningApp;
 let backend: Backend;
 let settings: string;
 let serverCert: CertFiles;
-
-interface GoRun {
-  lines: string[];
-  /** What gRPC-Go logged (GRPC_GO_LOG_*), for failure messages. */
-  log: string[];
-  done: Promise<number | null>;
-}
-
-/** The Go client with its own bootstrap file. */
-function runGo(bootstrap: object, args: string[]): GoRun {
-  const file = join(tempDir(), 'bootstrap.json');
-  writeFileSync(file, JSON.stringify(bootstrap));
-  const child = spawn(CLIENT, ['-target', 'xds:///greeter.internal:50051', ...args], {
-    env: { ...process.env, GRPC_XDS_BOOTSTRAP: file, GRPC_GO_LOG_SEVERITY_LEVEL: 'warning' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const run: GoRun = { lines: [], log: [], done: new Promise((r) => child.on('exit', (code) => r(code))) };
-  child.stderr.on('data', (d: Buffer) => run.log.push(d.toString()));
-  let buf = '';
-  child.stdout.on('data', (d: Buffer) => {
-    buf += d.toString();
-    const parts = buf.split('\n');
-    buf = parts.pop()!;
-    run.lines.push(...parts);
-  });
-  return run;
-}
-
-/** A failure with what the Go client logged. */
-const withLog = (go: GoRun) => (e: Error) => {
-  throw new Error(`${e.message}\n${go.log.join('')}`);
-};
 
 /** `fleetxds bootstrap --mode grpc` for a node, with the TLS flags. */
 function bootstrapFor(nodeId: string, cert: CertFiles): Record<string, unknown> {
@@ -126,7 +92,7 @@ test.after(async () => {
 
 test('a gRPC-Go application reaches fleetxds over mTLS and routes by the config served to its node', async () => {
   const cert = pki.issue('go-client-1', `URI:${PREFIX}node/go-client-1`);
-  const go = runGo(bootstrapFor('go-client-1', cert), ['-hold', '3s']);
+  const go = runGoClient('greeter.internal:50051', bootstrapFor('go-client-1', cert), ['-hold', '3s']);
   await waitFor('the node connected', async () => (await presented('go-client-1')).length > 0, 20_000).catch(
     withLog(go),
   );
@@ -139,7 +105,7 @@ test('a gRPC-Go application reaches fleetxds over mTLS and routes by the config 
 test('a certificate for another node id is refused: the application gets no config', async () => {
   const other = pki.issue('go-other', `URI:${PREFIX}node/someone-else`);
   const before = backend.calls;
-  const go = runGo(bootstrapFor('go-client-2', other), ['-wait', '5s']);
+  const go = runGoClient('greeter.internal:50051', bootstrapFor('go-client-2', other), ['-wait', '5s']);
   assert.is(await go.done, 1);
   assert.match(go.lines.join('\n'), /^error /);
   assert.equal(await presented('go-client-2'), []);
@@ -151,7 +117,7 @@ test('a renewed client certificate is presented on the next connection, without 
   const bootstrap = bootstrapFor('go-client-3', cert) as { xds_servers: { channel_creds: { config: object }[] }[] };
   // The bootstrap's refresh is a minute; the test does not wait that long.
   Object.assign(bootstrap.xds_servers[0]!.channel_creds[0]!.config, { refresh_interval: '1s' });
-  const go = runGo(bootstrap, ['-hold', '20s']);
+  const go = runGoClient('greeter.internal:50051', bootstrap, ['-hold', '20s']);
   await waitFor(
     'first certificate',
     async () => (await presented('go-client-3')).includes(fingerprint(cert.cert)),
