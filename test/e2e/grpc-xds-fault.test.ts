@@ -1,7 +1,8 @@
 /**
  * Fault injection for proxyless gRPC (gRFC A33) with @grpc/grpc-js-xds against fleetxds: a route's
  * `fault.abort` fails its RPCs in the client with the status given, without reaching the backend;
- * its `fault.delay` holds them before they are sent; other routes are untouched.
+ * its `fault.delay` holds them before they are sent; other routes are untouched. Routes matching
+ * header values exactly or by prefix (gRFC A63) show which route an RPC took by their faults.
  */
 import { createRequire } from 'node:module';
 import { status } from '@grpc/grpc-js';
@@ -43,6 +44,13 @@ routes:
   - match: { headers: [{ name: x-slow, present: true }] }
     to: greeter
     fault: { delay: { fixed: 400ms, percent: 100 } }
+  # Header values matched exactly and by prefix (string matchers, gRFC A63).
+  - match: { headers: [{ name: x-tier, exact: gold }] }
+    to: greeter
+    fault: { abort: { status: permission-denied, percent: 100 } }
+  - match: { headers: [{ name: x-tier, prefix: plat }] }
+    to: greeter
+    fault: { abort: { status: out-of-range, percent: 100 } }
   - to: greeter
 `,
     }),
@@ -77,6 +85,18 @@ test('a delay fault holds the RPC before it is sent; a route without faults is u
   const calls = backend.calls;
   assert.is((await client.sayHello('plain', 5000)).backend, 'only');
   assert.is(backend.calls, calls + 1);
+});
+
+test('header values are matched exactly and by prefix: each value takes its own route', async () => {
+  const code = (tier: string) =>
+    client.sayHello(`tier-${tier}`, 5000, { 'x-tier': tier }).then(
+      () => status.OK,
+      (e: { code?: number }) => e.code,
+    );
+  assert.is(await code('gold'), status.PERMISSION_DENIED);
+  assert.is(await code('golden'), status.OK);
+  assert.is(await code('platinum'), status.OUT_OF_RANGE);
+  assert.is(await code('silver'), status.OK);
 });
 
 test.run();
