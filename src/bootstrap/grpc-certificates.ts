@@ -7,7 +7,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import type { SecretDoc, ServiceDoc } from '../model/schema.ts';
-import { docOf, listenerGroups, type Model } from '../model/types.ts';
+import { connectedServices, docOf, listenerGroups, routeTargets, type Model } from '../model/types.ts';
 
 export const CERTIFICATE_REFRESH = '60s';
 
@@ -24,7 +24,6 @@ export interface FileWatcherProvider {
 /** The Secrets a group's gRPC applications read, in name order. */
 export function grpcSecretNames(model: Model, group: string): string[] {
   const names = new Set<string>();
-  const service = (name: string) => docOf(model, 'Service', name) as ServiceDoc | undefined;
   const inGroup = <T extends { groups?: string[] }>(docs: readonly T[] | undefined) =>
     (docs ?? []).filter((d) => listenerGroups(d).includes(group));
   for (const s of inGroup(model.grpcServers)) {
@@ -33,12 +32,11 @@ export function grpcSecretNames(model: Model, group: string): string[] {
   }
   for (const g of inGroup(model.grpcServices))
     for (const route of g.routes)
-      for (const target of [route.to, ...(route.split ?? []).map((t) => t.service)]) {
-        const s = target === undefined ? undefined : service(target);
-        // An aggregate's members are what the application connects to.
-        for (const m of s?.aggregate ? s.aggregate.map(service) : [s]) {
-          if (m?.tls?.caSecret) names.add(m.tls.caSecret);
-          if (m?.tls?.clientSecret) names.add(m.tls.clientSecret);
+      for (const target of routeTargets(route)) {
+        const s = docOf(model, 'Service', target) as ServiceDoc | undefined;
+        for (const m of s ? connectedServices(model, s) : []) {
+          if (m.tls?.caSecret) names.add(m.tls.caSecret);
+          if (m.tls?.clientSecret) names.add(m.tls.clientSecret);
         }
       }
   return [...names].sort();

@@ -12,6 +12,7 @@ import {
   checkVirtualHostProtection,
 } from './protection-checks.ts';
 import { checkGrpcServers, checkGrpcTargets, type GrpcCheckContext } from './grpc-checks.ts';
+import { GRPC_FEATURES, supportedFrom } from './grpc-compat.ts';
 import {
   checkGrpcHashPolicy,
   checkRetryBudget,
@@ -1135,8 +1136,8 @@ function checkGrpcRoute(
         Codes.CLIENT_COMPAT,
         r,
         path,
-        `service "${s.name}" uses lb least_request, which only grpc-go and grpc-java (from 1.73) implement: ` +
-          'other gRPC clients, grpc-js among them, refuse (NACK) the cluster',
+        `service "${s.name}" uses lb least_request, which gRPC clients implement only from ` +
+          `${supportedFrom(GRPC_FEATURES.leastRequest).join(', ')}: others refuse (NACK) the cluster`,
       );
     const o = s.outlierDetection;
     const ignored = (['consecutive5xx', 'consecutiveGatewayFailure'] as const).filter((k) => o?.[k] !== undefined);

@@ -5,11 +5,10 @@
  */
 import { isIP } from 'node:net';
 import { Codes, type PathSegment } from '../shared/diagnostics.ts';
-import { cidrRange } from './addresses.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
-import { checkNameMatch } from './protection-checks.ts';
+import { checkCidrs, checkNameMatch } from './protection-checks.ts';
 import type { GrpcAccessRuleDoc, GrpcServerDoc, GrpcServiceDoc, HeaderMatchDoc, ServiceDoc } from './schema.ts';
-import { isProxylessGroup, listenerGroups, type Model } from './types.ts';
+import { connectedServices, isProxylessGroup, listenerGroups, routeTargets, type Model } from './types.ts';
 
 export interface GrpcCheckContext {
   ref(kind: string, name: string): DocRef;
@@ -78,15 +77,7 @@ function checkAccessRules(s: GrpcServerDoc, r: DocRef, sink: DiagnosticSink, cx:
           [...path, 'principals'],
           'principals are client certificate names: without tls.clientCa no client presents one',
         );
-      rule.addresses?.forEach((c, j) => {
-        if (!cidrRange(c))
-          sink.error(
-            Codes.INVALID_VALUE,
-            r,
-            [...path, 'addresses', j],
-            `"${c}" is not an IP address or CIDR block (e.g. 10.0.0.0/8, 2001:db8::/32)`,
-          );
-      });
+      checkCidrs(rule.addresses, [...path, 'addresses'], r, sink);
       rule.headers?.forEach((h, j) => cx.checkHeader(h, [...path, 'headers', j], r));
     });
   }
@@ -107,17 +98,16 @@ export function checkGrpcTargets(
   const r = cx.ref('GrpcService', g.name);
   const mixed = listenerGroups(g).filter((group) => !isProxylessGroup(model, group));
   for (const target of new Set(targets)) {
-    const at = g.routes.findIndex((route) => route.to === target || route.split?.some((t) => t.service === target));
+    const at = g.routes.findIndex((route) => routeTargets(route).includes(target));
     const path: PathSegment[] = ['routes', Math.max(at, 0)];
+    const t = cx.service(target);
     // An aggregate's members are what the clients connect to (a route's own targets' DNS is
     // checked with the route).
-    const members = cx.service(target)?.aggregate;
-    if (members) for (const name of members) checkTarget(name, path, true);
-    else checkTarget(target, path, false);
+    for (const s of t ? connectedServices(model, t) : []) checkTarget(s, path, s !== t);
   }
-  function checkTarget(name: string, path: PathSegment[], member: boolean): void {
-    const s = cx.service(name);
-    if (member && s?.dns && s.dns.mode !== 'logical')
+  function checkTarget(s: ServiceDoc, path: PathSegment[], member: boolean): void {
+    const name = s.name;
+    if (member && s.dns && s.dns.mode !== 'logical')
       sink.error(
         Codes.CLIENT_COMPAT,
         r,
@@ -125,7 +115,7 @@ export function checkGrpcTargets(
         `service "${name}" (a member of an aggregate) uses strict DNS, which proxyless gRPC clients do not ` +
           'resolve: give it `dns.mode: logical` or static endpoints',
       );
-    const tls = s?.tls;
+    const tls = s.tls;
     if (!tls) return;
     if (mixed.length)
       sink.error(

@@ -9,7 +9,7 @@
 import { Codes, type Diagnostic, type PathSegment } from '../shared/diagnostics.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
 import type { ServiceDoc } from './schema.ts';
-import { docOf, listenerGroups, originOf, type Model } from './types.ts';
+import { connectedServices, docOf, listenerGroups, originOf, routeTargets, type Model } from './types.ts';
 
 export const GRPC_CLIENT_KINDS = ['core', 'java', 'go', 'node'] as const;
 export type GrpcClientKind = (typeof GRPC_CLIENT_KINDS)[number];
@@ -162,6 +162,11 @@ function compareVersions(a: string, b: string): number {
   return 0;
 }
 
+/** The first release of each implementation that honours a feature ("grpc-go 1.41.0"). */
+export function supportedFrom(feature: GrpcFeature): string[] {
+  return GRPC_CLIENT_KINDS.flatMap((k) => (feature.since[k] ? [`${GRPC_CLIENT_NAMES[k]} ${feature.since[k]}`] : []));
+}
+
 /** Whether a client release honours a feature (an environment variable may still be needed). */
 export function honours(feature: GrpcFeature, kind: GrpcClientKind, version: string): boolean {
   const since = feature.since[kind];
@@ -205,15 +210,12 @@ export function grpcFeatureUses(model: Model): FeatureUse[] {
       if (r.hashPolicy) out.push({ feature: 'ringHash', ...at([...path, 'hashPolicy']) });
       if (r.match?.headers?.some((h) => h.present === undefined))
         out.push({ feature: 'headerStringMatch', ...at([...path, 'match', 'headers']) });
-      for (const target of new Set([r.to, ...(r.split ?? []).map((t) => t.service)]))
-        if (target !== undefined) {
-          const s = docOf(model, 'Service', target) as ServiceDoc | undefined;
-          if (s) out.push(...serviceUses(s, at(path)));
-          for (const m of s?.aggregate ?? []) {
-            const member = docOf(model, 'Service', m) as ServiceDoc | undefined;
-            if (member) out.push(...serviceUses(member, at(path)));
-          }
-        }
+      for (const target of new Set(routeTargets(r))) {
+        const s = docOf(model, 'Service', target) as ServiceDoc | undefined;
+        // An aggregate is a setting itself, and its members are what the clients connect to.
+        if (s?.aggregate) out.push(...serviceUses(s, at(path)));
+        for (const m of s ? connectedServices(model, s) : []) out.push(...serviceUses(m, at(path)));
+      }
     });
   }
   for (const s of model.grpcServers ?? []) {
@@ -224,8 +226,15 @@ export function grpcFeatureUses(model: Model): FeatureUse[] {
   return out;
 }
 
-/** The gRPC releases connected per node group: "kind version" (connectedClients) -> how many nodes. */
-export type ConnectedClients = ReadonlyMap<string, ReadonlyMap<string, number>>;
+/** A gRPC release connected to a node group, and how many of its nodes run it. */
+export interface ConnectedRelease {
+  kind: GrpcClientKind;
+  version: string;
+  nodes: number;
+}
+
+/** The gRPC releases connected per node group (connectedClients). */
+export type ConnectedClients = ReadonlyMap<string, readonly ConnectedRelease[]>;
 
 /**
  * Warnings, at the setting's file:line, for each setting some connected gRPC applications of its
@@ -245,15 +254,12 @@ export function clientSupportWarnings(
     for (const group of use.groups) {
       const lacking: [release: string, nodes: number][] = [];
       const needEnv = new Set<string>();
-      for (const [release, count] of clients.get(group) ?? []) {
-        const [kind, version] = release.split(' ') as [GrpcClientKind, string];
-        if (!honours(feature, kind, version)) lacking.push([`${GRPC_CLIENT_NAMES[kind]} ${version}`, count]);
+      for (const { kind, version, nodes } of clients.get(group) ?? []) {
+        if (!honours(feature, kind, version)) lacking.push([`${GRPC_CLIENT_NAMES[kind]} ${version}`, nodes]);
         else if (feature.env?.[kind]) needEnv.add(`${GRPC_CLIENT_NAMES[kind]} needs ${feature.env[kind]}`);
       }
       if (lacking.length) {
-        const since = GRPC_CLIENT_KINDS.flatMap((k) =>
-          feature.since[k] ? [`${GRPC_CLIENT_NAMES[k]} ${feature.since[k]}`] : [],
-        );
+        const since = supportedFrom(feature);
         sink.warn(
           Codes.CLIENT_COMPAT,
           ref,
@@ -287,18 +293,20 @@ function releaseList(releases: [release: string, nodes: number][]): string {
 }
 
 /**
- * The gRPC releases among connected nodes, per group, as "kind version" (Envoys and unknown agents
- * left out): keyed by what the table knows, never by the text a client sends.
+ * The gRPC releases among connected nodes, per group (Envoys and unknown agents left out): one
+ * entry per implementation and release the table reads, never per text a client sends.
  */
 export function connectedClients(nodes: readonly { group: string; userAgent: string }[]): ConnectedClients {
-  const out = new Map<string, Map<string, number>>();
+  const out = new Map<string, Map<string, ConnectedRelease>>();
   for (const n of nodes) {
     const c = grpcClientOf(n.userAgent);
     if (!c) continue;
     let g = out.get(n.group);
-    if (!g) out.set(n.group, (g = new Map<string, number>()));
-    const release = `${c.kind} ${c.version}`;
-    g.set(release, (g.get(release) ?? 0) + 1);
+    if (!g) out.set(n.group, (g = new Map<string, ConnectedRelease>()));
+    const key = `${c.kind} ${c.version}`;
+    const release = g.get(key);
+    if (release) release.nodes++;
+    else g.set(key, { ...c, nodes: 1 });
   }
-  return out;
+  return new Map([...out].map(([group, releases]) => [group, [...releases.values()]]));
 }

@@ -31,17 +31,26 @@ export function checkNameMatch(m: ClientNameDoc, path: PathSegment[], r: DocRef,
   else if (m.glob !== undefined) checkRegex(globToRegex(m.glob), [...path, 'glob'], r, sink);
 }
 
+/** Each entry of `list` (at `path`) is an IP address or a CIDR block. */
+export function checkCidrs(
+  list: readonly string[] | undefined,
+  path: PathSegment[],
+  r: DocRef,
+  sink: DiagnosticSink,
+): void {
+  list?.forEach((c, i) => {
+    if (!cidrRange(c))
+      sink.error(
+        Codes.INVALID_VALUE,
+        r,
+        [...path, i],
+        `"${c}" is not an IP address or CIDR block (e.g. 10.0.0.0/8, 2001:db8::/32)`,
+      );
+  });
+}
+
 export function checkAccess(a: AccessDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
-  for (const list of ['allow', 'deny'] as const)
-    a[list]?.forEach((c, i) => {
-      if (!cidrRange(c))
-        sink.error(
-          Codes.INVALID_VALUE,
-          r,
-          [...path, list, i],
-          `"${c}" is not an IP address or CIDR block (e.g. 10.0.0.0/8, 2001:db8::/32)`,
-        );
-    });
+  for (const list of ['allow', 'deny'] as const) checkCidrs(a[list], [...path, list], r, sink);
   a.clientNames?.forEach((n, i) => checkNameMatch(n, [...path, 'clientNames', i], r, sink));
 }
 

@@ -129,6 +129,16 @@ export function listenerGroups(l: { groups?: string[] }): string[] {
   return l.groups ?? [DEFAULT_GROUP];
 }
 
+/** The services a route sends requests to (`to`, each `split` target). */
+export function routeTargets(r: { to?: string; split?: readonly { service: string }[] }): string[] {
+  return [...(r.to === undefined ? [] : [r.to]), ...(r.split ?? []).map((t) => t.service)];
+}
+
+/** What a client connects to for a service: an aggregate's members (those defined), else the service. */
+export function connectedServices(model: Model, s: ServiceDoc): ServiceDoc[] {
+  return s.aggregate ? s.aggregate.flatMap((m) => findByName(model.services, m) ?? []) : [s];
+}
+
 /**
  * A node group of gRPC applications only: it carries gRPC services or servers and no Envoy
  * listener. Its clusters take TLS from the applications' certificate providers (gRFC A29), not SDS.

@@ -1,7 +1,6 @@
 import type { ServiceDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
-import { adsConfigSource, compact, TYPE, type JsonObject } from './common.ts';
-import { providerInstance } from './grpc-server.ts';
+import { adsConfigSource, compact, providerInstance, TYPE, type JsonObject } from './common.ts';
 import { nameMatcher, sanMatchers } from './protection.ts';
 
 const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {

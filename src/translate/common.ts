@@ -41,6 +41,14 @@ export function adsConfigSource(): JsonObject {
   return { ads: {}, resource_api_version: 'V3' };
 }
 
+/**
+ * A certificate-provider instance of a gRPC application's bootstrap, named after the Secret (gRFC
+ * A29): the application reads the files itself.
+ */
+export function providerInstance(secret: string): JsonObject {
+  return { instance_name: secret };
+}
+
 /** A percentage as Envoy's FractionalPercent per million (the finest denominator). */
 export function perMillion(percent: number): JsonObject {
   return { numerator: Math.round(percent * 10_000), denominator: 'MILLION' };

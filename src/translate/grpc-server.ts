@@ -7,8 +7,8 @@
  */
 import type { GrpcAccessRuleDoc, GrpcServerDoc } from '../model/schema.ts';
 import { cidrRange } from '../model/addresses.ts';
-import { headerMatcher, routerFilter, TYPE, type JsonObject } from './common.ts';
-import { nameMatcher } from './protection.ts';
+import { headerMatcher, providerInstance, routerFilter, TYPE, type JsonObject } from './common.ts';
+import { allPermissions, allPrincipals, anyPermission, anyPrincipal, certificateNamed } from './protection.ts';
 
 /**
  * The template fleetxds writes into every gRPC bootstrap, as gRPC's own examples spell it; `%s` is
@@ -33,14 +33,6 @@ export function isGrpcServerListener(name: string): boolean {
   return name.startsWith(LISTENER_PREFIX);
 }
 
-/** A certificate-provider instance of the application's bootstrap, named after the Secret. */
-export function providerInstance(secret: string): JsonObject {
-  return { instance_name: secret };
-}
-
-const anyOf = (key: 'or_rules' | 'or_ids', items: JsonObject[]): JsonObject =>
-  items.length === 1 ? items[0]! : key === 'or_rules' ? { or_rules: { rules: items } } : { or_ids: { ids: items } };
-
 function methodPermission(pattern: string): JsonObject {
   const [service, method] = pattern.split('/') as [string, string];
   return { url_path: { path: method === '*' ? { prefix: `/${service}/` } : { exact: `/${service}/${method}` } } };
@@ -49,27 +41,12 @@ function methodPermission(pattern: string): JsonObject {
 /** A rule as one RBAC policy: what the RPC is (permissions) and who sends it (principals), all given parts. */
 function policy(rule: GrpcAccessRuleDoc): JsonObject {
   const what: JsonObject[] = [];
-  if (rule.methods) what.push(anyOf('or_rules', rule.methods.map(methodPermission)));
+  if (rule.methods) what.push(anyPermission(rule.methods.map(methodPermission)));
   for (const h of rule.headers ?? []) what.push({ header: headerMatcher(h) });
   const who: JsonObject[] = [];
-  if (rule.principals)
-    who.push(
-      anyOf(
-        'or_ids',
-        rule.principals.map((n) => ({ authenticated: { principal_name: nameMatcher(n) } })),
-      ),
-    );
-  if (rule.addresses)
-    who.push(
-      anyOf(
-        'or_ids',
-        rule.addresses.map((c) => ({ direct_remote_ip: cidrRange(c) })),
-      ),
-    );
-  return {
-    permissions: [what.length === 0 ? { any: true } : what.length === 1 ? what[0]! : { and_rules: { rules: what } }],
-    principals: [who.length === 0 ? { any: true } : who.length === 1 ? who[0]! : { and_ids: { ids: who } }],
-  };
+  if (rule.principals) who.push(certificateNamed(rule.principals));
+  if (rule.addresses) who.push(anyPrincipal(rule.addresses.map((c) => ({ direct_remote_ip: cidrRange(c) }))));
+  return { permissions: [allPermissions(what)], principals: [allPrincipals(who)] };
 }
 
 function rbacFilter(action: 'deny' | 'allow', rules: readonly GrpcAccessRuleDoc[]): JsonObject {

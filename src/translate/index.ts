@@ -10,6 +10,7 @@ import {
   isProxylessGroup,
   listenerGroups,
   originKey,
+  routeTargets,
   type Model,
   type SecretMaterial,
 } from '../model/types.ts';
@@ -294,8 +295,7 @@ function targetsOf(
 ): string[] {
   const out = new Set<string>();
   for (const r of routes) {
-    if (r.to !== undefined) out.add(r.to);
-    for (const t of r.split ?? []) out.add(t.service);
+    for (const t of routeTargets(r)) out.add(t);
     for (const m of r.mirror ?? []) out.add(m.to);
   }
   return [...out];

@@ -64,21 +64,40 @@ export function sanMatchers(sans: readonly SanMatchDoc[]): JsonObject[] {
 // ---------------------------------------------------------------------------------------------
 // RBAC
 
-function anyOf(ids: JsonObject[]): JsonObject {
+/** RBAC principals that hold when any of `ids` does (at least one). */
+export function anyPrincipal(ids: JsonObject[]): JsonObject {
   return ids.length === 1 ? ids[0]! : { or_ids: { ids } };
+}
+
+/** RBAC principals that hold when all of `ids` do (any principal when there are none). */
+export function allPrincipals(ids: JsonObject[]): JsonObject {
+  return ids.length === 0 ? { any: true } : ids.length === 1 ? ids[0]! : { and_ids: { ids } };
+}
+
+/** RBAC permissions that hold when any of `rules` does (at least one). */
+export function anyPermission(rules: JsonObject[]): JsonObject {
+  return rules.length === 1 ? rules[0]! : { or_rules: { rules } };
+}
+
+/** RBAC permissions that hold when all of `rules` do (any request when there are none). */
+export function allPermissions(rules: JsonObject[]): JsonObject {
+  return rules.length === 0 ? { any: true } : rules.length === 1 ? rules[0]! : { and_rules: { rules } };
+}
+
+/** The client certificate names an RBAC principal accepts. */
+export function certificateNamed(names: readonly ClientNameDoc[]): JsonObject {
+  return anyPrincipal(names.map((n) => ({ authenticated: { principal_name: nameMatcher(n) } })));
 }
 
 /** One ALLOW policy: from an allowed address (if listed), from no denied one, with an allowed name. */
 function rbacRules(a: AccessDoc): JsonObject {
   const ip = (c: string) => ({ remote_ip: cidrRange(c) });
   const parts: JsonObject[] = [];
-  if (a.allow) parts.push(anyOf(a.allow.map(ip)));
-  if (a.deny) parts.push({ not_id: anyOf(a.deny.map(ip)) });
-  if (a.clientNames)
-    parts.push(anyOf(a.clientNames.map((n) => ({ authenticated: { principal_name: nameMatcher(n) } }))));
-  const principal = parts.length === 0 ? { any: true } : parts.length === 1 ? parts[0]! : { and_ids: { ids: parts } };
+  if (a.allow) parts.push(anyPrincipal(a.allow.map(ip)));
+  if (a.deny) parts.push({ not_id: anyPrincipal(a.deny.map(ip)) });
+  if (a.clientNames) parts.push(certificateNamed(a.clientNames));
   // ALLOW is the enum's zero value: canonical JSON leaves it out.
-  return { policies: { access: { permissions: [{ any: true }], principals: [principal] } } };
+  return { policies: { access: { permissions: [{ any: true }], principals: [allPrincipals(parts)] } } };
 }
 
 /** The RBAC filter's config: enforced rules, or shadow rules that only count and log. */

@@ -1,15 +1,15 @@
-import type {
-  GrpcRouteDoc,
-  HashPolicyDoc,
-  ListenerDoc,
-  RetriesDoc,
-  RouteDoc,
-  VirtualHostDoc,
-  WeightedTargetDoc,
+import {
+  GRPC_STATUS_CODES,
+  type GrpcRouteDoc,
+  type HashPolicyDoc,
+  type ListenerDoc,
+  type RetriesDoc,
+  type RouteDoc,
+  type VirtualHostDoc,
+  type WeightedTargetDoc,
 } from '../model/schema.ts';
 import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
-import { GRPC_STATUS_CODES } from '../model/schema.ts';
 import { compact, FAULT_FILTER, headerMatcher, perMillion, queryMatcher, TYPE, type JsonObject } from './common.ts';
 import { perFilterConfig, routeRateLimits, virtualHostRateLimits } from './protection.ts';
 import { mirrorPolicies, trafficPerFilterConfig } from './traffic.ts';

@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import {
   startBackend,
+  statusOf,
   xdsBootstrap,
   xdsGreeterClient,
   type Backend,
@@ -88,11 +89,7 @@ test('a delay fault holds the RPC before it is sent; a route without faults is u
 });
 
 test('header values are matched exactly and by prefix: each value takes its own route', async () => {
-  const code = (tier: string) =>
-    client.sayHello(`tier-${tier}`, 5000, { 'x-tier': tier }).then(
-      () => status.OK,
-      (e: { code?: number }) => e.code,
-    );
+  const code = (tier: string) => statusOf(client.sayHello(`tier-${tier}`, 5000, { 'x-tier': tier }));
   assert.is(await code('gold'), status.PERMISSION_DENIED);
   assert.is(await code('golden'), status.OK);
   assert.is(await code('platinum'), status.OUT_OF_RANGE);

@@ -57,6 +57,14 @@ export async function startBackend(name: string, opts: { delayMs?: number } = {}
 
 const GreeterClient = grpc.makeGenericClientConstructor(GreeterDefinition, 'Greeter');
 
+/** The status an RPC ended with: OK when it succeeded, else the error's code. */
+export function statusOf(rpc: Promise<unknown>): Promise<number | undefined> {
+  return rpc.then(
+    () => grpc.status.OK,
+    (e: { code?: number }) => e.code,
+  );
+}
+
 export interface GreeterClientHandle {
   /** `metadata`: request headers (what a route's header hash policy reads). */
   sayHello(

@@ -116,7 +116,7 @@ test('clients claiming many releases: a warning names 8, the most nodes first, a
   }));
   nodes.push({ group: 'default', userAgent: 'gRPC Node Pure JS/1.7.19' });
   const clients = connectedClients(nodes);
-  assert.is(clients.get('default')!.size, 20, 'keyed by release, not by the text sent');
+  assert.is(clients.get('default')!.length, 20, 'one entry per release, not per text sent');
   const retries = clientSupportWarnings(model!, clients, () => TREE['grpc.yaml'])[0]!.message;
   assert.match(retries, /: grpc-js 1\.7\.19 \(2 nodes\), grpc-js 1\.7\.0 \(1 node\), .* and 12 more releases;/);
   assert.ok(retries.length < 600, `${retries.length} characters`);
