@@ -246,6 +246,7 @@ export function clientSupportWarnings(
   textOf: (file: string) => string | undefined,
 ): Diagnostic[] {
   const sink = new DiagnosticSink(textOf);
+  if (!clients.size) return sink.diagnostics; // no gRPC application connected: nothing to compare
   for (const use of grpcFeatureUses(model)) {
     const feature: GrpcFeature = GRPC_FEATURES[use.feature];
     const doc = docOf(model, use.kind, use.name);
