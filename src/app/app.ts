@@ -18,6 +18,7 @@ import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
 import { ConfigPipeline } from './pipeline.ts';
 import { EnvoyChecker, envoyCheckDir } from '../compile/envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
+import { LogThrottle } from '../shared/log-throttle.ts';
 import { TokenAuth } from '../security/tokens.ts';
 import type { RestServer } from '../transports/rest/rest-server.ts';
 import { Membership } from '../membership/membership.ts';
@@ -296,6 +297,8 @@ export async function startApp(
   const adminPort = (admin.server.address() as { port: number }).port;
 
   let restPort = 0;
+  // Refused registration calls: one log line per 10 s at most, the metric counts each.
+  const refusalLog = new LogThrottle(10_000);
   if (config.rest) {
     restServer = (await import('../transports/rest/rest-server.ts')).createRestServer({
       cache,
@@ -311,7 +314,15 @@ export async function startApp(
       tokens: new TokenAuth(config.rest.tokens ?? []),
       tls: restCertificate && { listener: restCertificate.initial, identityPrefix: config.rest.tls?.identityPrefix },
       secretsAllowed: sds.rest,
-      registration: { membership, audit: (actor, action, detail) => stores.audit.append(actor, action, detail) },
+      registration: {
+        membership,
+        audit: (actor, action, detail) => stores.audit.append(actor, action, detail),
+        refused: (action, reason, message) => {
+          metrics.registrationRefusals.inc({ action, reason });
+          const { log: now, heldBack } = refusalLog.note();
+          if (now) log.warn({ action, reason, heldBack }, `registration ${action} refused: ${message}`);
+        },
+      },
     });
     const r = splitListen(config.rest.listen);
     await restServer.app.listen({ host: r.host, port: r.port });

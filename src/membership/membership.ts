@@ -10,7 +10,7 @@
  * that changes nothing is neither: many heartbeats, one push only when something changed.
  */
 import { BlockList, isIP } from 'node:net';
-import { cidrRange, parseHostPort } from '../model/addresses.ts';
+import { canonicalEndpoint, canonicalIp, cidrRange, parseHostPort } from '../model/addresses.ts';
 import type { RegistrationDoc } from '../model/schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
 import { ErrorCodes, FleetError } from '../shared/errors.ts';
@@ -40,6 +40,14 @@ export interface Credentials {
   tokenSha256?: string;
 }
 
+/** Where a call comes from: what `registration.ownAddress` compares an endpoint's address with. */
+export interface Origin {
+  /** The connection's peer address. */
+  peer?: string;
+  /** The IP addresses of the caller's verified client certificate. */
+  certificateIps: readonly string[];
+}
+
 /** A registered endpoint as the EDS translation needs it. */
 export interface Member {
   address: string;
@@ -62,6 +70,13 @@ export function effectiveState(
   return e.health;
 }
 
+/** Whether `ip` is the caller's: its connection's address or an IP of its certificate. */
+function isOwnAddress(ip: string, origin: Origin | undefined): boolean {
+  if (!origin) return false;
+  const own = [origin.peer, ...origin.certificateIps].flatMap((a) => (a ? [canonicalIp(a)] : []));
+  return own.includes(ip);
+}
+
 /** A policy's allowed addresses, compiled once per policy document (the same object while it is served). */
 const BLOCKS = new WeakMap<RegistrationDoc, BlockList>();
 
@@ -75,6 +90,56 @@ function allowedBlocks(policy: RegistrationDoc): BlockList {
   }
   BLOCKS.set(policy, b);
   return b;
+}
+
+/**
+ * Addresses no registration may point a service at unless its policy names them in `addresses`
+ * with a block no wider than the range: a proxy would send a service's traffic to itself (its admin
+ * port), to a cloud metadata service, or to every host of a network.
+ */
+const RESERVED: readonly { range: string; what: string }[] = [
+  { range: '0.0.0.0/8', what: 'an unspecified address' },
+  { range: '127.0.0.0/8', what: 'a loopback address' },
+  { range: '169.254.0.0/16', what: 'a link-local address (cloud metadata services answer there)' },
+  { range: '224.0.0.0/4', what: 'a multicast address' },
+  { range: '240.0.0.0/4', what: 'a reserved or broadcast address' },
+  { range: '::/128', what: 'an unspecified address' },
+  { range: '::1/128', what: 'a loopback address' },
+  { range: 'fe80::/10', what: 'a link-local address' },
+  { range: 'ff00::/8', what: 'a multicast address' },
+  { range: 'fd00:ec2::254/128', what: 'a cloud metadata address' },
+];
+
+const familyOf = (ip: string) => (isIP(ip) === 6 ? 'ipv6' : 'ipv4');
+
+function blockOf(cidr: string): { list: BlockList; len: number } {
+  const r = cidrRange(cidr)!;
+  const list = new BlockList();
+  list.addSubnet(r.address_prefix, r.prefix_len, familyOf(r.address_prefix));
+  return { list, len: r.prefix_len };
+}
+
+const RESERVED_BLOCKS = RESERVED.map((r) => ({ ...r, ...blockOf(r.range) }));
+
+/** Each block of a policy's `addresses`, compiled once per policy document. */
+const POLICY_BLOCKS = new WeakMap<RegistrationDoc, { list: BlockList; len: number }[]>();
+
+function policyBlocks(policy: RegistrationDoc): { list: BlockList; len: number }[] {
+  let b = POLICY_BLOCKS.get(policy);
+  if (!b) POLICY_BLOCKS.set(policy, (b = (policy.addresses ?? []).map(blockOf)));
+  return b;
+}
+
+/** Why `ip` may not be registered under `policy` (a reserved range it does not name), or undefined. */
+export function reservedRefusal(ip: string, policy: RegistrationDoc): string | undefined {
+  const family = familyOf(ip);
+  const reserved = RESERVED_BLOCKS.find((r) => r.list.check(ip, family));
+  if (!reserved) return undefined;
+  const named = policyBlocks(policy).some((b) => b.len >= reserved.len && b.list.check(ip, family));
+  return named
+    ? undefined
+    : `${ip} is ${reserved.what}: a service takes one only when its registration.addresses names it ` +
+        `(a block within ${reserved.range})`;
 }
 
 const key = (service: string, address: string) => `${service}\u0000${address}`;
@@ -128,17 +193,30 @@ export class Membership {
     );
   }
 
-  /** A registration or heartbeat. */
-  heartbeat(service: string, req: RegisterRequest, identity: string): Health {
+  /**
+   * A registration or heartbeat by `identity` (what authorize returned), from `origin`. The address
+   * is kept in its canonical spelling, which the caller gets back.
+   */
+  heartbeat(service: string, req: RegisterRequest, identity: string, origin?: Origin): Health {
     const policy = this.policyOf(service)!;
-    const hp = parseHostPort(req.address);
-    if (!hp || !cidrRange(hp.host)) throw new FleetError(ErrorCodes.BAD_REQUEST, `"${req.address}" is not IP:port`);
+    const address = canonicalEndpoint(req.address);
+    const hp = address && parseHostPort(address);
+    if (!hp) throw new FleetError(ErrorCodes.BAD_REQUEST, `"${req.address}" is not IP:port`);
     if (policy.ports && !policy.ports.includes(hp.port))
       throw new FleetError(ErrorCodes.FORBIDDEN, `port ${hp.port} is not one service "${service}" takes`);
-    if (policy.addresses && !allowedBlocks(policy).check(hp.host, isIP(hp.host) === 6 ? 'ipv6' : 'ipv4'))
+    if (policy.addresses && !allowedBlocks(policy).check(hp.host, familyOf(hp.host)))
       throw new FleetError(ErrorCodes.FORBIDDEN, `${hp.host} is outside the addresses service "${service}" takes`);
-    const k = key(service, req.address);
+    const reserved = reservedRefusal(hp.host, policy);
+    if (reserved) throw new FleetError(ErrorCodes.FORBIDDEN, reserved);
+    if (policy.ownAddress && !isOwnAddress(hp.host, origin))
+      throw new FleetError(
+        ErrorCodes.FORBIDDEN,
+        `service "${service}" takes only the caller's own address (its connection's or a certificate IP), ` +
+          `not ${hp.host}`,
+      );
+    const k = key(service, address);
     const before = this.entries.get(k);
+    if (before) this.checkOwner(before, identity, policy);
     // Even an allowed caller cannot grow a service without bound.
     if (!before && this.countOf(service) >= MAX_PER_SERVICE)
       throw new FleetError(
@@ -147,7 +225,7 @@ export class Membership {
       );
     const entry: StoredRegistration = {
       service,
-      address: req.address,
+      address,
       ...(req.weight !== undefined && { weight: req.weight }),
       ...(req.region !== undefined && { region: req.region }),
       ...(req.zone !== undefined && { zone: req.zone }),
@@ -171,21 +249,26 @@ export class Membership {
   }
 
   /** Stops new requests to the endpoint; it is removed once the service's drain time is over. */
-  drain(service: string, address: string): void {
-    const k = key(service, address);
+  drain(service: string, address: string, identity: string): void {
+    const k = key(service, canonicalEndpoint(address) ?? address);
     const e = this.entries.get(k);
     if (!e) throw new FleetError(ErrorCodes.NOT_REGISTERED, `${address} is not registered in service "${service}"`);
-    if (e.health === 'draining') return;
     const policy = this.policyOf(service);
+    if (policy) this.checkOwner(e, identity, policy);
+    if (e.health === 'draining') return;
     const drainMs = parseDurationMs(policy?.drain ?? DEFAULT_DRAIN) ?? 30_000;
     const entry = { ...e, health: 'draining' as const, drainUntil: this.now() + drainMs, updatedAt: this.now() };
     this.entries.set(k, entry);
     this.commit(new Set([service]), [entry]);
   }
 
-  deregister(service: string, address: string): void {
-    const k = key(service, address);
-    if (!this.entries.delete(k)) return;
+  deregister(service: string, address: string, identity: string): void {
+    const k = key(service, canonicalEndpoint(address) ?? address);
+    const e = this.entries.get(k);
+    if (!e) return;
+    const policy = this.policyOf(service);
+    if (policy) this.checkOwner(e, identity, policy);
+    this.entries.delete(k);
     this.told.delete(k);
     this.store?.remove(service, address);
     this.observer?.removed(service, address);
@@ -230,6 +313,16 @@ export class Membership {
           ...(e.zone !== undefined && { zone: e.zone }),
         });
     return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  }
+
+  /** An endpoint belongs to the identity that registered it, unless the policy lets instances manage each other. */
+  private checkOwner(e: StoredRegistration, identity: string, policy: RegistrationDoc): void {
+    if (policy.manageEachOther || e.identity === identity) return;
+    throw new FleetError(
+      ErrorCodes.FORBIDDEN,
+      `${e.address} in service "${e.service}" was registered by another identity ` +
+        '(registration.manageEachOther lets instances manage each other)',
+    );
   }
 
   /** A service's registered endpoints (counted when one joins: joining is rare, heartbeats are not). */

@@ -134,6 +134,7 @@ export function checkListenerProtection(
 ): void {
   if (l.access) {
     checkAccess(l.access, ['access'], r, sink);
+    if (l.access.allow || l.access.deny) warnForwardedAddress(l, ['access'], 'its address rules', r, sink);
     if (l.access.clientNames && !l.tls?.clientCa)
       sink.error(
         Codes.INVALID_VALUE,
@@ -197,9 +198,42 @@ export function checkVirtualHostProtection(v: VirtualHostDoc, r: DocRef, sink: D
   v.routes.forEach((route, i) => checkOverrides(route, ['routes', i], r, sink));
 }
 
+/** Whether a limit is keyed by the client's address (Envoy's downstream remote address). */
+export function keyedByClientAddress(o: Pick<RouteDoc, 'rateLimit' | 'globalRateLimit'>): boolean {
+  return (
+    (o.rateLimit !== undefined && o.rateLimit !== false && o.rateLimit.by === 'clientAddress') ||
+    (o.globalRateLimit ?? []).some((d) => d.some((e) => e.clientAddress))
+  );
+}
+
+/**
+ * Address rules, limits and hashes on an HTTP listener whose client address comes from
+ * x-forwarded-for: warned, since a client that reaches Envoy without passing through the proxies
+ * the listener trusts writes that header itself.
+ */
+function warnForwardedAddress(l: ListenerDoc, path: PathSegment[], what: string, r: DocRef, sink: DiagnosticSink) {
+  if (l.tcp) return;
+  const hops = l.http?.xffNumTrustedHops ?? 0;
+  const source =
+    hops > 0
+      ? `the address x-forwarded-for names ${hops} hop${hops === 1 ? '' : 's'} in (http.xffNumTrustedHops)`
+      : l.http?.useRemoteAddress === false
+        ? 'the last x-forwarded-for address (http.useRemoteAddress: false)'
+        : undefined;
+  if (source)
+    sink.warn(
+      Codes.INVALID_VALUE,
+      r,
+      path,
+      `listener "${l.name}" matches ${what} against ${source}: a client that reaches Envoy ` +
+        'without passing through the trusted proxies chooses that address',
+    );
+}
+
 /** What a virtual host needs from each listener carrying it, with where it says so. */
 interface Need {
   path: PathSegment[];
+  clientAddress?: true;
   jwtProviders?: readonly string[];
   rateLimitService?: true;
   clientCertificates?: true;
@@ -211,14 +245,20 @@ function needsOf(v: VirtualHostDoc): Need[] {
   let needs = NEEDS.get(v);
   if (needs) return needs;
   needs = [];
-  const add = (o: Pick<RouteDoc, 'access' | 'jwt' | 'globalRateLimit'>, path: PathSegment[]) => {
+  const add = (o: Pick<RouteDoc, 'access' | 'jwt' | 'rateLimit' | 'globalRateLimit'>, path: PathSegment[]) => {
     if (o.jwt) needs.push({ path: [...path, 'jwt'], jwtProviders: o.jwt.require });
     if (o.globalRateLimit) needs.push({ path: [...path, 'globalRateLimit'], rateLimitService: true });
     if (o.access && o.access.clientNames)
       needs.push({ path: [...path, 'access', 'clientNames'], clientCertificates: true });
+    if (o.access && (o.access.allow || o.access.deny)) needs.push({ path: [...path, 'access'], clientAddress: true });
+    if (keyedByClientAddress(o)) needs.push({ path, clientAddress: true });
   };
   add(v, []);
-  v.routes.forEach((route, i) => add(route, ['routes', i]));
+  v.routes.forEach((route, i) => {
+    add(route, ['routes', i]);
+    const h = route.hashPolicy?.findIndex((p) => p.sourceIp) ?? -1;
+    if (h >= 0) needs.push({ path: ['routes', i, 'hashPolicy', h], clientAddress: true });
+  });
   NEEDS.set(v, needs);
   return needs;
 }
@@ -226,6 +266,7 @@ function needsOf(v: VirtualHostDoc): Need[] {
 /** Each listener carrying `v` has what its protections name: JWT providers, a rate-limit service, mTLS. */
 export function checkCarriedProtection(l: ListenerDoc, v: VirtualHostDoc, vref: DocRef, sink: DiagnosticSink): void {
   for (const n of needsOf(v)) {
+    if (n.clientAddress) warnForwardedAddress(l, n.path, 'what this virtual host keys by client address', vref, sink);
     if (n.jwtProviders) {
       const known = new Set(l.jwt?.providers.map((p) => p.name));
       n.jwtProviders.forEach((p, i) => {

@@ -187,6 +187,20 @@ export const Registration = Type.Object(
       description: 'Without a heartbeat for this long an endpoint is unhealthy, and removed after as long again (30s).',
     }),
     drain: Type.Optional({ ...Duration, description: 'A draining endpoint is removed after this long (30s).' }),
+    ownAddress: Type.Optional(
+      Type.Boolean({
+        description:
+          "An endpoint's address must be the caller's own: its connection's address or an IP SAN of its " +
+          'client certificate.',
+      }),
+    ),
+    manageEachOther: Type.Optional(
+      Type.Boolean({
+        description:
+          'Any allowed identity may heartbeat, drain or remove endpoints another one registered ' +
+          '(default: only the identity that registered an endpoint manages it).',
+      }),
+    ),
   },
   { ...strict, description: 'Endpoints registered at run time (fleetxds register), besides the static ones.' },
 );

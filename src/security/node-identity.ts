@@ -15,8 +15,11 @@ export interface PeerCertificateLike {
   subjectaltname?: string;
 }
 
-/** A certificate's subject alternative names of the given kinds (URI, DNS), without their prefix. */
-export function sanNames(cert: PeerCertificateLike | undefined, kinds: readonly ('URI' | 'DNS')[]): string[] {
+/** A certificate's subject alternative names of the given kinds (URI, DNS, IP), without their prefix. */
+export function sanNames(
+  cert: PeerCertificateLike | undefined,
+  kinds: readonly ('URI' | 'DNS' | 'IP Address')[],
+): string[] {
   return (cert?.subjectaltname ?? '')
     .split(',')
     .map((s) => s.trim())

@@ -79,6 +79,14 @@ export class Metrics {
     help: 'Config trees (or secret renewals) rejected',
     registers: [this.registry],
   });
+  readonly registrationRefusals = new client.Counter({
+    name: 'fleetxds_registration_refusals_total',
+    help:
+      'Registration API calls refused, by action (register, drain, deregister) and reason (unauthenticated: no ' +
+      'allowed credential; forbidden: the policy refused an allowed identity)',
+    labelNames: ['action', 'reason'],
+    registers: [this.registry],
+  });
   readonly readFailures = new client.Counter({
     name: 'fleetxds_config_read_failures_total',
     help:

@@ -22,7 +22,7 @@ import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
 import { TranslationMemo } from './memo.ts';
-import { protectionServices } from './protection.ts';
+import { protectionServices, trustsForwardedAddress } from './protection.ts';
 import { tracingServices } from './traffic.ts';
 import { accessLogServices } from './access-log.ts';
 import { secretResource } from './secret.ts';
@@ -143,7 +143,15 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
       // Each virtual host keeps its JSON object while its document is unchanged: the encoder then
       // re-encodes only the virtual hosts an edit touched (ResourceType.parts).
       json: memo.with('route', l, vs, () =>
-        buildRouteConfiguration(l.name, vs, (v) => memo.once('vhost', v, buildVirtualHost), l),
+        buildRouteConfiguration(
+          l.name,
+          vs,
+          // Address rules depend on whether the listener trusts x-forwarded-for: one build of each.
+          trustsForwardedAddress(l)
+            ? (v) => memo.once('vhost-forwarded', v, (d) => buildVirtualHost(d, true))
+            : (v) => memo.once('vhost', v, (d) => buildVirtualHost(d, false)),
+          l,
+        ),
       ),
       origin: originKey('Listener', l.name),
       virtualHostOrigins: vs.map((v) => originKey('VirtualHost', v.name)),

@@ -3,7 +3,13 @@ import { durationToProto } from '../shared/duration.ts';
 import { accessLogs } from './access-log.ts';
 import { httpSettingsFields } from './http-settings.ts';
 import { adsConfigSource, compact, faultFilter, routerFilter, TYPE, type JsonObject } from './common.ts';
-import { networkRbacFilter, protectionFilters, protectionsUsed } from './protection.ts';
+import {
+  networkRbacFilter,
+  protectionFilters,
+  protectionsUsed,
+  trustsForwardedAddress,
+  type Used,
+} from './protection.ts';
 import { tracingConfig, trafficFilters } from './traffic.ts';
 
 /**
@@ -32,9 +38,22 @@ function httpConnectionManager(
 }
 
 /** The HTTP filters before the router: CORS, the protections, then the compressors. */
-function httpFilters(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): JsonObject[] {
+function httpFilters(l: ListenerDoc, used: Used, vhosts: readonly VirtualHostDoc[]): JsonObject[] {
   const traffic = trafficFilters(l, vhosts);
-  return [...traffic.first, ...protectionFilters(l, protectionsUsed(vhosts)), ...traffic.last];
+  return [...traffic.first, ...protectionFilters(l, used), ...traffic.last];
+}
+
+/**
+ * The connection manager's client-address settings. Limits and hashes keyed by the client's
+ * address read Envoy's downstream remote address, which Envoy takes from x-forwarded-for unless
+ * use_remote_address is on: a listener that uses them and trusts no forwarding proxy takes the
+ * connection's address. What the operator set is kept (validation warns about it).
+ */
+function clientAddressFields(l: ListenerDoc, used: Used): JsonObject {
+  const own = httpSettingsFields(l.http);
+  if (used.clientAddress && l.http?.useRemoteAddress === undefined && !trustsForwardedAddress(l))
+    return { ...own, use_remote_address: true };
+  return own;
 }
 
 /** `http`: the chain speaks HTTP and offers h2 and http/1.1 by ALPN; a TCP chain offers none. */
@@ -88,6 +107,7 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
   const tcpLogs = accessLogs(l.accessLog, l.name, true);
   // Who may connect is checked before the TCP proxy picks a service.
   const rbac = l.access ? [networkRbacFilter(l.name, l.access)] : [];
+  const used = protectionsUsed(vhosts);
   const filters = l.tcp
     ? [...rbac, tcpProxy(l.name, l.tcp, tcpLogs)]
     : [
@@ -98,8 +118,8 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
             l.name,
             accessLogs(l.accessLog, l.name, false),
             l.websocket ?? true,
-            { ...httpSettingsFields(l.http), ...compact({ tracing: tracingConfig(l.tracing) }) },
-            httpFilters(l, vhosts),
+            { ...clientAddressFields(l, used), ...compact({ tracing: tracingConfig(l.tracing) }) },
+            httpFilters(l, used, vhosts),
           ),
         },
       ];

@@ -19,6 +19,7 @@ import type {
   SanMatchDoc,
 } from '../model/protection-schema.ts';
 import { cidrRange } from '../model/addresses.ts';
+import { keyedByClientAddress } from '../model/protection-checks.ts';
 import type { ListenerDoc, RouteDoc, VirtualHostDoc } from '../model/schema.ts';
 import { globToRegex } from '../shared/glob.ts';
 import { durationToProto, parseDurationMs } from '../shared/duration.ts';
@@ -89,9 +90,19 @@ export function certificateNamed(names: readonly ClientNameDoc[]): JsonObject {
   return anyPrincipal(names.map((n) => ({ authenticated: { principal_name: nameMatcher(n) } })));
 }
 
+/**
+ * Whether a listener's client address may come from x-forwarded-for: only when the operator says
+ * how many proxies in front of Envoy are trusted. Otherwise address rules match the connection's
+ * peer (`direct_remote_ip`), since Envoy's own default takes the last x-forwarded-for entry, which
+ * any client writes.
+ */
+export function trustsForwardedAddress(l: Pick<ListenerDoc, 'http'>): boolean {
+  return (l.http?.xffNumTrustedHops ?? 0) > 0;
+}
+
 /** One ALLOW policy: from an allowed address (if listed), from no denied one, with an allowed name. */
-function rbacRules(a: AccessDoc): JsonObject {
-  const ip = (c: string) => ({ remote_ip: cidrRange(c) });
+function rbacRules(a: AccessDoc, forwarded: boolean): JsonObject {
+  const ip = (c: string) => (forwarded ? { remote_ip: cidrRange(c) } : { direct_remote_ip: cidrRange(c) });
   const parts: JsonObject[] = [];
   if (a.allow) parts.push(anyPrincipal(a.allow.map(ip)));
   if (a.deny) parts.push({ not_id: anyPrincipal(a.deny.map(ip)) });
@@ -101,15 +112,15 @@ function rbacRules(a: AccessDoc): JsonObject {
 }
 
 /** The RBAC filter's config: enforced rules, or shadow rules that only count and log. */
-function rbacConfig(a: AccessDoc): JsonObject {
-  return a.mode === 'shadow' ? { shadow_rules: rbacRules(a) } : { rules: rbacRules(a) };
+function rbacConfig(a: AccessDoc, forwarded: boolean): JsonObject {
+  return a.mode === 'shadow' ? { shadow_rules: rbacRules(a, forwarded) } : { rules: rbacRules(a, forwarded) };
 }
 
 /** Envoy's network RBAC filter for a TCP listener's chains. */
 export function networkRbacFilter(name: string, a: AccessDoc): JsonObject {
   return {
     name: 'envoy.filters.network.rbac',
-    typed_config: { '@type': TYPE.networkRbac, stat_prefix: name, ...rbacConfig(a) },
+    typed_config: { '@type': TYPE.networkRbac, stat_prefix: name, ...rbacConfig(a, false) },
   };
 }
 
@@ -286,11 +297,14 @@ function globalRateLimitConfig(s: RateLimitServiceDoc): JsonObject {
 /** What a route configuration, virtual host or route sets (an override) or turns off (`false`). */
 type Overrides = Pick<RouteDoc, 'access' | 'jwt' | 'extAuth' | 'rateLimit' | 'globalRateLimit'>;
 
-/** The per-filter configurations of a route configuration, virtual host or route (typed_per_filter_config). */
-export function perFilterConfig(o: Overrides): JsonObject | undefined {
+/**
+ * The per-filter configurations of a route configuration, virtual host or route
+ * (typed_per_filter_config). `forwarded`: the listener trusts x-forwarded-for (trustsForwardedAddress).
+ */
+export function perFilterConfig(o: Overrides, forwarded: boolean): JsonObject | undefined {
   const out: JsonObject = {};
   if (o.access !== undefined)
-    out[FILTER.rbac] = { '@type': TYPE.rbacPerRoute, ...(o.access && { rbac: rbacConfig(o.access) }) };
+    out[FILTER.rbac] = { '@type': TYPE.rbacPerRoute, ...(o.access && { rbac: rbacConfig(o.access, forwarded) }) };
   if (o.jwt !== undefined)
     out[FILTER.jwt] = {
       '@type': TYPE.jwtPerRoute,
@@ -322,6 +336,8 @@ export function virtualHostRateLimits(v: Overrides): JsonObject[] {
 export interface Used {
   rbac: boolean;
   localRateLimit: boolean;
+  /** A rule, limit or hash keyed by the client's address (Envoy's downstream remote address). */
+  clientAddress: boolean;
   requirements: Map<string, JwtRequirementDoc>;
 }
 
@@ -331,24 +347,29 @@ const usedByVhost = new WeakMap<VirtualHostDoc, Used>();
 function usedBy(v: VirtualHostDoc): Used {
   let used = usedByVhost.get(v);
   if (used) return used;
-  used = { rbac: false, localRateLimit: false, requirements: new Map() };
+  used = { rbac: false, localRateLimit: false, clientAddress: false, requirements: new Map() };
   const note = (o: Overrides) => {
     if (o.access) used.rbac = true;
     if (o.rateLimit) used.localRateLimit = true;
     if (o.jwt) used.requirements.set(requirementName(o.jwt), o.jwt);
+    if (keyedByClientAddress(o)) used.clientAddress = true;
   };
   note(v);
-  for (const r of v.routes) note(r);
+  for (const r of v.routes) {
+    note(r);
+    if (r.hashPolicy?.some((h) => h.sourceIp)) used.clientAddress = true;
+  }
   usedByVhost.set(v, used);
   return used;
 }
 
 export function protectionsUsed(vs: readonly VirtualHostDoc[]): Used {
-  const used: Used = { rbac: false, localRateLimit: false, requirements: new Map() };
+  const used: Used = { rbac: false, localRateLimit: false, clientAddress: false, requirements: new Map() };
   for (const v of vs) {
     const u = usedBy(v);
     used.rbac ||= u.rbac;
     used.localRateLimit ||= u.localRateLimit;
+    used.clientAddress ||= u.clientAddress;
     for (const [name, r] of u.requirements) used.requirements.set(name, r);
   }
   return used;

@@ -11,7 +11,7 @@ import {
 import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { compact, FAULT_FILTER, headerMatcher, perMillion, queryMatcher, TYPE, type JsonObject } from './common.ts';
-import { perFilterConfig, routeRateLimits, virtualHostRateLimits } from './protection.ts';
+import { perFilterConfig, routeRateLimits, trustsForwardedAddress, virtualHostRateLimits } from './protection.ts';
 import { mirrorPolicies, trafficPerFilterConfig } from './traffic.ts';
 
 const REDIRECT_CODE: Record<number, string | undefined> = {
@@ -69,8 +69,8 @@ function httpRetryPolicy(r: RetriesDoc): JsonObject {
 }
 
 /** The per-filter configurations of a virtual host or route: its protections and HTTP features. */
-function filterConfigs(o: RouteDoc | VirtualHostDoc): JsonObject | undefined {
-  const all = { ...perFilterConfig(o), ...trafficPerFilterConfig(o) };
+function filterConfigs(o: RouteDoc | VirtualHostDoc, forwarded: boolean): JsonObject | undefined {
+  const all = { ...perFilterConfig(o, forwarded), ...trafficPerFilterConfig(o) };
   return Object.keys(all).length ? all : undefined;
 }
 
@@ -79,7 +79,7 @@ function regexRewrite(r: { pattern: string; substitution: string }): JsonObject 
 }
 
 /** `vhostRateLimits`: the virtual host's rate-limit actions (a route with its own replaces them). */
-function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[]): JsonObject {
+function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[], forwarded: boolean): JsonObject {
   const m = r.match ?? {};
   const match: JsonObject = {};
   if (m.path !== undefined) match.path = m.path;
@@ -92,7 +92,7 @@ function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[]): JsonObj
     name: r.name,
     match,
     ...headerFields(r.headers),
-    typed_per_filter_config: filterConfigs(r),
+    typed_per_filter_config: filterConfigs(r, forwarded),
   });
   if (r.redirect) {
     const d = r.redirect;
@@ -129,15 +129,16 @@ function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[]): JsonObj
   return out;
 }
 
-export function buildVirtualHost(v: VirtualHostDoc): JsonObject {
+/** `forwarded`: the listener carrying it trusts x-forwarded-for for client addresses. */
+export function buildVirtualHost(v: VirtualHostDoc, forwarded = false): JsonObject {
   const rateLimits = virtualHostRateLimits(v);
   return compact({
     name: v.name,
     domains: v.domains,
-    routes: v.routes.map((r) => httpRoute(r, rateLimits)),
+    routes: v.routes.map((r) => httpRoute(r, rateLimits, forwarded)),
     ...headerFields(v.headers),
     rate_limits: rateLimits.length ? rateLimits : undefined,
-    typed_per_filter_config: filterConfigs(v),
+    typed_per_filter_config: filterConfigs(v, forwarded),
   });
 }
 
@@ -150,13 +151,15 @@ export function buildRouteConfiguration(
   name: string,
   vhosts: VirtualHostDoc[],
   virtualHost: (v: VirtualHostDoc) => JsonObject = buildVirtualHost,
-  listener?: Pick<ListenerDoc, 'headers' | 'access' | 'rateLimit'>,
+  listener?: Pick<ListenerDoc, 'headers' | 'access' | 'rateLimit' | 'http'>,
 ): JsonObject {
   return compact({
     name,
-    virtual_hosts: vhosts.map(virtualHost),
+    virtual_hosts: vhosts.map((v) => virtualHost(v)),
     ...headerFields(listener?.headers),
-    typed_per_filter_config: listener && perFilterConfig({ access: listener.access, rateLimit: listener.rateLimit }),
+    typed_per_filter_config:
+      listener &&
+      perFilterConfig({ access: listener.access, rateLimit: listener.rateLimit }, trustsForwardedAddress(listener)),
   });
 }
 

@@ -2,7 +2,8 @@
  * Access control and upstream identity through real Envoy 1.40 and 1.36 (one Envoy each):
  *  - client addresses: a listener denies 127.0.0.2 (403) and not 127.0.0.1; a route that allows
  *    only 127.0.0.3 refuses 127.0.0.1; a health route turns access off; a shadow rule lets the
- *    denied client through and counts it (rbac.shadow_denied);
+ *    denied client through and counts it (rbac.shadow_denied); an x-forwarded-for header does not
+ *    change the address rules see, except on a listener that trusts a proxy in front;
  *  - client certificate names on an mTLS listener: the right SAN gets 200, the wrong one 403;
  *  - a TCP listener that denies 127.0.0.2 closes its connection and echoes for 127.0.0.1;
  *  - upstream identity: a service whose certificate carries the SAN answers; one that must carry
@@ -26,6 +27,7 @@ import { tempDir, writeTree } from '../helpers/tree.ts';
 
 interface Ports {
   site: number;
+  forwarded: number;
   mtls: number;
   tcp: number;
   upstream: number;
@@ -45,10 +47,11 @@ const byRelease = new Map<EnvoyVersion, Ports>();
 function get(
   port: number,
   path: string,
-  opts: { from?: string; tls?: { cert: string; key: string } } = {},
+  opts: { from?: string; tls?: { cert: string; key: string }; forwardedFor?: string } = {},
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const base = { host: '127.0.0.1', port, path, agent: false as const, localAddress: opts.from };
+    const headers = opts.forwardedFor ? { 'x-forwarded-for': opts.forwardedFor } : {};
+    const base = { host: '127.0.0.1', port, path, agent: false as const, localAddress: opts.from, headers };
     const done = (res: http.IncomingMessage) => {
       let body = '';
       res.setEncoding('utf8').on('data', (d: string) => (body += d));
@@ -148,7 +151,16 @@ routes:
   - { match: { prefix: /wrong }, to: secure-wrong }
 `,
     ];
-    const releases = await perRelease(freePorts('site', 'mtls', 'tcp', 'upstream'), (_v, p, g) => [
+    const releases = await perRelease(freePorts('site', 'forwarded', 'mtls', 'tcp', 'upstream'), (_v, p, g) => [
+      `kind: Listener
+name: fwd-${g}
+address: 127.0.0.1
+port: ${p.forwarded}
+groups: [${g}]
+http: { xffNumTrustedHops: 1 }
+virtualHosts: [acc]
+access: { deny: [127.0.0.2] }
+`,
       `kind: Listener
 name: acc-${g}
 address: 127.0.0.1
@@ -210,6 +222,20 @@ test('a denied client address gets 403, others pass; a route can allow only some
     assert.is((await get(p, '/healthz', { from: '127.0.0.2' })).status, 200, `Envoy ${v}: access off for health`);
     assert.is((await get(p, '/only-3', { from: '127.0.0.1' })).status, 403, `Envoy ${v}: only 127.0.0.3`);
     assert.is((await get(p, '/only-3', { from: '127.0.0.3' })).status, 200);
+  }
+});
+
+test('address rules match the connection, not what x-forwarded-for claims, unless hops are trusted', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const { site, forwarded } = byRelease.get(v)!;
+    const spoofed = await get(site, '/x', { from: '127.0.0.2', forwardedFor: '10.9.9.9' });
+    assert.is(spoofed.status, 403, `Envoy ${v}: a claimed address does not lift a deny rule`);
+    const claimed = await get(site, '/only-3', { from: '127.0.0.1', forwardedFor: '127.0.0.3' });
+    assert.is(claimed.status, 403, `Envoy ${v}: a claimed address does not meet an allow rule`);
+    // With one trusted proxy in front, the client is the entry that proxy appended before it.
+    const behind = (client: string) => get(forwarded, '/x', { from: '127.0.0.1', forwardedFor: `${client}, 10.1.1.1` });
+    assert.is((await behind('127.0.0.2')).status, 403, `Envoy ${v}: the forwarded client is denied`);
+    assert.is((await behind('127.0.0.5')).status, 200, `Envoy ${v}: another forwarded client passes`);
   }
 });
 

@@ -34,6 +34,7 @@ export interface StartOptions {
   insecureSds?: boolean;
   /** Receives every log line (JSON) the server writes, at debug level. */
   logLines?: string[];
+  retention?: ServerConfig['retention'];
 }
 
 export async function startServer(configDir: string, opts: StartOptions = {}): Promise<RunningApp> {
@@ -59,6 +60,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
     log: { level: 'silent' },
     envoyCheck: opts.envoyCheck,
     sds: { insecureLoopbackOnly: opts.insecureSds ?? true },
+    retention: opts.retention,
   };
   const log = opts.logLines
     ? pino({ level: 'debug' }, { write: (line: string) => void opts.logLines!.push(line) })

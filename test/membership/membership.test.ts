@@ -67,7 +67,7 @@ test('heartbeats that change nothing report nothing; a TTL, a drain and a remova
   assert.equal(m.members('app'), [], 'silent for two TTLs: removed');
   assert.is(changes.length, 5);
   m.heartbeat('app', { address: '10.0.0.2:80' }, 'vm-2');
-  m.drain('app', '10.0.0.2:80');
+  m.drain('app', '10.0.0.2:80', 'vm-2');
   m.heartbeat('app', { address: '10.0.0.2:80' }, 'vm-2');
   assert.is(m.members('app')[0]!.health, 'draining', 'a heartbeat does not undo a drain');
   advance(2000);
@@ -136,6 +136,117 @@ test('a service takes at most MAX_PER_SERVICE endpoints; heartbeats of those it 
   assert.match(refused, /has 10000 registered endpoints, the most one service takes/);
   assert.is(m.heartbeat('app', { address: '10.0.0.7:80' }, 'vm'), 'healthy');
   assert.is(m.members('app').length, MAX_PER_SERVICE);
+});
+
+const refusal = (fn: () => unknown): string => {
+  try {
+    fn();
+    return 'ok';
+  } catch (err) {
+    return `${(err as FleetError).code}: ${(err as FleetError).message}`;
+  }
+};
+
+test('loopback, unspecified, link-local, multicast and broadcast addresses are refused unless the policy names them', () => {
+  const open = setup({ tokens: ['a'.repeat(64)] }).m;
+  const cases: [string, RegExp | 'ok'][] = [
+    ['127.0.0.1:9901', /loopback address/],
+    ['0.0.0.0:80', /unspecified address/],
+    ['[::]:80', /unspecified address/],
+    ['[::1]:80', /loopback address/],
+    ['[0:0::1]:80', /loopback address/],
+    ['[::ffff:127.0.0.1]:80', /loopback address/],
+    ['169.254.169.254:80', /link-local address \(cloud metadata/],
+    ['[fd00:ec2::254]:80', /cloud metadata address/],
+    ['255.255.255.255:80', /reserved or broadcast address/],
+    ['224.0.0.1:80', /multicast address/],
+    ['[fe80::1]:80', /link-local address/],
+    ['[ff02::1]:80', /multicast address/],
+    ['10.0.0.5:80', 'ok'],
+    ['[2001:db8::5]:80', 'ok'],
+  ];
+  for (const [address, want] of cases) {
+    const got = refusal(() => open.heartbeat('app', { address }, 'vm'));
+    if (want === 'ok') assert.is(got, 'ok', address);
+    else assert.match(got, want, `${address}: ${got}`);
+    if (want !== 'ok') assert.match(got, /^FXDS_FORBIDDEN/, address);
+  }
+  // A block within the range names it; 0.0.0.0/0 does not.
+  const named = setup({ tokens: ['a'.repeat(64)], addresses: ['127.0.0.0/8', '10.0.0.0/8'] }).m;
+  assert.is(
+    refusal(() => named.heartbeat('app', { address: '127.0.0.1:8080' }, 'vm')),
+    'ok',
+  );
+  const wide = setup({ tokens: ['a'.repeat(64)], addresses: ['0.0.0.0/0'] }).m;
+  assert.match(
+    refusal(() => wide.heartbeat('app', { address: '127.0.0.1:8080' }, 'vm')),
+    /loopback/,
+  );
+});
+
+test('ownAddress: the endpoint must be the connection address or a certificate IP of the caller', () => {
+  const { m } = setup({ tokens: ['a'.repeat(64)], ownAddress: true });
+  const from = { peer: '::ffff:10.0.4.21', certificateIps: ['10.0.9.9'] };
+  assert.is(
+    refusal(() => m.heartbeat('app', { address: '10.0.4.21:80' }, 'vm', from)),
+    'ok',
+  );
+  assert.is(
+    refusal(() => m.heartbeat('app', { address: '10.0.9.9:80' }, 'vm', from)),
+    'ok',
+  );
+  assert.match(
+    refusal(() => m.heartbeat('app', { address: '10.0.4.22:80' }, 'vm', from)),
+    /caller's own address/,
+  );
+  assert.match(
+    refusal(() => m.heartbeat('app', { address: '10.0.4.21:80' }, 'vm')),
+    /caller's own address/,
+  );
+});
+
+test('an endpoint belongs to the identity that registered it, unless instances manage each other', () => {
+  const { m } = setup({ tokens: ['a'.repeat(64)], ttl: '1h' });
+  m.heartbeat('app', { address: '10.0.0.1:80' }, 'vm-1');
+  const other = /FXDS_FORBIDDEN: 10.0.0.1:80 in service "app" was registered by another identity/;
+  assert.match(
+    refusal(() => m.heartbeat('app', { address: '10.0.0.1:80', weight: 1_000_000 }, 'vm-2')),
+    other,
+  );
+  assert.match(
+    refusal(() => m.drain('app', '10.0.0.1:80', 'vm-2')),
+    other,
+  );
+  assert.match(
+    refusal(() => m.deregister('app', '10.0.0.1:80', 'vm-2')),
+    other,
+  );
+  assert.equal(m.members('app'), [{ address: '10.0.0.1:80', health: 'healthy' }]);
+  assert.is(
+    refusal(() => m.drain('app', '10.0.0.1:80', 'vm-1')),
+    'ok',
+  );
+  const shared = setup({ tokens: ['a'.repeat(64)], ttl: '1h', manageEachOther: true }).m;
+  shared.heartbeat('app', { address: '10.0.0.1:80' }, 'vm-1');
+  assert.is(
+    refusal(() => shared.drain('app', '10.0.0.1:80', 'vm-2')),
+    'ok',
+  );
+});
+
+test('one endpoint, one key: addresses are canonical before they are keys', () => {
+  const { m } = setup({ tokens: ['a'.repeat(64)], ttl: '1h' });
+  m.heartbeat('app', { address: '10.0.4.21:8080' }, 'vm');
+  m.heartbeat('app', { address: '10.0.4.21:08080' }, 'vm');
+  m.heartbeat('app', { address: '[::ffff:10.0.4.22]:80' }, 'vm');
+  m.heartbeat('app', { address: '10.0.4.22:80' }, 'vm');
+  m.heartbeat('app', { address: '[2001:DB8:0:0::1]:80' }, 'vm');
+  assert.equal(
+    m.members('app').map((e) => e.address),
+    ['10.0.4.21:8080', '10.0.4.22:80', '[2001:db8::1]:80'],
+  );
+  m.drain('app', '[::ffff:10.0.4.22]:080', 'vm');
+  assert.is(m.members('app').find((e) => e.address === '10.0.4.22:80')!.health, 'draining');
 });
 
 test.run();

@@ -698,4 +698,41 @@ test('affinity: one key per hash policy, ring sizes with ring_hash, and a warnin
   }
 });
 
+test('address rules, limits and hashes on a listener that takes the client from x-forwarded-for are warned', async () => {
+  const tree = (http: string) => ({
+    ...BASE,
+    'edge.yaml': `kind: Listener
+name: edge
+port: 8080
+${http}virtualHosts: [site]
+access: { deny: [10.9.0.0/16] }
+---
+kind: VirtualHost
+name: site
+domains: [example.com]
+routes:
+  - match: { prefix: /api }
+    to: api
+    access: { allow: [10.0.0.0/8] }
+  - to: web
+`,
+  });
+  const forwarded = await diagnosticsOf(tree('http: { xffNumTrustedHops: 2 }\n'));
+  assert.equal(forwarded.map(formatDiagnostic), [
+    'edge.yaml:6:9: warning FXDS_INVALID_VALUE: Listener/edge access: listener "edge" matches its address rules ' +
+      'against the address x-forwarded-for names 2 hops in (http.xffNumTrustedHops): a client that reaches Envoy ' +
+      'without passing through the trusted proxies chooses that address',
+    'edge.yaml:14:13: warning FXDS_INVALID_VALUE: VirtualHost/site routes[0].access: listener "edge" matches what ' +
+      'this virtual host keys by client address against the address x-forwarded-for names 2 hops in ' +
+      '(http.xffNumTrustedHops): a client that reaches Envoy without passing through the trusted proxies chooses ' +
+      'that address',
+  ]);
+  const claimed = await diagnosticsOf(tree('http: { useRemoteAddress: false }\n'));
+  assert.is(claimed.length, 2);
+  assert.match(formatDiagnostic(claimed[0]!), /the last x-forwarded-for address \(http.useRemoteAddress: false\)/);
+  // The default (the connection's address) and useRemoteAddress: true are not warned.
+  assert.equal(await diagnosticsOf(tree('')), []);
+  assert.equal(await diagnosticsOf(tree('http: { useRemoteAddress: true }\n')), []);
+});
+
 test.run();

@@ -6,18 +6,28 @@
  *   DELETE /v1/services/:service/endpoints/:address
  *
  * The caller proves who it is with a client certificate whose name the Service's `registration`
- * allows, or a bearer token whose sha256 it lists. A refusal is answered 403 and audited.
+ * allows, or a bearer token whose sha256 it lists. An endpoint belongs to the identity that
+ * registered it. What an allowed identity does is audited; a refused call is only counted
+ * (`refused`): anyone can make one, and the audit log keeps operators' decisions.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Credentials, Membership, RegisterRequest } from '../../membership/membership.ts';
+import type { Credentials, Membership, Origin, RegisterRequest } from '../../membership/membership.ts';
 import { sanNames, verifiedPeerCertificate } from '../../security/node-identity.ts';
 import { bearerDigest } from '../../security/tokens.ts';
+import { canonicalEndpoint } from '../../model/addresses.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
+
+export type RegistrationAction = 'register' | 'drain' | 'deregister';
+
+/** Why a call was refused: without an allowed credential, or by the policy for an allowed one. */
+export type RefusalReason = 'unauthenticated' | 'forbidden';
 
 export interface RegistrationApi {
   membership: Membership;
-  /** Appends to the audit log. */
+  /** Appends an allowed identity's action to the audit log. */
   audit(actor: string, action: string, detail: unknown): void;
+  /** Counts a refused call (a metric and a rate-limited log line, never the audit log). */
+  refused(action: RegistrationAction, reason: RefusalReason, message: string): void;
 }
 
 /** The names of a verified client certificate (URI and DNS SANs), and the sha256 of a bearer token. */
@@ -26,6 +36,14 @@ function credentialsOf(req: FastifyRequest): Credentials {
   return {
     certificateNames: sanNames(verifiedPeerCertificate(req.raw.socket), ['URI', 'DNS']),
     ...(digest && { tokenSha256: digest.toString('hex') }),
+  };
+}
+
+/** The connection's address and the IP SANs of its verified certificate. */
+function originOf(req: FastifyRequest): Origin {
+  return {
+    peer: req.raw.socket.remoteAddress,
+    certificateIps: sanNames(verifiedPeerCertificate(req.raw.socket), ['IP Address']),
   };
 }
 
@@ -55,44 +73,47 @@ function body(raw: unknown): Omit<RegisterRequest, 'address'> {
 
 export function registrationRoutes(app: FastifyInstance, api: RegistrationApi): void {
   type Params = { Params: { service: string; address: string } };
-  /** The caller's identity for the service, or a 403 (audited) / 404. */
-  const who = (req: FastifyRequest<Params>, action: string): string => {
+  /**
+   * Runs `act` as the caller's identity for the service. A refusal (403) of an allowed identity is
+   * audited; every refusal is counted.
+   */
+  const as = <T>(req: FastifyRequest<Params>, action: RegistrationAction, act: (identity: string) => T): T => {
     const { service, address } = req.params;
     if (!SERVICE.test(service)) throw new FleetError(ErrorCodes.BAD_REQUEST, 'not a service name');
+    let identity: string | undefined;
     try {
-      return api.membership.authorize(service, credentialsOf(req));
+      identity = api.membership.authorize(service, credentialsOf(req));
+      return act(identity);
     } catch (err) {
       if (err instanceof FleetError && err.code === ErrorCodes.FORBIDDEN) {
-        const cred = credentialsOf(req);
-        api.audit(cred.certificateNames[0] ?? (cred.tokenSha256 ? 'token' : 'anonymous'), `${action}-refused`, {
-          service,
-          address,
-          peer: req.ip,
-          reason: err.message,
-        });
+        api.refused(action, identity ? 'forbidden' : 'unauthenticated', err.message);
+        if (identity) api.audit(identity, `${action}-refused`, { service, address, peer: req.ip, reason: err.message });
       }
       throw err;
     }
   };
+  const canonical = (address: string) => canonicalEndpoint(address) ?? address;
   app.put<Params>('/v1/services/:service/endpoints/:address', async (req) => {
-    const identity = who(req, 'register');
-    const health = api.membership.heartbeat(
-      req.params.service,
-      { address: req.params.address, ...body(req.body) },
-      identity,
+    const { service, address } = req.params;
+    const state = as(req, 'register', (identity) =>
+      api.membership.heartbeat(service, { address, ...body(req.body) }, identity, originOf(req)),
     );
-    return { service: req.params.service, address: req.params.address, state: health };
+    return { service, address: canonical(address), state };
   });
   app.post<Params>('/v1/services/:service/endpoints/:address/drain', async (req) => {
-    const identity = who(req, 'drain');
-    api.membership.drain(req.params.service, req.params.address);
-    api.audit(identity, 'drain', { service: req.params.service, address: req.params.address });
-    return { service: req.params.service, address: req.params.address, state: 'draining' };
+    const { service, address } = req.params;
+    as(req, 'drain', (identity) => {
+      api.membership.drain(service, address, identity);
+      api.audit(identity, 'drain', { service, address: canonical(address) });
+    });
+    return { service, address: canonical(address), state: 'draining' };
   });
   app.delete<Params>('/v1/services/:service/endpoints/:address', async (req) => {
-    const identity = who(req, 'deregister');
-    api.membership.deregister(req.params.service, req.params.address);
-    api.audit(identity, 'deregister', { service: req.params.service, address: req.params.address });
-    return { service: req.params.service, address: req.params.address, state: 'gone' };
+    const { service, address } = req.params;
+    as(req, 'deregister', (identity) => {
+      api.membership.deregister(service, address, identity);
+      api.audit(identity, 'deregister', { service, address: canonical(address) });
+    });
+    return { service, address: canonical(address), state: 'gone' };
   });
 }
