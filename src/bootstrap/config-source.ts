@@ -1,7 +1,3 @@
-/** Names of the static clusters generated bootstraps define for reaching fleetxds. */
-export const GRPC_XDS_CLUSTER = 'fleetxds';
-export const REST_XDS_CLUSTER = 'fleetxds_rest';
-
 /**
  * Node metadata by which a REST proxy opts into long polling: `{fleetxds: {long_poll_ms: N}}`
  * promises that its request_timeout exceeds N, so the server may hold an unchanged poll up to N ms.

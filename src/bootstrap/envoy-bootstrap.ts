@@ -7,7 +7,8 @@ import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { encodeJson } from '../xds/proto-json.ts';
 import { XDS_CLUSTER_METADATA, grpcVariant, restVariant } from '../snapshot/config-sources.ts';
-import { GRPC_XDS_CLUSTER, LONG_POLL_METADATA, REST_XDS_CLUSTER } from './config-source.ts';
+import { GRPC_XDS_CLUSTER, REST_XDS_CLUSTER } from '../xds/xds-clusters.ts';
+import { LONG_POLL_METADATA } from './config-source.ts';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../translate/grpc-server.ts';
 import { CERTIFICATE_REFRESH } from './grpc-certificates.ts';
 

@@ -6,7 +6,11 @@
  *
  * Refused, as problems reported at the patch: a JSON patch operation that fails (its `test`s
  * included), a filter anchor that does not exist, a path another patch already changed on the
- * same resource, and (unless the patch allows it) any change to how the proxy reaches fleetxds.
+ * same resource, a patch that grows a resource by more than MAX_PATCH_GROWTH bytes (checked per
+ * operation, before a copy is made), a renamed resource or a resource replaced by something that
+ * is not one, a reference to a cluster the group does not have, and (unless the patch allows it)
+ * any change to how the proxy reaches fleetxds: its config sources, and routes to its xDS clusters.
+ * Keys are compared as Envoy decodes them: `edsConfig` is `eds_config`.
  */
 import jsonPatch from 'fast-json-patch';
 import mergePatch from 'json-merge-patch';
@@ -18,6 +22,7 @@ import type { ResourceKind } from '../xds/resource-types.ts';
 import type { JsonObject } from './common.ts';
 import type { GroupResources, TranslatedResource } from './index.ts';
 import type { TranslationMemo } from './memo.ts';
+import { GRPC_XDS_CLUSTER, REST_XDS_CLUSTER } from '../xds/xds-clusters.ts';
 
 export interface PatchProblem {
   patch: string;
@@ -38,6 +43,19 @@ const ROUTER = 'envoy.filters.http.router';
 const HCM = 'envoy.filters.network.http_connection_manager';
 /** Keys under which a resource says how the proxy reaches fleetxds. */
 const CONTROL_PLANE_KEYS = new Set(['config_source', 'eds_config', 'sds_config', 'ads', 'cds_config', 'lds_config']);
+/** Keys whose string value names a cluster requests or calls go to. */
+const CLUSTER_KEYS = new Set(['cluster', 'cluster_name']);
+const XDS_CLUSTERS = new Set([GRPC_XDS_CLUSTER, REST_XDS_CLUSTER]);
+/**
+ * The most bytes (as JSON) one patch may add to one resource: a JSON patch that copies a resource
+ * into itself doubles it per operation, so growth is counted before each copy, add and replace.
+ */
+export const MAX_PATCH_GROWTH = 1024 * 1024;
+
+/** A JSON key as protobuf's JSON parser reads it: the lowerCamelCase JSON name is the field's name. */
+const fieldName = (k: string) => (/[A-Z]/.test(k) ? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : k);
+
+const jsonSize = (v: unknown) => (v === undefined ? 0 : (JSON.stringify(v)?.length ?? 0));
 
 /** The patches of a group, in the order they apply: by file, then document within the file. */
 export function groupPatches(model: Model, group: string): EnvoyPatchDoc[] {
@@ -82,9 +100,35 @@ function mergePaths(patch: unknown, at = ''): string[] {
  */
 function controlPlaneParts(json: unknown, out: string[] = []): string[] {
   if (!json || typeof json !== 'object') return out;
-  for (const [k, v] of Object.entries(json as JsonObject)) {
-    if (CONTROL_PLANE_KEYS.has(k)) out.push(`${k}:${JSON.stringify(v)}`);
+  for (const [key, v] of Object.entries(json as JsonObject)) {
+    const k = fieldName(key);
+    if (CONTROL_PLANE_KEYS.has(k)) out.push(`${k}:${JSON.stringify(canonicalKeys(v))}`);
+    else if (typeof v === 'string' && CLUSTER_KEYS.has(k) && XDS_CLUSTERS.has(v)) out.push(`to:${v}`);
     else controlPlaneParts(v, out);
+  }
+  return out;
+}
+
+/** `json` with every key spelt as its field's name. */
+function canonicalKeys(json: unknown): unknown {
+  if (Array.isArray(json)) return json.map(canonicalKeys);
+  if (!json || typeof json !== 'object') return json;
+  return Object.fromEntries(Object.entries(json as JsonObject).map(([k, v]) => [fieldName(k), canonicalKeys(v)]));
+}
+
+/** The clusters a resource sends requests or calls to (outside its config sources), with where. */
+export function clusterReferences(json: unknown, at = '', out: { cluster: string; path: string }[] = []) {
+  if (!json || typeof json !== 'object') return out;
+  for (const [key, v] of Object.entries(json as JsonObject)) {
+    const k = fieldName(key);
+    if (CONTROL_PLANE_KEYS.has(k)) continue;
+    const path = `${at}/${key}`;
+    if (typeof v === 'string' && CLUSTER_KEYS.has(k)) out.push({ cluster: v, path });
+    else if (k === 'weighted_clusters' && v && typeof v === 'object')
+      for (const [i, c] of ((v as JsonObject).clusters as JsonObject[] | undefined)?.entries() ?? [])
+        if (typeof c?.name === 'string') out.push({ cluster: c.name, path: `${path}/clusters/${i}/name` });
+        else clusterReferences(c, `${path}/clusters/${i}`, out);
+    else clusterReferences(v, path, out);
   }
   return out;
 }
@@ -114,7 +158,29 @@ class Patcher {
 
   applyAll(patches: readonly EnvoyPatchDoc[]): PatchedGroup {
     for (const p of patches) this.apply(p);
+    this.checkReferences();
     return { resources: this.lists, problems: this.problems, matched: this.matched, changedBy: this.changedBy };
+  }
+
+  /** A patched resource refers only to clusters its group has (the xDS clusters are the guard's). */
+  private checkReferences(): void {
+    const clusters = new Set(this.lists.cluster.map((c) => c.name));
+    for (const kind of ['listener', 'route', 'cluster'] as const)
+      for (const r of this.lists[kind]) {
+        const last = r.patches?.at(-1)?.patch;
+        if (!last) continue;
+        for (const ref of clusterReferences(r.json))
+          if (!clusters.has(ref.cluster) && !XDS_CLUSTERS.has(ref.cluster)) {
+            this.problems.push({
+              patch: last,
+              path: [],
+              message:
+                `${kind}/${r.name} refers to cluster "${ref.cluster}" at ${ref.path}, ` +
+                'which its node group does not have',
+            });
+            break;
+          }
+      }
   }
 
   private problem(p: EnvoyPatchDoc, path: PathSegment[], message: string): void {
@@ -175,17 +241,17 @@ class Patcher {
     let out = structuredClone(json);
     let paths: string[] = [];
     if (p.merge) {
+      // YAML aliases can make a short merge patch a large value.
+      if (jsonSize(p.merge) > MAX_PATCH_GROWTH) {
+        this.problem(p, ['merge'], `adds more than ${MAX_PATCH_GROWTH} bytes to ${key}${base}, the most one patch may`);
+        return undefined;
+      }
       out = mergePatch.apply<JsonObject>(out, p.merge);
       paths = mergePaths(p.merge);
     } else if (p.jsonPatch) {
-      try {
-        jsonPatch.applyPatch(out, p.jsonPatch as jsonPatch.Operation[], true, true);
-      } catch (err) {
-        const e = err as { index?: number; name?: string; message: string };
-        const what = e.name === 'TEST_OPERATION_FAILED' ? 'its test does not hold' : e.message.split('\n')[0];
-        this.problem(p, ['jsonPatch', e.index ?? 0], `on ${key}${base}: ${what}`);
-        return undefined;
-      }
+      const patched = this.applyOperations(p, key, base, out);
+      if (!patched) return undefined;
+      out = patched.doc as JsonObject;
       // What the operations change: a test only reads, a copy only reads its source, a move empties it.
       paths = p.jsonPatch
         .filter((op) => op.op !== 'test')
@@ -193,11 +259,28 @@ class Patcher {
     } else if (p.filters) {
       if (!this.addFilters(p, key, out)) return undefined;
     }
+    if (!out || typeof out !== 'object' || Array.isArray(out)) {
+      this.problem(
+        p,
+        [],
+        `replaces ${key}${base} with ${JSON.stringify(out)}: a patch changes a resource, not what it is`,
+      );
+      return undefined;
+    }
+    if (out.name !== json.name) {
+      this.problem(
+        p,
+        [],
+        `renames ${key}${base} to ${JSON.stringify(out.name)}: proxies and references find it by its name`,
+      );
+      return undefined;
+    }
     if (!p.allowControlPlaneChanges && !sameParts(before, controlPlaneParts(out))) {
       this.problem(
         p,
         [],
-        `changes how proxies reach fleetxds in ${key} (a config source); set allowControlPlaneChanges: true if meant`,
+        `changes how proxies reach fleetxds in ${key} (a config source, or requests sent to its xDS cluster); ` +
+          'set allowControlPlaneChanges: true if meant',
       );
       return undefined;
     }
@@ -215,6 +298,36 @@ class Patcher {
     const by = this.changedBy.get(key) ?? [];
     if (by.at(-1) !== p.name) this.changedBy.set(key, [...by, p.name]);
     return out;
+  }
+
+  /**
+   * The JSON patch's operations applied one by one to `doc` (a copy), or undefined with a problem:
+   * an operation that fails, or growth past MAX_PATCH_GROWTH, found before the operation runs.
+   */
+  private applyOperations(p: EnvoyPatchDoc, key: string, base: string, doc: JsonObject): { doc: unknown } | undefined {
+    let out: unknown = doc;
+    let grown = 0;
+    for (const [i, op] of (p.jsonPatch as jsonPatch.Operation[]).entries()) {
+      try {
+        if (op.op === 'copy') grown += jsonSize(jsonPatch.getValueByPointer(out, op.from));
+        else if (op.op === 'add' || op.op === 'replace') grown += jsonSize(op.value);
+        if (grown > MAX_PATCH_GROWTH) {
+          this.problem(
+            p,
+            ['jsonPatch', i],
+            `on ${key}${base}: adds more than ${MAX_PATCH_GROWTH} bytes to the resource, the most one patch may`,
+          );
+          return undefined;
+        }
+        out = jsonPatch.applyOperation(out, op, true, true, true, i).newDocument;
+      } catch (err) {
+        const e = err as { name?: string; message: string };
+        const what = e.name === 'TEST_OPERATION_FAILED' ? 'its test does not hold' : e.message.split('\n')[0];
+        this.problem(p, ['jsonPatch', i], `on ${key}${base}: ${what}`);
+        return undefined;
+      }
+    }
+    return { doc: out };
   }
 
   /** Inserts the patch's filters into every chain (network) or connection manager (HTTP) of a listener. */

@@ -14,7 +14,7 @@ import { X509Certificate } from 'node:crypto';
 import { copyFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { GRPC_XDS_CLUSTER } from '../../src/bootstrap/config-source.ts';
+import { GRPC_XDS_CLUSTER } from '../../src/xds/xds-clusters.ts';
 import {
   httpsGet,
   LAB_IDENTITY_PREFIX,

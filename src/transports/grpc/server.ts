@@ -22,7 +22,7 @@ import { checkNodeIdentity, clientCertificateOf } from '../../security/node-iden
 import type { NodeIdentity } from '../../model/node-groups.ts';
 import type { StreamBase } from '../stream-base.ts';
 import { grpcVariant, xdsClusterName } from '../../snapshot/config-sources.ts';
-import { GRPC_XDS_CLUSTER } from '../../bootstrap/config-source.ts';
+import { GRPC_XDS_CLUSTER } from '../../xds/xds-clusters.ts';
 import { decodeDeltaRequest, decodeSotwRequest } from './requests.ts';
 import { createCallServer, type CallServerOptions, type MethodHandler } from './call-server.ts';
 import { Status, type StatusCode } from './status.ts';

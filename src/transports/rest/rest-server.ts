@@ -44,7 +44,8 @@ import {
   xdsClusterName,
   type ConfigSourceVariant,
 } from '../../snapshot/config-sources.ts';
-import { REST_XDS_CLUSTER, longPollMs } from '../../bootstrap/config-source.ts';
+import { longPollMs } from '../../bootstrap/config-source.ts';
+import { REST_XDS_CLUSTER } from '../../xds/xds-clusters.ts';
 import { SECRETS_REFUSED } from '../stream-base.ts';
 import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
