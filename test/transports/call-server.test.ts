@@ -280,6 +280,145 @@ test('grpc-timeout: a call past its deadline ends DEADLINE_EXCEEDED; a malformed
     assert.is(bad.headers['grpc-status'] ?? bad.trailers['grpc-status'], String(Status.INTERNAL));
   }));
 
+test('a grpc-timeout past what a timer holds (600H) is no deadline, not an instant one', () =>
+  withEcho(async ({ port }) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => {});
+    const req = session.request({
+      ':method': 'POST',
+      ':path': ECHO,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-timeout': '600H',
+    });
+    req.on('error', () => {});
+    let status: string | undefined;
+    const got: Buffer[] = [];
+    req.on('trailers', (t) => (status = String(t['grpc-status'])));
+    req.on('response', (h) => (status ??= h['grpc-status'] as string | undefined));
+    req.on('data', (b: Buffer) => got.push(b));
+    req.write(framed(Buffer.from('still here')));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.is(status, undefined, 'the call is still open');
+    assert.is(Buffer.concat(got).subarray(5).toString(), 'echo:still here');
+    req.close();
+    session.close();
+  }));
+
+/** Opens `n` calls on one connection, each sending the first `bytes` of a message it never finishes. */
+async function partialCalls(port: number, n: number, bytes: number) {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => {});
+  const statuses: Promise<string | undefined>[] = [];
+  for (let i = 0; i < n; i++) {
+    const req = session.request({
+      ':method': 'POST',
+      ':path': ECHO,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
+    req.on('error', () => {});
+    const head = Buffer.alloc(5);
+    head.writeUInt32BE(1000, 1);
+    req.write(Buffer.concat([head, Buffer.alloc(bytes)]));
+    statuses.push(
+      new Promise((resolve) => {
+        let status: string | undefined;
+        req.on('response', (h) => (status ??= h['grpc-status'] as string | undefined));
+        req.on('trailers', (t) => (status = t['grpc-status'] as string));
+        // The server resets the stream once its status is out: the client stops sending.
+        req.on('close', () => resolve(status));
+      }),
+    );
+  }
+  return { session, statuses };
+}
+
+test('unfinished messages: bounded per connection and per server, and timed', async () => {
+  const s = await serve([[ECHO, echo]], {
+    maxHeldBytesPerConnection: 2000,
+    maxHeldBytes: 3000,
+    messageTimeoutMs: 500,
+  });
+  try {
+    // Four calls of 900 bytes each on one connection: the third passes the connection's 2,000.
+    const one = await partialCalls(s.port, 4, 900);
+    const first = await Promise.race([
+      Promise.all(one.statuses.slice(2)),
+      new Promise((r) => setTimeout(() => r('timeout'), 400)),
+    ]);
+    assert.equal(first, [String(Status.RESOURCE_EXHAUSTED), String(Status.RESOURCE_EXHAUSTED)]);
+    // A second connection may hold 1,000 more bytes, then the server's 3,000 is reached.
+    const two = await partialCalls(s.port, 2, 900);
+    assert.is(await two.statuses[1], String(Status.RESOURCE_EXHAUSTED));
+    // The calls that fit are ended when their messages do not complete in time.
+    assert.equal(await Promise.all([...one.statuses.slice(0, 2), two.statuses[0]]), [
+      String(Status.RESOURCE_EXHAUSTED),
+      String(Status.RESOURCE_EXHAUSTED),
+      String(Status.RESOURCE_EXHAUSTED),
+    ]);
+    one.session.close();
+    two.session.close();
+    // Everything is given back: a new call on a new connection is served.
+    await withEchoOn(s.port);
+  } finally {
+    await s.close();
+  }
+});
+
+async function withEchoOn(port: number) {
+  const client = grpcClient(port);
+  try {
+    const r = await exchange(client, [Buffer.from('after')]);
+    assert.is(r.status.code, grpc.status.OK);
+    assert.is(Buffer.concat(r.got).toString(), 'echo:after');
+  } finally {
+    client.close();
+  }
+}
+
+test('a compressed request is inflated off the main thread, in order, and to what an xDS request needs', async () => {
+  const s = await serve([[ECHO, echo]], { maxReceiveBytes: 64 * 1024 * 1024 });
+  try {
+    const session = http2.connect(`http://127.0.0.1:${s.port}`);
+    session.on('error', () => {});
+    const req = session.request({
+      ':method': 'POST',
+      ':path': ECHO,
+      'content-type': 'application/grpc',
+      'grpc-encoding': 'gzip',
+      te: 'trailers',
+    });
+    req.on('error', () => {});
+    const got: Buffer[] = [];
+    req.on('data', (b: Buffer) => got.push(b));
+    // Compressed, plain, compressed: answered in the order sent.
+    req.write(framed(gzipSync('one'), true));
+    req.write(framed(Buffer.from('two')));
+    req.write(framed(gzipSync('three'), true));
+    // 16 MiB of zeros in a few KB: refused past 4 MiB although 64 MiB messages are accepted.
+    const bomb = gzipSync(Buffer.alloc(16 * 1024 * 1024));
+    assert.ok(bomb.length < 32 * 1024);
+    // The event loop keeps turning while it is inflated.
+    let ticks = 0;
+    const ticking = setInterval(() => ticks++, 1);
+    req.end(framed(bomb, true));
+    const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve) => req.on('trailers', resolve));
+    clearInterval(ticking);
+    const body = Buffer.concat(got);
+    const messages: string[] = [];
+    for (let at = 0; at < body.length; at += 5 + body.readUInt32BE(at + 1))
+      messages.push(body.subarray(at + 5, at + 5 + body.readUInt32BE(at + 1)).toString());
+    assert.equal(messages, ['echo:one', 'echo:two', 'echo:three']);
+    assert.is(trailers['grpc-status'], String(Status.RESOURCE_EXHAUSTED));
+    assert.match(decodeURI(String(trailers['grpc-message'])), 'decompresses to a size larger than 4194304');
+    assert.ok(ticks > 0);
+    session.close();
+  } finally {
+    await s.close();
+  }
+});
+
 /** HTTP/2 frames read off a raw socket: [type, flags] of each. */
 function rawHttp2(port: number): { socket: Socket; frames: [number, number][]; closed: Promise<void> } {
   const socket = connect(port, '127.0.0.1');

@@ -12,6 +12,7 @@ import * as assert from 'uvu/assert';
 import { encodeJson } from '../../src/xds/proto-json.ts';
 import { DISCOVERY_REQUEST } from '../../src/xds/resource-types.ts';
 import { lenField } from '../../src/xds/wire.ts';
+import { MAX_STREAMS_PER_CONNECTION } from '../../src/transports/grpc/server.ts';
 import { connect, T } from '../helpers/ads-client.ts';
 import { adsRequest, grpcFrame, readResponses, type RawResponse } from '../helpers/h2-ads.ts';
 import { waitFor } from '../helpers/process.ts';
@@ -110,6 +111,21 @@ test("after a stream's first request, the node its requests carry is not read", 
     assert.is(status.types[T.cluster]?.ackedVersion, cds.version_info, 'the ACK was read');
   } finally {
     s.close();
+    await app.close();
+  }
+});
+
+test("one connection may have 1,000 streams open at once (the server's HTTP/2 settings say so)", async () => {
+  const app = await startServer(writeTree(BASE));
+  const session = http2.connect(`http://127.0.0.1:${app.grpcPort}`);
+  session.on('error', () => {});
+  try {
+    await new Promise((r) => session.once('remoteSettings', r));
+    // nghttp2 refuses a stream past what it advertised (REFUSED_STREAM) before any call starts.
+    assert.is(session.remoteSettings.maxConcurrentStreams, 1000);
+    assert.is(MAX_STREAMS_PER_CONNECTION, 1000);
+  } finally {
+    session.destroy();
     await app.close();
   }
 });

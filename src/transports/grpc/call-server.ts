@@ -30,8 +30,9 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import type { PeerCertificate } from 'node:tls';
 import { verifiedPeerCertificate } from '../../security/node-identity.ts';
 import { listenerOptions, type ListenerTls } from '../../security/listener-tls.ts';
-import { gunzipSync, inflateSync } from 'node:zlib';
-import { MessageReader, MessageTooLarge } from './message-reader.ts';
+import { gunzip, inflate } from 'node:zlib';
+import { MessageReader, MessageTooLarge, type FramedMessage } from './message-reader.ts';
+import { ReceiveBudget, TaskGate } from './receive-budget.ts';
 import { Status, type StatusCode } from './status.ts';
 
 /** What a method's handler hears of its call. */
@@ -50,8 +51,18 @@ export type MethodHandler = (call: ServerCall) => CallListener | undefined;
 export interface CallServerOptions {
   /** Path (`/package.Service/Method`) -> handler. */
   methods: ReadonlyMap<string, MethodHandler>;
-  /** Largest request message accepted (after decompression). */
+  /** Largest request message accepted (compressed as sent). */
   maxReceiveBytes: number;
+  /** Largest request a compressed message may inflate to (default: maxReceiveBytes, at most 4 MiB). */
+  maxInflatedBytes?: number;
+  /**
+   * Bytes of unfinished or not yet inflated requests held for one connection, and for the server
+   * (default: twice and eight times maxReceiveBytes); past them the call is ended with RESOURCE_EXHAUSTED.
+   */
+  maxHeldBytesPerConnection?: number;
+  maxHeldBytes?: number;
+  /** Time a started message has to arrive whole before its call is ended (default 30 s). */
+  messageTimeoutMs?: number;
   /** Ping every connection this often, and drop it when a ping is not answered within the timeout. */
   keepaliveTimeMs: number;
   keepaliveTimeoutMs: number;
@@ -71,6 +82,21 @@ const responseHeaders = () => ({
   'grpc-accept-encoding': 'identity,deflate,gzip',
 });
 const DEADLINE = /^(\d{1,8})\s*([HMSmun])$/;
+/** Node's timers hold at most this: a longer grpc-timeout (100000000H is valid) is no deadline at all. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** What an xDS request may inflate to: a DiscoveryRequest naming 10,000 resources is well below it. */
+const MAX_INFLATED_BYTES = 4 * 1024 * 1024;
+/** Requests inflated at once, on libuv's thread pool (shared with file reads). */
+const INFLATING = 2;
+
+/** What every call of one server shares: bounds on the bytes it holds for clients. */
+interface ReceiveLimits {
+  maxReceiveBytes: number;
+  maxInflatedBytes: number;
+  messageTimeoutMs: number;
+  budget: ReceiveBudget;
+  inflating: TaskGate;
+}
 const DEADLINE_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000_001 };
 /** Sent with the GOAWAY of a connection past its maximum age, as grpc-js does. */
 const MAX_AGE_DEBUG = Buffer.from('max_age');
@@ -100,13 +126,23 @@ export class ServerCall {
   };
   /** The `:authority` the client sent (Envoy: the name of its xDS cluster). */
   readonly authority: string;
+  /** Complete messages waiting for one before them to be inflated, in order. */
+  private readonly backlog: FramedMessage[] = [];
+  private inflatingOne = false;
+  private halfClosed = false;
+  /** Bytes taken from the budget for this call: what the reader and the backlog hold. */
+  private held = 0;
+  private messageTimer: NodeJS.Timeout | undefined;
+  /** The connection the budget counts this call against. */
+  private readonly connection: object;
 
   constructor(
     private readonly stream: ServerHttp2Stream,
     headers: IncomingHttpHeaders,
-    maxReceiveBytes: number,
+    private readonly limits: ReceiveLimits,
   ) {
-    this.reader = new MessageReader(maxReceiveBytes);
+    this.reader = new MessageReader(limits.maxReceiveBytes);
+    this.connection = stream.session ?? stream;
     const encoding = headers['grpc-encoding'];
     this.encoding = typeof encoding === 'string' ? encoding : 'identity';
     this.authority = headers[':authority'] ?? headers.host ?? '';
@@ -176,6 +212,7 @@ export class ServerCall {
     if (this.statusSent) return;
     this.statusSent = true;
     clearTimeout(this.deadline);
+    this.release();
     const s = this.stream;
     if (s.destroyed || s.closed) return;
     const status = { 'grpc-status': String(code), 'grpc-message': encodeURI(details) };
@@ -194,11 +231,13 @@ export class ServerCall {
     if (timeout !== undefined) this.startDeadline(timeout);
     s.on('data', (chunk: Buffer) => this.data(chunk));
     s.on('end', () => {
-      if (!this.statusSent) this.listener?.halfClose();
+      this.halfClosed = true;
+      if (!this.statusSent && !this.backlog.length) this.listener?.halfClose();
     });
     s.once('close', () => {
       this.statusSent = true;
       clearTimeout(this.deadline);
+      this.release();
       const l = this.listener;
       this.listener = undefined;
       ended();
@@ -217,33 +256,102 @@ export class ServerCall {
     }
     for (const m of messages) {
       if (this.statusSent) return;
-      const payload = m.compressed ? this.decompress(m.payload) : m.payload;
-      if (payload) this.listener?.message(payload);
+      if (m.compressed || this.backlog.length) this.backlog.push(m);
+      else this.listener?.message(m.payload);
     }
+    if (!this.statusSent && this.account()) this.inflateNext();
   }
 
-  /** A compressed request, inflated up to the receive limit; undefined once the call was ended for it. */
-  private decompress(bytes: Buffer): Buffer | undefined {
-    const inflate = this.encoding === 'gzip' ? gunzipSync : this.encoding === 'deflate' ? inflateSync : undefined;
-    if (!inflate) {
+  /**
+   * Brings what the budget holds for this call to what it holds now, and times an unfinished
+   * message; false once the call was ended for passing a bound.
+   */
+  private account(): boolean {
+    let now = this.reader.pending;
+    for (const m of this.backlog) now += m.payload.length;
+    if (now > this.held) {
+      const passed = this.limits.budget.take(this.connection, now - this.held);
+      if (passed) {
+        this.refuse(
+          passed === 'connection'
+            ? 'Too many bytes of unfinished requests on this connection'
+            : 'Too many bytes of unfinished requests on this server',
+        );
+        return false;
+      }
+    } else this.limits.budget.give(this.connection, this.held - now);
+    this.held = now;
+    if (this.reader.pending === 0) {
+      clearTimeout(this.messageTimer);
+      this.messageTimer = undefined;
+    } else
+      this.messageTimer ??= setTimeout(
+        () => this.refuse(`Message not complete within ${this.limits.messageTimeoutMs} ms`),
+        this.limits.messageTimeoutMs,
+      ).unref();
+    return true;
+  }
+
+  /**
+   * Ends the call with RESOURCE_EXHAUSTED and resets its stream once the status is out, so the
+   * client stops sending what would only be read and dropped.
+   */
+  private refuse(details: string): void {
+    const s = this.stream;
+    this.end(Status.RESOURCE_EXHAUSTED, details);
+    if (!s.destroyed && !s.closed) s.close(http2.constants.NGHTTP2_NO_ERROR);
+  }
+
+  /** Gives back what the budget holds for this call. */
+  private release(): void {
+    clearTimeout(this.messageTimer);
+    this.limits.budget.give(this.connection, this.held);
+    this.held = 0;
+    this.reader.clear();
+    this.backlog.length = 0;
+  }
+
+  /** Inflates the backlog's messages one at a time, in order, off this thread. */
+  private inflateNext(): void {
+    if (this.inflatingOne || this.statusSent) return;
+    const m = this.backlog[0];
+    if (!m) {
+      if (this.halfClosed) this.listener?.halfClose();
+      return;
+    }
+    if (!m.compressed) {
+      this.backlog.shift();
+      this.listener?.message(m.payload);
+      if (this.account()) this.inflateNext();
+      return;
+    }
+    const method = this.encoding === 'gzip' ? gunzip : this.encoding === 'deflate' ? inflate : undefined;
+    if (!method) {
       const why =
         this.encoding === 'identity'
           ? 'Received a compressed message without a grpc-encoding'
           : `Received message compressed with unsupported encoding "${this.encoding}"`;
-      this.end(this.encoding === 'identity' ? Status.INTERNAL : Status.UNIMPLEMENTED, why);
-      return undefined;
+      return this.end(this.encoding === 'identity' ? Status.INTERNAL : Status.UNIMPLEMENTED, why);
     }
-    // Inflated at once, on this thread: Envoy and grpc-js do not compress requests unless told to,
-    // and the output is bounded by the receive limit.
-    const max = this.reader.maxBytes;
-    try {
-      return inflate(bytes, { maxOutputLength: max });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
-        this.end(Status.RESOURCE_EXHAUSTED, `Received message that decompresses to a size larger than ${max}`);
-      else this.end(Status.INTERNAL, 'Failed to decompress message');
-      return undefined;
-    }
+    this.inflatingOne = true;
+    const max = this.limits.maxInflatedBytes;
+    this.limits.inflating.run((done) => {
+      if (this.statusSent) return done();
+      method(m.payload, { maxOutputLength: max }, (err, payload) => {
+        done();
+        this.inflatingOne = false;
+        if (this.statusSent) return;
+        this.backlog.shift();
+        if (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+            this.end(Status.RESOURCE_EXHAUSTED, `Received message that decompresses to a size larger than ${max}`);
+          else this.end(Status.INTERNAL, 'Failed to decompress message');
+          return;
+        }
+        this.listener?.message(payload);
+        if (this.account()) this.inflateNext();
+      });
+    });
   }
 
   private startDeadline(header: string): void {
@@ -253,6 +361,7 @@ export class ServerCall {
       return;
     }
     const ms = Math.ceil(Number(m[1]) * DEADLINE_UNIT_MS[m[2]!]!);
+    if (ms > MAX_TIMER_MS) return;
     this.deadline = setTimeout(() => this.end(Status.DEADLINE_EXCEEDED, 'Deadline exceeded'), ms);
     this.deadline.unref();
   }
@@ -287,6 +396,16 @@ export function createCallServer(o: CallServerOptions): CallServer {
   h2.setTimeout(0);
   const sessions = new Set<Http2Session>();
   const calls = new Set<ServerCall>();
+  const limits: ReceiveLimits = {
+    maxReceiveBytes: o.maxReceiveBytes,
+    maxInflatedBytes: o.maxInflatedBytes ?? Math.min(o.maxReceiveBytes, MAX_INFLATED_BYTES),
+    messageTimeoutMs: o.messageTimeoutMs ?? 30_000,
+    budget: new ReceiveBudget(
+      o.maxHeldBytesPerConnection ?? 2 * o.maxReceiveBytes,
+      o.maxHeldBytes ?? 8 * o.maxReceiveBytes,
+    ),
+    inflating: new TaskGate(INFLATING),
+  };
   const listeners: NetServer[] = [];
 
   h2.on('session', (session) => {
@@ -310,7 +429,7 @@ export function createCallServer(o: CallServerOptions): CallServer {
       return;
     }
     const path = headers[':path'] ?? '';
-    const call = new ServerCall(stream, headers, o.maxReceiveBytes);
+    const call = new ServerCall(stream, headers, limits);
     const handler = o.methods.get(path);
     if (!handler) return call.end(Status.UNIMPLEMENTED, `The server does not implement the method ${path}`);
     const listener = handler(call);

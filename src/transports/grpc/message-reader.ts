@@ -51,6 +51,18 @@ export class MessageReader {
     }
   }
 
+  /** Bytes held of a message not complete yet (and of the next ones' first bytes). */
+  get pending(): number {
+    return this.buffered;
+  }
+
+  /** Drops what is held: the call is over. */
+  clear(): void {
+    this.chunks = [];
+    this.buffered = 0;
+    this.need = -1;
+  }
+
   private join(): Buffer {
     const all = Buffer.concat(this.chunks, this.buffered);
     this.chunks = [all];

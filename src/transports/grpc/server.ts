@@ -27,6 +27,9 @@ import { decodeDeltaRequest, decodeSotwRequest } from './requests.ts';
 import { createCallServer, type CallServerOptions, type MethodHandler } from './call-server.ts';
 import { Status, type StatusCode } from './status.ts';
 
+/** Streams one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
+export const MAX_STREAMS_PER_CONNECTION = 1000;
+
 export interface GrpcServerOptions {
   cache: SnapshotCache;
   registry: StreamRegistry;
@@ -237,8 +240,9 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
   const server = createCallServer({
     methods: new Map(SERVICES.map((spec) => [`/${spec.service}/${spec.method}`, serve(spec)])),
     maxReceiveBytes: opts.maxReceiveBytes ?? 16 * 1024 * 1024,
-    // Per-type xDS opens a stream per subscription on one connection.
-    maxConcurrentStreams: 100_000,
+    // Per-type xDS opens a stream per resource type on one connection, an ADS client one: a client
+    // that opens thousands is not an xDS client, and each stream holds memory here.
+    maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION,
     // Detect dead peers. (Envoy is advised to ping every 30 s; Node answers pings without limit.)
     keepaliveTimeMs: 60_000,
     keepaliveTimeoutMs: 20_000,
