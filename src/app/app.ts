@@ -18,7 +18,6 @@ import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
 import { ConfigPipeline } from './pipeline.ts';
 import { EnvoyChecker, envoyCheckDir } from '../compile/envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
-import { LogThrottle } from '../shared/log-throttle.ts';
 import { TokenAuth } from '../security/tokens.ts';
 import type { RestServer } from '../transports/rest/rest-server.ts';
 import { Membership } from '../membership/membership.ts';
@@ -80,6 +79,9 @@ export async function startApp(
   const cache = new SnapshotCache();
   const nackLines = new LineBudget(NACK_LINES_PER_MINUTE, 60_000);
   const registry = new NodeRegistry((n) => {
+    // Every NACK reaches the rollout's gates; the first of a node, type and version is stored.
+    rollouts.nacked(n);
+    if (!n.report) return;
     const stored = stores.nacks.record({
       at: n.at,
       nodeId: n.stream.nodeId,
@@ -105,7 +107,6 @@ export async function startApp(
         },
         'NACK',
       );
-    rollouts.nacked(n);
   });
   const envoyCheck = config.envoyCheck
     ? new EnvoyChecker({ ...config.envoyCheck, workDir: envoyCheckDir(config.database) })
@@ -298,7 +299,7 @@ export async function startApp(
 
   let restPort = 0;
   // Refused registration calls: one log line per 10 s at most, the metric counts each.
-  const refusalLog = new LogThrottle(10_000);
+  const refusalLines = new LineBudget(1, 10_000);
   if (config.rest) {
     restServer = (await import('../transports/rest/rest-server.ts')).createRestServer({
       cache,
@@ -319,8 +320,12 @@ export async function startApp(
         audit: (actor, action, detail) => stores.audit.append(actor, action, detail),
         refused: (action, reason, message) => {
           metrics.registrationRefusals.inc({ action, reason });
-          const { log: now, heldBack } = refusalLog.note();
-          if (now) log.warn({ action, reason, heldBack }, `registration ${action} refused: ${message}`);
+          const line = refusalLines.take();
+          if (line.allowed)
+            log.warn(
+              { action, reason, ...(line.droppedBefore ? { refusalLinesDropped: line.droppedBefore } : {}) },
+              `registration ${action} refused: ${message}`,
+            );
         },
       },
     });

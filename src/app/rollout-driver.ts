@@ -16,8 +16,12 @@ import type { ConfigPipeline } from './pipeline.ts';
 
 const GATES_EVERY_MS = 500;
 
+/** (node, type, version) NACKs remembered per rollout: a client chooses its node id. */
+const MAX_NACK_KEYS = 100_000;
+
 export class RolloutDriver {
   private readonly timer: NodeJS.Timeout;
+  private nacksSeen: { rollout: number; keys: Set<string> } = { rollout: -1, keys: new Set() };
 
   constructor(
     private readonly pipeline: ConfigPipeline,
@@ -43,10 +47,19 @@ export class RolloutDriver {
       .catch((err) => this.log.error({ err }, 'rollout gate evaluation failed'));
   }
 
-  /** A NACK from a proxy on a rollout's new version halts it (the state machine decides). */
+  /**
+   * A NACK from a proxy on a rollout's new version halts it (the state machine decides). Each
+   * node's NACK of a type and version is handed on once per rollout: a version NACKed before,
+   * reverted and pushed again, is guarded again.
+   */
   nacked(n: NackReport): void {
     const a = this.pipeline.rollout;
     if (!a) return;
+    if (this.nacksSeen.rollout !== a.id) this.nacksSeen = { rollout: a.id, keys: new Set() };
+    const key = `${n.stream.nodeId}\u0000${n.typeUrl}\u0000${n.version}`;
+    if (this.nacksSeen.keys.has(key)) return;
+    if (this.nacksSeen.keys.size >= MAX_NACK_KEYS) this.nacksSeen.keys.clear();
+    this.nacksSeen.keys.add(key);
     if (!n.stream.authenticated && !a.plan.acceptsUnauthenticated) {
       // Anyone may claim a node id without credentials: such a NACK is recorded, but steers nothing.
       this.log.warn(

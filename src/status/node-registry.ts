@@ -1,7 +1,8 @@
 /**
  * Who is connected and what each node was sent, ACKed and NACKed, per type. Transports report
  * into it; the admin API reads it. In memory (thousands of nodes ACK on every push; writing each
- * ACK to SQLite would be the bottleneck). NACKs are also handed to `onNack` to be persisted.
+ * ACK to SQLite would be the bottleneck). Every NACK is also handed to `onNack`, marked when it is
+ * one to persist and log.
  */
 import type { ClientCertificate } from '../security/node-identity.ts';
 
@@ -54,6 +55,11 @@ export interface NackReport {
   code: number;
   message: string;
   at: string;
+  /**
+   * Whether to store and log it: the first NACK of this node, type and version, within the node's
+   * budget. Every NACK is handed on all the same: a rollout's gates must see each one.
+   */
+  report: boolean;
 }
 
 export interface RegistryObserver {
@@ -204,9 +210,9 @@ export class NodeRegistry implements StreamRegistry {
   }
 
   /**
-   * A NACK: shown in the node's status always; reported (stored, logged) once per node, type and
-   * version, with the message capped, and at most NACK_REPORTS_PER_MINUTE per node, so a client
-   * repeating a huge NACK costs neither disk nor log nor memory.
+   * A NACK: shown in the node's status always; handed on always; to be reported (stored, logged)
+   * once per node, type and version, with the message capped, and at most NACK_REPORTS_PER_MINUTE
+   * per node, so a client repeating a huge NACK costs neither disk nor log nor memory.
    */
   nacked(s: StreamStatus, typeUrl: string, version: string, nonce: string, code: number, message: string): void {
     const at = nowIso();
@@ -216,11 +222,13 @@ export class NodeRegistry implements StreamRegistry {
     t.lastNack = { version, nonce, code, message: kept, at, repeats: repeat ? (t.lastNack!.repeats ?? 0) + 1 : 0 };
     for (const o of this.observers) o.nacked(typeUrl);
     const key = `${s.nodeId}\u0000${typeUrl}\u0000${version}`;
-    if (this.reportedNacks.has(key) || !this.takeNackToken(s.nodeId)) return;
-    if (this.reportedNacks.size >= MAX_NACK_KEYS)
-      this.reportedNacks.delete(this.reportedNacks.values().next().value as string);
-    this.reportedNacks.add(key);
-    this.onNack({ stream: s, typeUrl, version, nonce, code, message: kept, at });
+    const report = !this.reportedNacks.has(key) && this.takeNackToken(s.nodeId);
+    if (report) {
+      if (this.reportedNacks.size >= MAX_NACK_KEYS)
+        this.reportedNacks.delete(this.reportedNacks.values().next().value as string);
+      this.reportedNacks.add(key);
+    }
+    this.onNack({ stream: s, typeUrl, version, nonce, code, message: kept, at, report });
   }
 
   private takeNackToken(nodeId: string): boolean {

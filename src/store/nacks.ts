@@ -29,14 +29,19 @@ interface NackRow {
 
 /**
  * NACKs as reported by the node registry (already deduplicated, capped and rate-limited per stream
- * there, messages capped), kept so an operator can read Envoy's reason after the proxy moved on. Node ids are the
- * client's to choose, so the log is bounded per node, per version and overall, and expires.
+ * there, messages capped), kept so an operator can read Envoy's reason after the proxy moved on.
+ * Node ids are the client's to choose, so the log is bounded per node, per version and overall, and
+ * expires. Of one version it keeps one row per distinct message, the newest, and past its bound the
+ * newest rows: NACKs under made-up node ids can neither hide a real proxy's reason nor keep it out.
  */
 export class NackLog {
   private readonly insert: Statement;
   private readonly seen: Statement;
   private readonly ofVersion: Statement;
   private readonly trimNode: Statement;
+  private readonly sameMessage: Statement;
+  private readonly oldestOfVersion: Statement;
+  private readonly remove: Statement;
   private readonly pruner: TablePruner;
 
   constructor(
@@ -54,13 +59,29 @@ export class NackLog {
       `DELETE FROM nack_events WHERE node_id = ? AND id NOT IN
        (SELECT id FROM nack_events WHERE node_id = ? ORDER BY id DESC LIMIT ?)`,
     );
+    this.sameMessage = db.prepare(
+      'SELECT id FROM nack_events WHERE type_url = ? AND version = ? AND message = ? ORDER BY id LIMIT 1',
+    );
+    this.oldestOfVersion = db.prepare(
+      'SELECT id FROM nack_events WHERE type_url = ? AND version = ? ORDER BY id LIMIT 1',
+    );
+    this.remove = db.prepare('DELETE FROM nack_events WHERE id = ?');
     this.pruner = new TablePruner(db, 'nack_events', 'at', retention);
   }
 
-  /** Whether it was stored: once per node, type and version; not past the version's bound. */
+  /**
+   * Whether it was stored: once per node, type and version. It replaces the version's row of the
+   * same message, or past the version's bound its oldest row.
+   */
   record(e: NackEvent): boolean {
     if (this.seen.get(e.nodeId, e.typeUrl, e.version)) return false;
-    if ((this.ofVersion.get(e.typeUrl, e.version) as { n: number }).n >= this.retention.perVersion) return false;
+    const same = this.sameMessage.get(e.typeUrl, e.version, e.message) as { id: number } | undefined;
+    const evict =
+      same ??
+      ((this.ofVersion.get(e.typeUrl, e.version) as { n: number }).n >= this.retention.perVersion
+        ? (this.oldestOfVersion.get(e.typeUrl, e.version) as { id: number } | undefined)
+        : undefined);
+    if (evict) this.remove.run(evict.id);
     this.insert.run(
       e.at,
       e.nodeId,

@@ -126,6 +126,40 @@ test('a canary NACK halts the rollout: the rest keeps the previous version; abor
   assert.is(versions.versions[0].sourceKind, 'rollback');
 });
 
+test('a version NACKed, reverted and pushed again is NACKed again: the new rollout halts too', async () => {
+  const canary = await proxy('canary-1');
+  await proxy('fleet-1');
+  const nackNext = async () => {
+    const pushed = await canary.s.next();
+    assert.is(timeoutOf(pushed), '3s');
+    canary.s.send({
+      type_url: T.cluster,
+      version_info: canary.cds.version_info,
+      response_nonce: pushed.nonce,
+      error_detail: { code: 13, message: 'cluster api: refused by the canary' },
+    });
+  };
+  await apply('3s');
+  await nackNext();
+  await waitFor('halted', async () => (await rolloutApi()).rollout?.status === 'halted', 3000);
+  // Reverted: the canary takes it.
+  await apply('1s');
+  const back = await canary.s.next();
+  assert.is(timeoutOf(back), '1s');
+  canary.s.send({ type_url: T.cluster, version_info: back.version_info, response_nonce: back.nonce });
+  // The same bad tree again: the same version, NACKed again; its rollout halts as the first did.
+  const again = await apply('3s');
+  await nackNext();
+  await waitFor(
+    'the second rollout halted',
+    async () => {
+      const r = (await rolloutApi()).rollout;
+      return r?.to === again && r.status === 'halted';
+    },
+    3000,
+  );
+});
+
 test("proxies connecting mid-rollout get their stage's version; halt and resume from the API", async () => {
   const canary = await proxy('canary-1');
   const v1 = app.cache.current!.versionId;

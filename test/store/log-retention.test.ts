@@ -45,7 +45,7 @@ test('per node, per version, once per (node, type, version), and by age', () => 
   assert.is(stores.nacks.list('one-node', 100).length, 5, 'a node keeps its newest 5');
   assert.is(stores.nacks.list('one-node', 1)[0]!.version, 'v39');
   assert.is(stores.nacks.record(nack('one-node', 'v39')), false, 'the same NACK again is not stored');
-  for (let i = 0; i < 50; i++) stores.nacks.record(nack(`n-${i}`, 'bad'));
+  for (let i = 0; i < 50; i++) stores.nacks.record(nack(`n-${i}`, 'bad', undefined, `reason ${i}`));
   assert.is(
     stores.nacks.list(undefined, 1000).filter((r) => r.version === 'bad').length,
     10,
@@ -62,6 +62,30 @@ test('per node, per version, once per (node, type, version), and by age', () => 
   );
   stores.close();
   s2.close();
+});
+
+test("NACKs under made-up node ids neither hide a real proxy's reason nor keep it out", () => {
+  const stores = openStores(':memory:', retentionOf({ nacks: { perVersion: 1000 } }));
+  const ofVersion = (v: string) => stores.nacks.list(undefined, 5000).filter((r) => r.version === v);
+  // 1,000 made-up nodes with one message: one row, the newest.
+  for (let i = 0; i < 1000; i++) stores.nacks.record(nack(`fake-${i}`, 'v7', undefined, 'same words'));
+  assert.equal(
+    ofVersion('v7').map((r) => r.nodeId),
+    ['fake-999'],
+  );
+  assert.is(stores.nacks.record(nack('real-proxy', 'v7', undefined, 'same words')), true);
+  assert.equal(
+    ofVersion('v7').map((r) => r.nodeId),
+    ['real-proxy'],
+  );
+  // 1,000 made-up nodes with as many messages fill the version's bound: a real one is still kept.
+  for (let i = 0; i < 1000; i++) stores.nacks.record(nack(`fake-${i}`, 'v8', undefined, `words ${i}`));
+  assert.is(stores.nacks.record(nack('real-proxy', 'v8', undefined, 'what Envoy said')), true);
+  const v8 = ofVersion('v8');
+  assert.is(v8.length, 1000);
+  assert.is(v8[0]!.nodeId, 'real-proxy');
+  assert.is(v8[0]!.message, 'what Envoy said');
+  stores.close();
 });
 
 test('rejected trees and the audit are bounded by count', () => {
