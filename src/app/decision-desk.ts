@@ -91,7 +91,7 @@ export class DecisionDesk {
       }
       for (const entry of page) {
         const result: DecisionResult = entry.decision
-          ? await this.pipeline.decide(entry.decision, entry.actor)
+          ? await this.pipeline.decide(entry.decision, entry.actor, entry.at)
           : { status: 'skipped', reason: 'not a decision this build knows' };
         this.record(entry.seq, entry.decision, result, entry.decision ? undefined : 'invalid');
         this.appliedSeq = entry.seq;

@@ -131,9 +131,12 @@ export class ConfigPipeline {
     return this.decisions.prepare(c);
   }
 
-  /** Applies a decision, made here or on another replica, in turn with every other change. */
-  decide(d: Decision, actor: string): Promise<DecisionResult> {
-    return this.enqueue(() => this.decisions.decide(d, actor));
+  /**
+   * Applies a decision, made here or on another replica (`decidedAt`: when, as the shared log
+   * recorded it), in turn with every other change.
+   */
+  decide(d: Decision, actor: string, decidedAt?: string): Promise<DecisionResult> {
+    return this.enqueue(() => this.decisions.decide(d, actor, decidedAt));
   }
 
   /** Automatic rollout events: gate results and NACKs. */

@@ -193,8 +193,13 @@ export class OperatorDecisions {
    * decision that no longer applies (the fleet moved on) is skipped, one naming a version this
    * replica never applied is reported missing. Both are returned, not thrown: the decision is
    * already made (and, when shared, in the log), and this replica goes on with the next.
+   *
+   * A rollback is superseded only by a version this replica applied after it was decided
+   * (`decidedAt`): a replica that was down meanwhile, whose own history went another way (A, B, A
+   * here while the others went A, B), applies it like the others, so a shared rollback means the
+   * same version everywhere.
    */
-  decide(d: Decision, actor: string): DecisionResult {
+  decide(d: Decision, actor: string, decidedAt?: string): DecisionResult {
     const served = this.served.revision;
     const missing = (hash: string): DecisionResult => ({
       status: 'missing',
@@ -204,7 +209,13 @@ export class OperatorDecisions {
       case 'rollback': {
         const id = this.stores.revisions.idOfModel(d.to);
         if (id === undefined) return missing(d.to);
-        if (d.replaces && served && served.modelHash !== d.replaces && this.stores.revisions.idOfModel(d.replaces))
+        if (
+          d.replaces &&
+          served &&
+          served.modelHash !== d.replaces &&
+          this.stores.revisions.idOfModel(d.replaces) &&
+          (decidedAt === undefined || Date.parse(served.appliedAt) > Date.parse(decidedAt))
+        )
           return { status: 'skipped', reason: 'superseded: a newer version was applied since' };
         const versionId = this.rollbackNow(id, actor, 'rollback', { model: d.replaces });
         return { status: 'applied', versionId };

@@ -288,6 +288,28 @@ test('a replica that was down applies the decisions it missed when it starts, be
   c.close();
 });
 
+test('A, B, A, then one replica down, B, and a rollback to A: the replica that comes back serves A too', async () => {
+  const [a] = await push('21s');
+  await push('22s');
+  await push('21s');
+  await replicas[2]!.close();
+  // Only r1 and r2 read the tree while r3 is down.
+  writeTree(tree('22s'), dir);
+  for (const r of replicas.slice(0, 2)) assert.is(((await r.reload()) as { status: string }).status, 'applied');
+  const back = await admin(replicas[1]!, 'POST', '/api/v1/rollback', { versionId: a });
+  assert.is(back.json.status, 'applied');
+  replicas[2] = await start(2);
+  for (const [i, r] of replicas.entries()) {
+    const c = connect(r.grpcPort);
+    const s = c.open();
+    s.send({ node: { id: `aba-${i}`, cluster: 'c' }, type_url: T.cluster });
+    assert.is(timeoutOf(await s.next()), '21s', `r${i + 1} serves the version the rollback named`);
+    c.close();
+  }
+  const behind = (await admin(replicas[2], 'GET', '/api/v1/status')).json;
+  assert.equal(behind.sharedDecisions?.unapplied ?? [], [], 'r3 applied the shared rollback');
+});
+
 test('a replica started while PostgreSQL is down serves what it applied last and says it cannot know; back: it catches up', async () => {
   const [v] = await push('14s');
   assert.is((await admin(replicas[0]!, 'PUT', '/api/v1/pins/default', { versionId: v })).status, 200);
