@@ -149,6 +149,8 @@ export interface MembershipObserver {
   changed(e: StoredRegistration): void;
   removed(service: string, address: string): void;
   seen(e: StoredRegistration): void;
+  /** Writes what it was told so far where the other replicas read it; whether that worked. */
+  flush(): Promise<boolean>;
 }
 
 export class Membership {
@@ -275,6 +277,15 @@ export class Membership {
     this.onChange(new Set([service]));
   }
 
+  /**
+   * Resolves once the changes made so far are shared with the other replicas (true at once without
+   * replicas): a drain or removal is answered after it, so a replica killed right after answering
+   * cannot leave the others serving the endpoint.
+   */
+  shared(): Promise<boolean> {
+    return this.observer ? this.observer.flush() : Promise.resolve(true);
+  }
+
   /** Applies the TTLs and drain times; reports the services whose endpoints changed state. */
   sweep(): void {
     const t = this.now();
@@ -354,7 +365,11 @@ export class Membership {
         this.entries.set(k, { ...row, lastSeen: Math.max(row.lastSeen, local?.lastSeen ?? 0) });
         this.store?.put(this.entries.get(k)!);
         changed.add(row.service);
-      } else if (row.lastSeen > local.lastSeen) this.entries.set(k, { ...local, lastSeen: row.lastSeen });
+      } else {
+        // Newer here (a change this replica stored but could not share before a restart): shared now.
+        if ((local.updatedAt ?? 0) > (row.updatedAt ?? 0)) this.observer?.changed(local);
+        if (row.lastSeen > local.lastSeen) this.entries.set(k, { ...local, lastSeen: row.lastSeen });
+      }
     }
     for (const [k, e] of this.entries)
       if (!present.has(k) && t - (e.updatedAt ?? 0) > settleMs) {

@@ -20,7 +20,8 @@ export class SharedMembership implements MembershipObserver {
   private readonly pending = new Map<string, StoredRegistration>();
   private readonly removals = new Map<string, { service: string; address: string }>();
   private timers: NodeJS.Timeout[] = [];
-  private busy = false;
+  /** The write under way, resolving to whether it reached the store. */
+  private writing?: Promise<boolean>;
 
   constructor(
     private readonly url: string,
@@ -40,8 +41,17 @@ export class SharedMembership implements MembershipObserver {
 
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
-    await this.cycle();
+    await this.flush();
     await this.client?.end().catch(() => undefined);
+  }
+
+  /**
+   * Writes what is pending now, after a write under way: whether it reached the store (a drain is
+   * answered once the other replicas can read it). What fails stays pending for the next flush.
+   */
+  async flush(): Promise<boolean> {
+    while (this.writing) await this.writing;
+    return this.cycle();
   }
 
   changed(e: StoredRegistration): void {
@@ -75,10 +85,15 @@ export class SharedMembership implements MembershipObserver {
     return c;
   }
 
-  /** Writes what changed since the last flush: one upsert for all entries, one delete for removals. */
-  private async cycle(): Promise<void> {
-    if (this.busy || (!this.pending.size && !this.removals.size)) return;
-    this.busy = true;
+  /** Writes what changed since the last flush (unless a write is under way): one upsert, one delete. */
+  private cycle(): Promise<boolean> {
+    if (this.writing) return this.writing;
+    if (!this.pending.size && !this.removals.size) return Promise.resolve(true);
+    this.writing = this.write().finally(() => (this.writing = undefined));
+    return this.writing;
+  }
+
+  private async write(): Promise<boolean> {
     const entries = [...this.pending.values()];
     const removals = [...this.removals.values()];
     this.pending.clear();
@@ -109,13 +124,13 @@ export class SharedMembership implements MembershipObserver {
             'WHERE (service, address) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
           [removals.map((r) => r.service), removals.map((r) => r.address)],
         );
+      return true;
     } catch (err) {
       // Kept for the next flush: nothing is lost while the store is away.
       for (const e of entries) if (!this.pending.has(`${e.service}\u0000${e.address}`)) this.seen(e);
       for (const r of removals) this.removed(r.service, r.address);
       this.log.warn({ err: (err as Error).message }, 'shared membership write failed; retrying');
-    } finally {
-      this.busy = false;
+      return false;
     }
   }
 

@@ -249,4 +249,23 @@ test('one endpoint, one key: addresses are canonical before they are keys', () =
   assert.is(m.members('app').find((e) => e.address === '10.0.4.22:80')!.health, 'draining');
 });
 
+test('after a restart, a change the shared store lacks (newer here) is written back to it', () => {
+  const { m, advance } = setup({ tokens: ['a'.repeat(64)], ttl: '1h', drain: '1h' });
+  m.heartbeat('app', { address: '10.0.0.1:80' }, 'vm');
+  const row = { ...m.list()[0]! };
+  advance(10);
+  m.drain('app', '10.0.0.1:80', 'vm');
+  const told: string[] = [];
+  m.observer = {
+    changed: (e) => told.push(`${e.address} ${e.health}`),
+    removed: () => {},
+    seen: () => {},
+    flush: () => Promise.resolve(true),
+  };
+  // The store still has the entry as it was before the drain.
+  m.merge([row], 1000);
+  assert.equal(told, ['10.0.0.1:80 draining']);
+  assert.is(m.members('app')[0]!.health, 'draining', 'and the newer state is kept here');
+});
+
 test.run();

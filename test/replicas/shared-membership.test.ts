@@ -5,6 +5,7 @@
  * has its own SQLite database.
  */
 import { createHash } from 'node:crypto';
+import pg from 'pg';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -16,7 +17,7 @@ import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
 
 const TOKEN = 'shared-membership-token';
-let pg: TestPostgres;
+let pgServer: TestPostgres;
 let replicas: RunningApp[];
 
 /** What a replica serves for the service: address -> health_status. */
@@ -51,7 +52,7 @@ async function call(r: RunningApp, method: string, address: string, suffix = '')
 
 test.before(async () => {
   try {
-    pg = await startPostgres();
+    pgServer = await startPostgres();
     const digest = createHash('sha256').update(TOKEN).digest('hex');
     const dir = writeTree({
       'tree.yaml': `kind: Service
@@ -77,7 +78,7 @@ virtualHosts: [site]
         await startServer(dir, {
           database: join(base, `r${i}.db`),
           rest: {},
-          replica: { name: `r${i}`, postgres: { url: pg.url, pollMs: 500, queryTimeoutMs: 1000 } },
+          replica: { name: `r${i}`, postgres: { url: pgServer.url, pollMs: 500, queryTimeoutMs: 1000 } },
         }),
       );
   } catch (err) {
@@ -87,7 +88,7 @@ virtualHosts: [site]
 
 test.after(async () => {
   for (const r of replicas ?? []) await r.close();
-  await pg?.close();
+  await pgServer?.close();
 });
 
 test('an endpoint heartbeating to one replica is served healthy by both', async () => {
@@ -127,6 +128,24 @@ test('a drain asked of the other replica drains it on both; silence removes it f
     15_000,
     100,
   );
+});
+
+test('a drain is answered once the other replicas can read it', async () => {
+  const [a, b] = replicas as [RunningApp, RunningApp];
+  assert.is(await call(a, 'PUT', '10.0.0.4:80'), 200);
+  await waitFor('b serves 10.0.0.4', async () => served(b)['10.0.0.4:80'] === 'HEALTHY', 10_000, 50);
+  const c = new pg.Client({ connectionString: pgServer.url });
+  await c.connect();
+  try {
+    assert.is(await call(a, 'POST', '10.0.0.4:80', '/drain'), 200);
+    // Read at once, as a replica would after this one was killed right after answering.
+    const { rows } = await c.query<{ entry: { health: string } }>(
+      "SELECT entry FROM fleetxds_registrations WHERE address = '10.0.0.4:80'",
+    );
+    assert.is(rows[0]?.entry.health, 'draining');
+  } finally {
+    await c.end();
+  }
 });
 
 test.run();

@@ -93,6 +93,12 @@ export function registrationRoutes(app: FastifyInstance, api: RegistrationApi): 
     }
   };
   const canonical = (address: string) => canonicalEndpoint(address) ?? address;
+  /**
+   * A drain or removal is answered once the other replicas can read it; when the shared store is
+   * away it says so (this replica has it, stored, and shares it when the store is back).
+   */
+  const sharedOrNot = async () =>
+    (await api.membership.shared()) ? {} : { shared: false, note: 'not shared with the other replicas yet' };
   app.put<Params>('/v1/services/:service/endpoints/:address', async (req) => {
     const { service, address } = req.params;
     const state = as(req, 'register', (identity) =>
@@ -106,7 +112,7 @@ export function registrationRoutes(app: FastifyInstance, api: RegistrationApi): 
       api.membership.drain(service, address, identity);
       api.audit(identity, 'drain', { service, address: canonical(address) });
     });
-    return { service, address: canonical(address), state: 'draining' };
+    return { service, address: canonical(address), state: 'draining', ...(await sharedOrNot()) };
   });
   app.delete<Params>('/v1/services/:service/endpoints/:address', async (req) => {
     const { service, address } = req.params;
@@ -114,6 +120,6 @@ export function registrationRoutes(app: FastifyInstance, api: RegistrationApi): 
       api.membership.deregister(service, address, identity);
       api.audit(identity, 'deregister', { service, address: canonical(address) });
     });
-    return { service, address: canonical(address), state: 'gone' };
+    return { service, address: canonical(address), state: 'gone', ...(await sharedOrNot()) };
   });
 }
