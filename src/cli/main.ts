@@ -27,6 +27,12 @@ if (major < 22 || (major === 22 && minor < 22)) {
 // other commands need, and the other way round.
 nodeModule.enableCompileCache();
 
+// `fleetxds history | head -3`: a reader that stops reading ends the command quietly, as Unix tools do.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: version and commit)
   serve    [--config config/fleetxds.yaml]     run the xDS server
   validate <dir> [--json]                       validate a config tree; exit 1 if invalid

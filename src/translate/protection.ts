@@ -194,7 +194,6 @@ function extAuthConfig(e: ExtAuthDoc): JsonObject {
           http_service: compact({
             server_uri: { uri: `http://${e.service}`, cluster: e.service, timeout },
             path_prefix: e.pathPrefix,
-            authorization_request: e.requestHeaders && { allowed_headers: headerPatterns(e.requestHeaders) },
             authorization_response:
               (e.upstreamHeaders || e.clientHeaders) &&
               compact({
@@ -207,6 +206,9 @@ function extAuthConfig(e: ExtAuthDoc): JsonObject {
     '@type': TYPE.extAuthz,
     ...service,
     transport_api_version: 'V3',
+    // The headers sent to an HTTP authorization server besides Host, Method, Path, Content-Length
+    // and Authorization (authorization_request.allowed_headers is deprecated).
+    allowed_headers: headerPatterns(e.requestHeaders),
     failure_mode_allow: e.failOpen || undefined,
     with_request_body: e.body && compact({ max_request_bytes: e.body.maxBytes, allow_partial_message: e.body.partial }),
   });

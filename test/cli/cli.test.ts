@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import { loadServerConfig } from '../../src/config/server-config.ts';
@@ -58,6 +59,15 @@ test('render prints the resources of one group and type', () => {
     out.default.cluster.resources.map((x: { name: string }) => x.name),
     ['api', 'web'],
   );
+});
+
+test('output piped to a reader that stops early (| head -1) ends the command quietly', () => {
+  // The schema is more than a pipe holds: the writer meets the closed pipe.
+  const cmd = `${JSON.stringify(process.execPath)} --import tsx src/cli/main.ts schema | head -c 10`;
+  const r = spawnSync('bash', ['-o', 'pipefail', '-c', cmd], { cwd: projectPath(), encoding: 'utf8' });
+  assert.is(r.stdout.length, 10);
+  assert.is(r.stderr, '', 'no EPIPE stack trace');
+  assert.is(r.status, 0);
 });
 
 test('unknown command and missing arguments exit 2 with usage', () => {

@@ -258,6 +258,8 @@ test('HTTP external authorization: the allowed headers go to the backend and to 
     assert.is(ok.status, 200, `Envoy ${v}: allowed`);
     assert.is(ok.seen['x-authz-user'], 'alice');
   }
+  // The request headers are configured with the current field, not the deprecated one.
+  for (const e of envoys) assert.not.match(e.log(), /deprecated option .*AuthorizationRequest\.allowed_headers/);
 });
 
 test('with the authorization server down, failOpen decides', async () => {
