@@ -62,9 +62,13 @@ export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): Pub
   }
   // A pin holds its group at the pinned revision (also a group the newest revision no longer has),
   // whatever stage its proxies are in.
+  const pinnedControlPlanes: Record<string, string> = {};
   for (const [name, pinned] of inputs.pins) {
     const g = pinned.groups.get(name);
-    if (g) serve(name, g);
+    if (g) {
+      serve(name, g);
+      pinnedControlPlanes[name] = controlPlaneOf(pinned);
+    }
     stagedGroups.delete(name);
   }
   const staged =
@@ -86,6 +90,7 @@ export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): Pub
     appliedAt: revision.appliedAt,
     // During a rollout the groups serve the previous version by default: name that one.
     controlPlane: controlPlaneOf(staged ? rollout!.from : revision),
+    ...(Object.keys(pinnedControlPlanes).length ? { pinnedControlPlanes } : {}),
     groups,
     resolver: revision.resolver,
   };

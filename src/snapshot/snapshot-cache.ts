@@ -12,6 +12,8 @@ export interface PublishedConfig extends Derivable {
   readonly appliedAt: string;
   /** Reported to clients as DiscoveryResponse.control_plane.identifier (version id and git commit). */
   readonly controlPlane?: string;
+  /** The identifier of the version a pinned group is held at, by group. */
+  readonly pinnedControlPlanes?: Readonly<Record<string, string>>;
   /**
    * What each node group is served. During a staged rollout: what proxies not yet in a promoted
    * stage get (the previous version; also what rendered files carry).
@@ -56,7 +58,7 @@ export function groupSnapshotFor(
       return { snapshot: cfg.groups.get(group), stage, controlPlane: cfg.controlPlane };
     }
   }
-  return { snapshot: cfg.groups.get(group), controlPlane: cfg.controlPlane };
+  return { snapshot: cfg.groups.get(group), controlPlane: cfg.pinnedControlPlanes?.[group] ?? cfg.controlPlane };
 }
 
 export type PublishListener = (next: PublishedConfig, prev: PublishedConfig | undefined) => void;

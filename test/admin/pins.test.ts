@@ -4,6 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { connect, T } from '../helpers/ads-client.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
@@ -68,6 +69,34 @@ test('hostile decision bodies get 400 with a code, never a 500, and nothing is d
     const ok = await send('POST', '/api/v1/rollback', JSON.stringify({ versionId: String(v), actor: 'ops' }));
     assert.is(ok.status, 200, 'a version id as a string of digits is still accepted');
   } finally {
+    await app.close();
+  }
+});
+
+test("a pinned group's proxies are told the pinned version in control_plane.identifier", async () => {
+  const dir = writeTree(BASE);
+  const app = await startServer(dir);
+  const client = connect(app.grpcPort);
+  try {
+    const v1 = app.cache.current!.versionId;
+    writeTree(
+      { ...BASE, 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 3s\n') },
+      dir,
+    );
+    const v2 = ((await app.reload()) as { versionId: number }).versionId;
+    assert.ok(v2 > v1);
+    const put = await fetch(`http://127.0.0.1:${app.adminPort}/api/v1/pins/default`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ versionId: v1 }),
+    });
+    assert.is(put.status, 200);
+    const s = client.open();
+    s.send({ node: { id: 'pinned-proxy', cluster: 'c' }, type_url: T.cluster });
+    const cds = await s.next();
+    assert.is(cds.control_plane.identifier, `fleetxds version ${v1}`);
+  } finally {
+    client.close();
     await app.close();
   }
 });

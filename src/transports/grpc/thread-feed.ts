@@ -53,7 +53,10 @@ export interface FeedResources {
 }
 
 /** The fields that name a published config's version; they cross to the threads as they are. */
-type ConfigHead = Pick<PublishedConfig, 'versionId' | 'modelHash' | 'treeHash' | 'appliedAt' | 'controlPlane'>;
+type ConfigHead = Pick<
+  PublishedConfig,
+  'versionId' | 'modelHash' | 'treeHash' | 'appliedAt' | 'controlPlane' | 'pinnedControlPlanes'
+>;
 
 function headOf(c: ConfigHead): ConfigHead {
   return {
@@ -62,6 +65,7 @@ function headOf(c: ConfigHead): ConfigHead {
     treeHash: c.treeHash,
     appliedAt: c.appliedAt,
     ...(c.controlPlane !== undefined ? { controlPlane: c.controlPlane } : {}),
+    ...(c.pinnedControlPlanes !== undefined ? { pinnedControlPlanes: c.pinnedControlPlanes } : {}),
   };
 }
 
