@@ -38,10 +38,11 @@ type Obj = Record<string, unknown>;
 export const XDS_CLUSTER_METADATA = { namespace: 'fleetxds', field: 'xds_cluster' } as const;
 
 /**
- * What a cluster name may be here: printable, without spaces, at most 255 characters. Envoy takes
- * almost any string as a cluster name (`xds.example.com:21002`, `rest@dc1`), so nothing narrower.
+ * What a cluster name may be here: printable ASCII, spaces only inside, at most 255 characters.
+ * Envoy takes almost any string as a cluster name (`xds.example.com:21002`, `rest@dc1`, `rest dc1`),
+ * so nothing narrower.
  */
-const CLUSTER_NAME = /^[\x21-\x7e]{1,255}$/;
+const CLUSTER_NAME = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
 function statedClusterName(metadata: Readonly<Record<string, unknown>> | undefined): string | undefined {
   const ns = metadata?.[XDS_CLUSTER_METADATA.namespace];

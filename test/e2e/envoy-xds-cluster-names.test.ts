@@ -1,6 +1,6 @@
 /**
  * Real Envoy 1.40 and 1.36 whose cluster for fleetxds is named as operators name theirs: with a
- * port (`xds.example.com:21002`), with an `@` (`rest@dc1`), or reached over per-type gRPC with
+ * port (`xds.example.com:21002`), with an `@` (`rest@dc1`) or a space (`rest dc1`), or reached over per-type gRPC with
  * `envoy_grpc.authority` set to another name. Served clusters and listeners must name that very
  * cluster in their config sources, or Envoy rejects every EDS cluster and RDS listener. The name
  * comes from the node's metadata where the bootstrap states it, else from Host / :authority.
@@ -27,6 +27,8 @@ test.before(async () => {
     await spec('rest-port', 'rest-legacy', '1.40', { name: 'xds.example.com:21002' }),
     await spec('rest-at', 'rest-legacy', '1.36', { name: 'rest@dc1' }),
     await spec('rest-stated', 'rest', '1.40', { name: 'rest@dc1', stated: true }),
+    await spec('legacy-spaced', 'rest-legacy', '1.40', { name: 'rest dc1' }),
+    await spec('stated-spaced', 'rest', '1.36', { name: 'rest dc1', stated: true }),
     await spec('grpc-auth', 'per-type', '1.40', {
       name: 'cp.example.com:21000',
       authority: 'fleetxds.example.com',
