@@ -59,27 +59,32 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
     server.child.kill('SIGHUP');
     await waitFor('reloaded', async () => (await server.admin('/api/v1/config')).versionId === 2);
     assert.ok(systemd.messages().some((m) => m.includes('RELOADING=1')));
-    // A held REST poll and an open ADS stream, then SIGTERM.
+    // A held REST poll (a long-polling proxy with nothing new) and an open ADS stream, then SIGTERM.
+    const longPoller = { id: 'n', metadata: { fleetxds: { long_poll_ms: 60_000 } } };
     const first = await (
       await fetch(`http://127.0.0.1:${server.restPort}/v3/discovery:clusters`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ node: { id: 'n' } }),
+        body: JSON.stringify({ node: longPoller }),
       })
     ).json();
+    let answered = false;
     const held = fetch(`http://127.0.0.1:${server.restPort}/v3/discovery:clusters`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ node: { id: 'n' }, version_info: first.version_info }),
-    });
+      body: JSON.stringify({ node: longPoller, version_info: first.version_info }),
+    }).finally(() => (answered = true));
     const c = connect(server.grpcPort);
     const s = c.open();
     s.send({ node: { id: 'g', cluster: 'x' }, type_url: T.cluster });
     await s.next();
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.not.ok(answered, 'the poll is held until something changes');
+    const stopped = Date.now();
     const exit = server.stop('SIGTERM');
     const res = await held;
     assert.is(res.status, 304, 'the held poll is answered, not dropped');
+    assert.ok(Date.now() - stopped < 5000, 'at shutdown, not after its hold time (20 s)');
     const st = await s.status;
     assert.is(st.code, 14, 'the stream ends with UNAVAILABLE (Envoy reconnects with backoff)');
     assert.is(await exit, 0, 'clean exit');

@@ -284,14 +284,20 @@ test('bad requests get a 4xx with a clear message', async () => {
 });
 
 test('shutdown answers held polls (304) instead of dropping them', async () => {
-  const first = await poll('clusters', { node: NODE });
+  const first = await poll('clusters', { node: LONG_POLLER });
   await app.close();
   app = await startServer(dir, { rest: { holdMs: 20_000, requestTimeoutMs: 30_000 } });
-  const held = poll('clusters', { node: NODE, version_info: first.json.version_info });
-  await new Promise((r) => setTimeout(r, 200));
+  let answered = false;
+  const held = poll('clusters', { node: LONG_POLLER, version_info: first.json.version_info }).finally(
+    () => (answered = true),
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  assert.not.ok(answered, 'a long-polling proxy with nothing new is held');
+  const t0 = Date.now();
   app.rest!.releaseAll();
   const r = await held;
   assert.is(r.status, 304);
+  assert.ok(Date.now() - t0 < 2000, 'answered by the release, not by the hold time');
 });
 
 test.run();
