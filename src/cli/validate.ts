@@ -1,6 +1,7 @@
 import { formatDiagnostic, hasErrors } from '../shared/diagnostics.ts';
 import { checkTree } from '../compile/check-tree.ts';
-import { EnvoyChecker } from '../compile/envoy-check.ts';
+import { rmSync } from 'node:fs';
+import { commandRunDir, EnvoyChecker } from '../compile/envoy-check.ts';
 import { loadServerConfig } from '../config/server-config.ts';
 
 /**
@@ -19,10 +20,17 @@ export async function validateCommand(
   ];
   // --previous DIR: the tree this one replaces (the hook passes the branch's old commit), for the mass-removal rule.
   const against = opts.previous ? (await checkTree(opts.previous)).config?.groups : undefined;
+  // Renderings hold private keys: in a folder of this run's, removed however the run ends.
+  const run = binaries.length ? await commandRunDir() : undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (run) rmSync(run.dir, { recursive: true, force: true });
+    process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGHUP' ? 1 : 15));
+  };
+  if (run) for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(s, onSignal);
   const result = await checkTree(dir, undefined, {
     against,
-    envoy: binaries.length ? new EnvoyChecker({ binaries }) : undefined,
-  });
+    envoy: run ? new EnvoyChecker({ binaries, workDir: run.dir }) : undefined,
+  }).finally(() => run?.remove());
   const failed = hasErrors(result.diagnostics) || !result.config;
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ ok: !failed, diagnostics: result.diagnostics }, null, 2)}\n`);

@@ -14,7 +14,7 @@
  * file system only when they share it.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Codes, sortDiagnostics, type Diagnostic } from '../shared/diagnostics.ts';
@@ -44,6 +44,36 @@ export interface EnvoyCheckSettings {
 export function envoyCheckDir(database: string): string | undefined {
   if (database === ':memory:') return undefined;
   return join(tmpdir(), `fleetxds-envoy-check-${sha256Hex(resolve(database)).slice(0, 16)}`);
+}
+
+/**
+ * A folder of this command run's own for renderings, for `validate --envoy`: under a per-user 0700
+ * folder in the temporary folder (refused when someone else owns it), named by process id; what
+ * runs that are no longer alive left there (killed mid-check) is removed first. The caller removes
+ * the folder when it ends, and on SIGINT, SIGTERM and SIGHUP.
+ */
+export async function commandRunDir(): Promise<{ dir: string; remove(): Promise<void> }> {
+  const uid = process.getuid?.() ?? 0;
+  const base = join(tmpdir(), `fleetxds-validate-${uid}`);
+  await mkdir(base, { recursive: true, mode: 0o700 });
+  const st = await lstat(base);
+  if (!st.isDirectory() || st.uid !== uid || (st.mode & 0o077) !== 0)
+    throw new Error(`${base} is not a folder of this user's alone (0700): refusing to write private keys there`);
+  for (const name of await readdir(base)) {
+    const pid = Number(/^run-(\d+)$/.exec(name)?.[1]);
+    if (pid && !alive(pid)) await rm(join(base, name), { recursive: true, force: true });
+  }
+  const dir = join(base, `run-${process.pid}`);
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 // Envoy resource JSON walked structurally (listeners, filter chains): shapes are Envoy's, not ours.

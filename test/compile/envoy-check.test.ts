@@ -162,6 +162,51 @@ test('validate --envoy from the command line', async () => {
   assert.is(ok.status, 0, ok.stderr);
 });
 
+test('validate --envoy killed mid-check leaves no rendering (which holds private keys) behind', async () => {
+  const { spawn } = await import('node:child_process');
+  const { mkdirSync: mk, readdirSync, writeFileSync: write } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const base = join(tmpdir(), `fleetxds-validate-${process.getuid!()}`);
+  // A run killed before this fix could not clean up: its folder (a pid no longer alive) goes at the next run.
+  mk(join(base, 'run-999999999'), { recursive: true, mode: 0o700 });
+  write(join(base, 'run-999999999', 'bootstrap.json'), '{"private_key": "..."}');
+  const slow = writeTree({
+    envoy: `#!/bin/sh
+if [ "$1" = "--version" ]; then echo "envoy  version: 0/9.9.9/Clean/RELEASE/BoringSSL"; exit 0; fi
+sleep 30
+`,
+  });
+  chmodSync(join(slow, 'envoy'), 0o755);
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      projectPath('src', 'cli', 'main.ts'),
+      'validate',
+      writeTree(BASE),
+      '--envoy',
+      join(slow, 'envoy'),
+    ],
+    { cwd: projectPath(), stdio: 'ignore' },
+  );
+  const mine = join(base, `run-${child.pid}`);
+  const renderings = () => {
+    try {
+      return readdirSync(mine, { recursive: true }).filter((f) => String(f).endsWith('bootstrap.json'));
+    } catch {
+      return [];
+    }
+  };
+  for (let i = 0; i < 200 && !renderings().length; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(renderings().length > 0, 'the check is under way, its rendering on disk');
+  assert.not.ok(existsSync(join(base, 'run-999999999')), "a dead run's leftovers were removed");
+  const exit = new Promise((r) => child.on('exit', r));
+  child.kill('SIGTERM');
+  await exit;
+  assert.not.ok(existsSync(mine), 'the killed run removed its folder');
+});
+
 const exited = (
   code: number | null,
   stdout = '',
