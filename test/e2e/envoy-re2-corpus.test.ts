@@ -3,7 +3,8 @@
  * cases (test/helpers/re2-corpus.ts) is checked by `envoy --mode validate` of 1.36 and 1.40 and by
  * the validator's model of that release. Verdicts must agree (accepted; refused for its syntax;
  * refused for its program size). Sizes must agree exactly for 1.40 (Latin-1) and for patterns of
- * ASCII alone; for UTF-8 classes of non-ASCII characters the model's size is a lower bound.
+ * ASCII alone; for UTF-8 classes of non-ASCII characters the model's size is a lower bound; for
+ * Unicode property classes (judged with a margin) the verdict may be stricter than Envoy's, never laxer.
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -100,16 +101,24 @@ test('every verdict of the validator agrees with real Envoy 1.36 and 1.40 on the
   }));
   const disagreements: string[] = [];
   let exact = 0;
+  let stricter = 0;
   for (const r of results) {
     const where = `Envoy ${r.release} ${JSON.stringify(r.regex)}: Envoy ${JSON.stringify(r.envoy)}, ours ${JSON.stringify(r.ours)}`;
-    if (r.envoy.kind !== r.ours.kind) disagreements.push(where);
+    // Unicode property classes in UTF-8 are judged with a margin (UNICODE_CLASS_MARGIN), which may
+    // refuse what Envoy would take, never the other way round.
+    const unicodeClass = r.encoding === 'utf8' && /\\[pP]/.test(r.regex);
+    if (unicodeClass && r.envoy.kind === 'ok' && r.ours.kind === 'size') stricter++;
+    else if (r.envoy.kind !== r.ours.kind) disagreements.push(where);
     else if (r.envoy.kind === 'size' && r.ours.kind === 'size') {
       // eslint-disable-next-line no-control-regex
       const asciiOnly = r.encoding === 'latin1' || !/[^\x00-\x7f]|\\[pP]|\\x\{[0-9a-fA-F]{3,}\}|\(\?i\)/.test(r.regex);
+      // With a Unicode property class both refuse it; the sizes reported differ (Envoy's tables).
+      if (unicodeClass) continue;
       if (asciiOnly ? r.ours.size !== r.envoy.size : r.ours.size > r.envoy.size) disagreements.push(where);
       else if (r.ours.size === r.envoy.size) exact++;
     }
   }
+  console.log(`  ${stricter} patterns with Unicode classes refused here with the margin, accepted by Envoy 1.36`);
   assert.equal(disagreements, [], `${disagreements.length} of ${results.length} verdicts disagree`);
   console.log(`  ${results.length} verdicts agree (${corpus.length} patterns x 2 releases); ${exact} sizes exact`);
 });
