@@ -3,10 +3,11 @@
  * application's address into a service, heartbeats with its local check's verdict, and on SIGTERM
  * or SIGINT asks fleetxds to drain it before it exits.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { join } from 'node:path';
 import { parseHostPort } from '../model/addresses.ts';
 import { parseDurationMs } from '../shared/duration.ts';
 
@@ -83,7 +84,23 @@ function call(
   });
 }
 
-export async function registerCommand(opts: RegisterOptions): Promise<number> {
+/**
+ * Under systemd, the unit hands the instance its one secret as the credential `secret`
+ * (LoadCredential=, readable by this unit's dynamic user alone): the client key when a client
+ * certificate is given, else the bearer token. Flags given on the command line win.
+ */
+export function withCredential(
+  opts: RegisterOptions,
+  credentials = process.env.CREDENTIALS_DIRECTORY,
+): RegisterOptions {
+  const secret = credentials && join(credentials, 'secret');
+  if (!secret || !existsSync(secret)) return opts;
+  if (opts.tlsCert) return opts.tlsKey ? opts : { ...opts, tlsKey: secret };
+  return opts.tokenFile ? opts : { ...opts, tokenFile: secret };
+}
+
+export async function registerCommand(given: RegisterOptions): Promise<number> {
+  const opts = withCredential(given);
   if (!opts.service || !opts.address || !opts.server) {
     process.stderr.write('register needs --service NAME --address IP:PORT --server URL\n');
     return 2;

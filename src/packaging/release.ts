@@ -140,7 +140,9 @@ function debianPackage(stage: string, outDir: string, m: Manifest, settings: str
     join(root, 'etc', 'fleetxds', 'fleetxds.yaml'),
     readFileSync(settings, 'utf8')
       .replace(/^configDir: .*$/m, 'configDir: /etc/fleetxds/services')
-      .replace(/^database: .*$/m, 'database: /var/lib/fleetxds/fleetxds.db'),
+      .replace(/^database: .*$/m, 'database: /var/lib/fleetxds/fleetxds.db')
+      // Rendered files live with the state: /etc is read-only to the service.
+      .replace(/^(\s+)dir: \.\.\/\.data\/envoy-files(.*)$/m, '$1dir: /var/lib/fleetxds/envoy-files$2'),
   );
   const debian = join(root, 'DEBIAN');
   mkdirSync(debian);
@@ -172,6 +174,9 @@ function debianPackage(stage: string, outDir: string, m: Manifest, settings: str
   getent passwd fleetxds >/dev/null || adduser --system --group --home /var/lib/fleetxds --no-create-home fleetxds
   install -d -o fleetxds -g fleetxds -m 0750 /var/lib/fleetxds
   install -d -m 0755 /etc/fleetxds/services
+  # The settings may hold replica.token and the PostgreSQL URL: the service's group reads them, nobody else.
+  chown root:fleetxds /etc/fleetxds/fleetxds.yaml
+  chmod 0640 /etc/fleetxds/fleetxds.yaml
   if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 fi
 `,

@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import { loadServerConfig } from '../../src/config/server-config.ts';
 import * as assert from 'uvu/assert';
 import { schemaText } from '../../src/cli/schema.ts';
+import { withCredential } from '../../src/cli/register.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 import { runCli } from '../helpers/process.ts';
@@ -104,6 +106,16 @@ test('grpc.threads takes a count of 1 to 256 or auto, nothing else', () => {
     if (ok) assert.is(String(load().grpc.threads), threads);
     else assert.throws(load, /grpc\.threads/, `threads: ${threads}`);
   }
+});
+
+test("register takes its secret from systemd's credentials: the key with a client certificate, else the token", () => {
+  const creds = writeTree({ secret: 'x' });
+  const secret = join(creds, 'secret');
+  assert.equal(withCredential({ tlsCert: '/c.pem' }, creds), { tlsCert: '/c.pem', tlsKey: secret });
+  assert.equal(withCredential({}, creds), { tokenFile: secret });
+  assert.equal(withCredential({ tokenFile: '/t' }, creds), { tokenFile: '/t' }, 'a flag wins');
+  assert.equal(withCredential({}, undefined), {});
+  assert.equal(withCredential({}, writeTree({ other: 'x' })), {});
 });
 
 test.run();

@@ -150,7 +150,17 @@ test('the Debian package: files, the conffile, maintainer scripts, and a unit sy
   assert.is(readFileSync(join(control, 'conffiles'), 'utf8'), '/etc/fleetxds/fleetxds.yaml\n');
   assert.match(readFileSync(join(control, 'postinst'), 'utf8'), /adduser --system/);
   assert.match(readFileSync(join(control, 'control'), 'utf8'), new RegExp(`Version: ${release.manifest.version}`));
-  assert.match(readFileSync(join(scratch, 'etc/fleetxds/fleetxds.yaml'), 'utf8'), /database: \/var\/lib\/fleetxds/);
+  const settings = readFileSync(join(scratch, 'etc/fleetxds/fleetxds.yaml'), 'utf8');
+  assert.match(settings, /database: \/var\/lib\/fleetxds/);
+  assert.match(settings, /^ {2}dir: \/var\/lib\/fleetxds\/envoy-files\b/m, 'rendered files under the state, not /etc');
+  assert.not.match(settings, /\.\.\/\.data/);
+  // The settings may hold the replica token and the PostgreSQL URL: root and the service's group only.
+  const postinst = readFileSync(join(control, 'postinst'), 'utf8');
+  assert.match(postinst, /chown root:fleetxds \/etc\/fleetxds\/fleetxds\.yaml/);
+  assert.match(postinst, /chmod 0640 \/etc\/fleetxds\/fleetxds\.yaml/);
+  // The register unit's dynamic user gets its key or token as a credential, not a world-readable file.
+  const register = readFileSync(join(scratch, 'lib/systemd/system/fleetxds-register@.service'), 'utf8');
+  assert.match(register, /^LoadCredential=secret:\/etc\/fleetxds\/register\/%i\.secret$/m);
   const unit = readFileSync(join(scratch, 'lib/systemd/system/fleetxds.service'), 'utf8');
   assert.match(unit, /^ExecStart=\/usr\/bin\/fleetxds serve /m);
   assert.ok(existsSync(join(scratch, 'opt/fleetxds/lib/fleetxds/dist/server/main.js')));
