@@ -5,15 +5,21 @@
  * credentials poll over REST with a Host and a node id of their own each (and report no version
  * after it: REST's NACK), and claim canary node ids of the rollout under way to NACK it. The
  * server's RSS, open file descriptors, registered streams and database are sampled throughout.
- * After the load stops they must return to baseline within the stated bounds, the status API must
- * show no stale node, the NACK log must be within its retention, and the rollout must not have
- * been halted by the forged NACKs.
+ * Registrations flood in with and without the service's token, gRPC calls start messages they never
+ * finish, gzip requests inflate to 16 MB, and every 30 s an Envoy patch that doubles a resource
+ * per operation is written into the tree. After the load stops they must return to baseline within
+ * the stated bounds, the status API must show no stale node, the NACK log must be within its
+ * retention, the rollout must not have been halted by the forged NACKs, the audit log must hold no
+ * unauthenticated call, every patch bomb must have been refused, and /healthz must have answered
+ * within HEALTHZ_BOUND_MS throughout. Last, the property tests of the parsers of untrusted bytes
+ * run with 20,000 cases each and a fresh seed (printed).
  *   npm run soak [-- --minutes 10]
  * Exits 1 when a bound is missed.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectPath } from '../src/shared/paths.ts';
@@ -27,6 +33,8 @@ const seconds = Math.round(Number(values.minutes) * 60);
 const SETTLE_MS = 120_000;
 const RSS_BOUND_MB = 96;
 const FD_BOUND = 8;
+const HEALTHZ_BOUND_MS = 1000;
+const REGISTRATION_TOKEN = 'soak-registration-token';
 
 // REST response bodies kept for reuse are bounded (rest.maxCachedBytes, per type and version) and
 // held until the next change: set small here, so that the RSS bound after the load measures leaks
@@ -44,6 +52,12 @@ writeFileSync(
   join(cfg, 'rollout.yaml'),
   'kind: Rollout\nname: soak\nstages:\n  - name: canary\n    select: { idPattern: "canary-*" }\n' +
     '    gates: { soak: 1h }\n',
+);
+// A service VMs register into; the hostile client floods it with and without the token.
+writeFileSync(
+  join(cfg, 'soak-registered.yaml'),
+  'kind: Service\nname: soak-registered\nendpoints: [{ address: 10.255.0.1:8080 }]\n' +
+    `registration: { tokens: ["${createHash('sha256').update(REGISTRATION_TOKEN).digest('hex')}"], ttl: 1h }\n`,
 );
 const dbMB = () =>
   statSync(database).size / 1e6 + (existsSync(`${database}-wal`) ? statSync(`${database}-wal`).size / 1e6 : 0);
@@ -70,11 +84,20 @@ const children: ChildProcess[] = [0, 1].map((p) =>
 );
 const hostile = fork(
   projectPath('bench', 'lib', 'soak-hostile.ts'),
-  [String(server.restPort), String(server.grpcPort), String(seconds)],
+  [String(server.restPort), String(server.grpcPort), String(seconds), REGISTRATION_TOKEN],
   { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
 );
 children.push(hostile);
-let forged = { polls: 0, restNacks: 0, forgedNacks: 0, errors: 0 };
+let forged = {
+  polls: 0,
+  restNacks: 0,
+  forgedNacks: 0,
+  errors: 0,
+  unauthenticatedRegistrations: 0,
+  registrations: 0,
+  partialMessages: 0,
+  gzipBombs: 0,
+};
 hostile.on('message', (m: { type: string } & typeof forged) => {
   if (m.type === 'hostile') forged = m;
 });
@@ -87,10 +110,26 @@ for (const c of children)
   });
 
 let edits = 0;
+let bombs = 0;
+const BOMB_PATCH =
+  'kind: EnvoyPatch\nname: soak-bomb\ntarget: { kind: cluster, name: svc-0 }\njsonPatch:\n' +
+  Array.from({ length: 30 }, (_, i) => `  - { op: copy, from: "", path: /x${i} }\n`).join('');
 const changer = setInterval(() => {
   edits++;
+  // Every tenth edit carries a patch bomb: refused; the next edit removes it.
+  if (edits % 10 === 0) {
+    bombs++;
+    writeFileSync(join(cfg, 'soak-bomb.yaml'), BOMB_PATCH);
+  } else if (existsSync(join(cfg, 'soak-bomb.yaml'))) rmSync(join(cfg, 'soak-bomb.yaml'));
   writeFileSync(join(cfg, 'routes', 'vh-0.yaml'), vhostYaml(0, 100, 100).replace('/api/r7/', `/api/r7-${edits}/`));
 }, 3000);
+let slowestHealthzMs = 0;
+const healthz = setInterval(() => {
+  const t = performance.now();
+  void fetch(`http://127.0.0.1:${server.adminPort}/healthz`)
+    .then(() => (slowestHealthzMs = Math.max(slowestHealthzMs, performance.now() - t)))
+    .catch(() => (slowestHealthzMs = Infinity));
+}, 500);
 const peak = { rssMB: 0, fds: 0, streams: 0 };
 const t0 = Date.now();
 while (done < children.length) {
@@ -103,6 +142,7 @@ while (done < children.length) {
     console.log(`t+${Math.round((Date.now() - t0) / 1000)} s: RSS ${s.rssMB} MB, ${s.fds} fds, ${s.streams} streams`);
 }
 clearInterval(changer);
+clearInterval(healthz);
 for (const c of children) c.kill('SIGKILL');
 const stoppedAt = Date.now();
 
@@ -129,6 +169,17 @@ const behind = status.rollout.reduce((n: number, r: { behind: number }) => n + r
 const rollout = ((await server.admin('/api/v1/rollout')) as { rollout: { status: string } | null }).rollout;
 const db = new Database(database, { readonly: true });
 const nackRows = (db.prepare('SELECT count(*) AS n FROM nack_events').get() as { n: number }).n;
+const anonymousAudit = (
+  db.prepare("SELECT count(*) AS n FROM audit_log WHERE actor IN ('anonymous', 'token')").get() as { n: number }
+).n;
+const registered = (
+  db.prepare("SELECT count(*) AS n FROM registrations WHERE service = 'soak-registered'").get() as { n: number }
+).n;
+const bombsRefused = (
+  db.prepare("SELECT count(*) AS n FROM rejected_trees WHERE diagnostics_json LIKE '%soak-bomb%bytes%'").get() as {
+    n: number;
+  }
+).n;
 db.close();
 const grownMB = dbMB() - baselineDbMB;
 await server.stop('SIGKILL');
@@ -150,7 +201,31 @@ console.log(
     `${forged.forgedNacks} forged canary NACKs; NACK log ${nackRows} rows (bound ${NACK_ROWS_BOUND}), ` +
     `database +${grownMB.toFixed(1)} MB (bound ${DB_GROWTH_BOUND_MB}), rollout ${rollout?.status ?? 'none'}`,
 );
+console.log(
+  `registrations: ${forged.unauthenticatedRegistrations} refused without a credential (audit rows from them: ` +
+    `${anonymousAudit}), ${forged.registrations} with the token (${registered} kept, bound 10,000); ` +
+    `${forged.partialMessages} unfinished 1 MB messages, ${forged.gzipBombs} gzip requests inflating to 16 MB; ` +
+    `${bombs} patch bombs written, ${bombsRefused} refusals recorded; slowest /healthz ${Math.round(slowestHealthzMs)} ms ` +
+    `(bound ${HEALTHZ_BOUND_MS})`,
+);
+// The parsers of untrusted bytes, longer than in CI, with a fresh seed.
+const seed = Date.now() % 2 ** 31;
+const properties = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', projectPath('test', 'properties', 'untrusted-parsers.test.ts')],
+  {
+    env: { ...process.env, FLEETXDS_PROPERTY_SEED: String(seed), FLEETXDS_PROPERTY_RUNS: '20000' },
+    encoding: 'utf8',
+  },
+);
+console.log(`property tests, 20,000 runs each, seed ${seed}: ${properties.status === 0 ? 'passed' : 'FAILED'}`);
+if (properties.status !== 0) console.log(properties.stdout, properties.stderr);
 const ok =
+  properties.status === 0 &&
+  anonymousAudit === 0 &&
+  registered <= 10_000 &&
+  bombsRefused >= Math.min(bombs, 1) &&
+  slowestHealthzMs <= HEALTHZ_BOUND_MS &&
   after.streams === 0 &&
   after.fds <= baseline.fds + FD_BOUND &&
   after.rssMB <= baseline.rssMB + RSS_BOUND_MB &&

@@ -343,12 +343,12 @@ function wktConverter(name: string, type: protobuf.Type): TypePlan['wkt'] {
     case 'google.protobuf.Timestamp': {
       const [seconds, nanos] = [fieldById(type, 1), fieldById(type, 2)];
       return (json, at, issues) => {
-        const ms = typeof json === 'string' ? Date.parse(json) : NaN;
-        if (Number.isNaN(ms)) {
+        const t = typeof json === 'string' ? parseTimestamp(json) : undefined;
+        if (!t) {
           issues.push({ path: at.toString(), message: `expected an RFC 3339 timestamp, got ${JSON.stringify(json)}` });
           return {};
         }
-        return { [seconds]: Math.floor(ms / 1000), [nanos]: (ms % 1000) * 1e6 };
+        return { [seconds]: t.seconds, [nanos]: t.nanos };
       };
     }
     case 'google.protobuf.Empty':
@@ -478,11 +478,8 @@ export function messageToJson(type: protobuf.Type, message: protobuf.Message | O
       const frac = Math.abs(n) ? `.${String(Math.abs(n)).padStart(9, '0').replace(/0+$/, '')}` : '';
       return `${neg ? '-' : ''}${Math.abs(s)}${frac}s`;
     }
-    case 'google.protobuf.Timestamp': {
-      const s = toNum(m[fieldById(type, 1)]);
-      const n = toNum(m[fieldById(type, 2)]);
-      return new Date(s * 1000 + Math.floor(n / 1e6)).toISOString();
-    }
+    case 'google.protobuf.Timestamp':
+      return timestampJson(toNum(m[fieldById(type, 1)]), toNum(m[fieldById(type, 2)]));
     case 'google.protobuf.Empty':
       return {};
     case 'google.protobuf.FieldMask':
@@ -607,4 +604,39 @@ function scalarToJson(type: string, v: unknown): Json {
     default:
       return Number(v);
   }
+}
+
+/** RFC 3339 as proto3 JSON takes it: a date, `T`, a time with up to 9 fraction digits, `Z` or an offset. */
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+/** Timestamp's range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z. */
+const MIN_SECONDS = -62_135_596_800;
+const MAX_SECONDS = 253_402_300_799;
+
+/** Seconds since the epoch and non-negative nanoseconds, or undefined when `text` is not RFC 3339. */
+export function parseTimestamp(text: string): { seconds: number; nanos: number } | undefined {
+  const m = RFC3339.exec(text);
+  if (!m) return undefined;
+  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return undefined;
+  const day = new Date(0);
+  day.setUTCFullYear(y, mo - 1, d);
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) return undefined;
+  let seconds = Math.floor(day.getTime() / 86_400_000) * 86_400 + h * 3600 + mi * 60 + s;
+  if (m[9]) {
+    const oh = Number(m[10]);
+    const om = Number(m[11]);
+    if (oh > 23 || om > 59) return undefined;
+    seconds -= (m[9] === '-' ? -1 : 1) * (oh * 3600 + om * 60);
+  }
+  if (seconds < MIN_SECONDS || seconds > MAX_SECONDS) return undefined;
+  return { seconds, nanos: m[7] ? Number(m[7].padEnd(9, '0')) : 0 };
+}
+
+/** A Timestamp as proto3 JSON: UTC, `Z`, with 0, 3, 6 or 9 fraction digits as protobuf prints it. */
+export function timestampJson(seconds: number, nanos: number): string {
+  const base = new Date(seconds * 1000).toISOString().slice(0, 19);
+  if (!nanos) return `${base}Z`;
+  const digits = String(nanos).padStart(9, '0');
+  const fraction = nanos % 1_000_000 === 0 ? digits.slice(0, 3) : nanos % 1000 === 0 ? digits.slice(0, 6) : digits;
+  return `${base}.${fraction}Z`;
 }

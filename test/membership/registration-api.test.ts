@@ -9,6 +9,7 @@
  *  - one endpoint is one key however its address is spelt.
  */
 import { createHash } from 'node:crypto';
+import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
@@ -126,6 +127,24 @@ test('one endpoint, one key: spellings of one address register one endpoint', as
     assert.is(r.body.address, '10.0.4.21:8080');
   }
   assert.is((await members()).filter((e) => e.address.startsWith('10.0.4.21')).length, 1);
+});
+
+test('any JSON body a registration sends gets 200 or a 4xx with a reason, never a 500', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.jsonValue({ maxDepth: 3 }), async (json) => {
+      const r = await fetch(`http://127.0.0.1:${app.restPort}/v1/services/web/endpoints/10.0.9.9:80`, {
+        method: 'PUT',
+        headers: { authorization: 'Bearer vm-a', 'content-type': 'application/json' },
+        body: JSON.stringify(json),
+      });
+      const body = (await r.json()) as { error?: string };
+      assert.ok(
+        r.status === 200 || (r.status >= 400 && r.status < 500 && body.error),
+        `${r.status} for ${JSON.stringify(json)}`,
+      );
+    }),
+    { seed: Number(process.env.FLEETXDS_PROPERTY_SEED ?? 20261127), numRuns: 150 },
+  );
 });
 
 test.run();
