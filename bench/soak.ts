@@ -205,8 +205,8 @@ console.log(
   `registrations: ${forged.unauthenticatedRegistrations} refused without a credential (audit rows from them: ` +
     `${anonymousAudit}), ${forged.registrations} with the token (${registered} kept, bound 10,000); ` +
     `${forged.partialMessages} unfinished 1 MB messages, ${forged.gzipBombs} gzip requests inflating to 16 MB; ` +
-    `${bombs} patch bombs written, ${bombsRefused} refusals recorded; slowest /healthz ${Math.round(slowestHealthzMs)} ms ` +
-    `(bound ${HEALTHZ_BOUND_MS})`,
+    `${bombs} patch bombs written, ${bombsRefused} refusals recorded; ` +
+    `slowest /healthz ${Math.round(slowestHealthzMs)} ms (bound ${HEALTHZ_BOUND_MS})`,
 );
 // The parsers of untrusted bytes, longer than in CI, with a fresh seed.
 const seed = Date.now() % 2 ** 31;
