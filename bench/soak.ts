@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectPath } from '../src/shared/paths.ts';
 import { vhostYaml } from './lib/generate.ts';
+import { hostileCounts, type HostileCounts } from './lib/hostile-counts.ts';
 import { benchServer } from './lib/server.ts';
 import { machineInfo, procStats, sleep } from './lib/proc.ts';
 
@@ -88,17 +89,8 @@ const hostile = fork(
   { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
 );
 children.push(hostile);
-let forged = {
-  polls: 0,
-  restNacks: 0,
-  forgedNacks: 0,
-  errors: 0,
-  unauthenticatedRegistrations: 0,
-  registrations: 0,
-  partialMessages: 0,
-  gzipBombs: 0,
-};
-hostile.on('message', (m: { type: string } & typeof forged) => {
+let forged = hostileCounts();
+hostile.on('message', (m: { type: string } & HostileCounts) => {
   if (m.type === 'hostile') forged = m;
 });
 let waves = 0;

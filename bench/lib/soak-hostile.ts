@@ -12,22 +12,15 @@ import * as grpc from '@grpc/grpc-js';
 import http from 'node:http';
 import http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
+import { adsRequest } from '../../test/helpers/h2-ads.ts';
 import { rawAdsClient } from '../../test/helpers/raw-ads.ts';
+import { hostileCounts } from './hostile-counts.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 
 const [restPort, grpcPort, totalSeconds] = process.argv.slice(2, 5).map(Number) as [number, number, number];
 const token = process.argv[5] ?? '';
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-const counts = {
-  polls: 0,
-  restNacks: 0,
-  forgedNacks: 0,
-  errors: 0,
-  unauthenticatedRegistrations: 0,
-  registrations: 0,
-  partialMessages: 0,
-  gzipBombs: 0,
-};
+const counts = hostileCounts();
 
 /** A registration PUT; its status. */
 function register(address: string, withToken: boolean): Promise<number> {
@@ -58,13 +51,7 @@ function partialMessages(n: number): Promise<void> {
     session.on('error', () => undefined);
     let open = n;
     for (let i = 0; i < n; i++) {
-      const req = session.request({
-        ':method': 'POST',
-        ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-        'content-type': 'application/grpc',
-        te: 'trailers',
-      });
-      req.on('error', () => undefined);
+      const req = adsRequest(session);
       const head = Buffer.alloc(5);
       head.writeUInt32BE(1 << 20, 1);
       req.write(Buffer.concat([head, Buffer.alloc(64 * 1024)]));
@@ -89,14 +76,7 @@ function gzipBomb(): Promise<void> {
   return new Promise((resolve) => {
     const session = http2.connect(`http://127.0.0.1:${grpcPort}`);
     session.on('error', () => resolve());
-    const req = session.request({
-      ':method': 'POST',
-      ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
-      'content-type': 'application/grpc',
-      'grpc-encoding': 'gzip',
-      te: 'trailers',
-    });
-    req.on('error', () => undefined);
+    const req = adsRequest(session, { 'grpc-encoding': 'gzip' });
     const head = Buffer.alloc(5);
     head[0] = 1;
     head.writeUInt32BE(BOMB.length, 1);

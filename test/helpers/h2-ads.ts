@@ -6,13 +6,17 @@ import type http2 from 'node:http2';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { DISCOVERY_RESPONSE } from '../../src/xds/resource-types.ts';
 
-/** A SotW ADS stream on `session`. */
-export function adsRequest(session: http2.ClientHttp2Session): http2.ClientHttp2Stream {
+/** A SotW ADS stream on `session` (`headers`: more request headers, e.g. grpc-encoding). */
+export function adsRequest(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders = {},
+): http2.ClientHttp2Stream {
   const req = session.request({
     ':method': 'POST',
     ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
     'content-type': 'application/grpc',
     te: 'trailers',
+    ...headers,
   });
   req.on('error', () => {});
   return req;
