@@ -2,7 +2,8 @@
  * Affinity through real Envoy 1.40 and 1.36, three backends behind ring_hash (and maglev): 100
  * requests with the same header land on one backend while different headers spread; with a cookie
  * policy Envoy sets the cookie on a first request (with its ttl) and requests carrying it stay on
- * one backend.
+ * one backend; with a source address policy, the connection's address decides, whatever address
+ * x-forwarded-for claims.
  */
 import http from 'node:http';
 import { test } from 'uvu';
@@ -44,6 +45,7 @@ domains: ["*"]
 routes:
   - { match: { prefix: /cart }, to: cart, hashPolicy: [{ cookie: { name: cart-affinity, ttl: 1h, path: / } }] }
   - { match: { prefix: /search }, to: search, hashPolicy: [{ header: x-user }] }
+  - { match: { prefix: /by-address }, to: search, hashPolicy: [{ sourceIp: true }] }
   - { to: cart, hashPolicy: [{ header: x-user }] }
 `,
     ];
@@ -88,6 +90,15 @@ test('a cookie policy: Envoy sets the cookie, and requests carrying it stay on o
     assert.is(seen.size, 1, `Envoy ${v}: with the cookie, one backend (${[...seen].join(', ')})`);
   }
   for (const e of envoys) assert.is(await e.rejected(), 0);
+});
+
+test('hashing by source address: the connection decides, not a claimed x-forwarded-for', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const landed = new Set<string>();
+    for (let i = 0; i < 60; i++)
+      landed.add((await get(ports.get(v)!, '/by-address', { 'x-forwarded-for': `203.0.113.${i}` })).body);
+    assert.is(landed.size, 1, `Envoy ${v}: 60 claimed addresses from one client on ${[...landed].join(', ')}`);
+  }
 });
 
 test.run();
