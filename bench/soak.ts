@@ -168,7 +168,11 @@ const registered = (
   db.prepare("SELECT count(*) AS n FROM registrations WHERE service = 'soak-registered'").get() as { n: number }
 ).n;
 const bombsRefused = (
-  db.prepare("SELECT count(*) AS n FROM rejected_trees WHERE diagnostics_json LIKE '%soak-bomb%bytes%'").get() as {
+  db
+    .prepare(
+      "SELECT count(*) AS n FROM rejected_trees WHERE diagnostics_json LIKE '%soak-bomb%' AND diagnostics_json LIKE '%bytes to the resource%'",
+    )
+    .get() as {
     n: number;
   }
 ).n;
