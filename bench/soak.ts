@@ -170,11 +170,10 @@ const registered = (
 const bombsRefused = (
   db
     .prepare(
-      "SELECT count(*) AS n FROM rejected_trees WHERE diagnostics_json LIKE '%soak-bomb%' AND diagnostics_json LIKE '%bytes to the resource%'",
+      'SELECT count(*) AS n FROM rejected_trees ' +
+        "WHERE diagnostics_json LIKE '%soak-bomb%' AND diagnostics_json LIKE '%bytes to the resource%'",
     )
-    .get() as {
-    n: number;
-  }
+    .get() as { n: number }
 ).n;
 db.close();
 const grownMB = dbMB() - baselineDbMB;
