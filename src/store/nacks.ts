@@ -31,8 +31,9 @@ interface NackRow {
  * NACKs as reported by the node registry (already deduplicated, capped and rate-limited per stream
  * there, messages capped), kept so an operator can read Envoy's reason after the proxy moved on.
  * Node ids are the client's to choose, so the log is bounded per node, per version and overall, and
- * expires. Of one version it keeps one row per distinct message, the newest, and past its bound the
- * newest rows: NACKs under made-up node ids can neither hide a real proxy's reason nor keep it out.
+ * expires. Past a version's bound a new NACK still goes in, in place of the oldest row with the
+ * same message (else the version's oldest): NACKs under made-up node ids cannot keep a real
+ * proxy's reason out, and every distinct message of the version stays while its rows are newest.
  */
 export class NackLog {
   private readonly insert: Statement;
@@ -70,18 +71,16 @@ export class NackLog {
   }
 
   /**
-   * Whether it was stored: once per node, type and version. It replaces the version's row of the
-   * same message, or past the version's bound its oldest row.
+   * Whether it was stored: once per node, type and version. Past the version's bound it takes the
+   * place of the oldest row with the same message, else of the version's oldest row.
    */
   record(e: NackEvent): boolean {
     if (this.seen.get(e.nodeId, e.typeUrl, e.version)) return false;
-    const same = this.sameMessage.get(e.typeUrl, e.version, e.message) as { id: number } | undefined;
-    const evict =
-      same ??
-      ((this.ofVersion.get(e.typeUrl, e.version) as { n: number }).n >= this.retention.perVersion
-        ? (this.oldestOfVersion.get(e.typeUrl, e.version) as { id: number } | undefined)
-        : undefined);
-    if (evict) this.remove.run(evict.id);
+    if ((this.ofVersion.get(e.typeUrl, e.version) as { n: number }).n >= this.retention.perVersion) {
+      const evict = (this.sameMessage.get(e.typeUrl, e.version, e.message) ??
+        this.oldestOfVersion.get(e.typeUrl, e.version)) as { id: number } | undefined;
+      if (evict) this.remove.run(evict.id);
+    }
     this.insert.run(
       e.at,
       e.nodeId,

@@ -67,16 +67,23 @@ test('per node, per version, once per (node, type, version), and by age', () => 
 test("NACKs under made-up node ids neither hide a real proxy's reason nor keep it out", () => {
   const stores = openStores(':memory:', retentionOf({ nacks: { perVersion: 1000 } }));
   const ofVersion = (v: string) => stores.nacks.list(undefined, 5000).filter((r) => r.version === v);
-  // 1,000 made-up nodes with one message: one row, the newest.
+  // 1,000 made-up nodes with one message fill the version's bound: a real proxy's NACK is still kept.
   for (let i = 0; i < 1000; i++) stores.nacks.record(nack(`fake-${i}`, 'v7', undefined, 'same words'));
-  assert.equal(
-    ofVersion('v7').map((r) => r.nodeId),
-    ['fake-999'],
-  );
+  assert.is(ofVersion('v7').length, 1000);
   assert.is(stores.nacks.record(nack('real-proxy', 'v7', undefined, 'same words')), true);
+  assert.is(ofVersion('v7').length, 1000);
+  assert.is(ofVersion('v7')[0]!.nodeId, 'real-proxy');
+  assert.not.ok(
+    ofVersion('v7').some((r) => r.nodeId === 'fake-0'),
+    'the oldest row of the same message made room',
+  );
+  // Another message past the bound takes the oldest row's place: its reason is kept too.
+  assert.is(stores.nacks.record(nack('other-proxy', 'v7', undefined, 'other words')), true);
   assert.equal(
-    ofVersion('v7').map((r) => r.nodeId),
-    ['real-proxy'],
+    ofVersion('v7')
+      .slice(0, 2)
+      .map((r) => r.message),
+    ['other words', 'same words'],
   );
   // 1,000 made-up nodes with as many messages fill the version's bound: a real one is still kept.
   for (let i = 0; i < 1000; i++) stores.nacks.record(nack(`fake-${i}`, 'v8', undefined, `words ${i}`));
