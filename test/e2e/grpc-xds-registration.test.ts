@@ -50,7 +50,7 @@ test.before(async () => {
 name: greeter
 protocol: grpc
 endpoints: [{ address: 127.0.0.1:${a.port} }, { address: 127.0.0.1:${b.port} }]
-registration: { tokens: ["${digest}"], ttl: 60s }
+registration: { tokens: ["${digest}"], addresses: [127.0.0.0/8], ttl: 60s }
 ---
 kind: GrpcService
 name: greeter

@@ -79,14 +79,19 @@ const CLUSTER_NAMES: [metadata: Record<string, unknown> | undefined, header: str
   // Envoy sends its cluster's name verbatim, whatever it is: a port or an @ in it included.
   [undefined, 'xds.example.com:21002', 'xds.example.com:21002'],
   [undefined, 'rest@dc1', 'rest@dc1'],
-  [undefined, 'a b', 'fallback'],
+  // A space inside is a name Envoy takes; one at either end, or a control character, is not.
+  [undefined, 'rest dc1', 'rest dc1'],
+  [undefined, ' rest', 'fallback'],
+  [undefined, 'rest ', 'fallback'],
+  [undefined, 'a\tb', 'fallback'],
   [undefined, 'x'.repeat(256), 'fallback'],
   [undefined, 'x'.repeat(255), 'x'.repeat(255)],
   [undefined, undefined, 'fallback'],
   // What the node states wins over the header (an envoy_grpc.authority bootstrap sends another name).
   [stated('cp.example.com:21000'), 'fleetxds.example.com', 'cp.example.com:21000'],
   [stated(42), 'from-header', 'from-header'],
-  [stated('bad name'), undefined, 'fallback'],
+  [stated('rest dc1'), undefined, 'rest dc1'],
+  [stated('bad\nname'), undefined, 'fallback'],
   [{ fleetxds: 'xds' }, 'from-header', 'from-header'],
 ];
 for (const [metadata, header, want] of CLUSTER_NAMES) {

@@ -46,7 +46,11 @@ test('the same NACK 20 times with a 2 MB message: stored and logged once, capped
 
 test('NACKs of many versions from one node: at most NACK_REPORTS_PER_MINUTE reported', () => {
   const reported: string[] = [];
-  const reg = new NodeRegistry((n) => reported.push(n.version));
+  const handed: string[] = [];
+  const reg = new NodeRegistry((n) => {
+    handed.push(n.version);
+    if (n.report) reported.push(n.version);
+  });
   const s = reg.open({
     nodeId: 'n',
     nodeCluster: 'c',
@@ -58,6 +62,7 @@ test('NACKs of many versions from one node: at most NACK_REPORTS_PER_MINUTE repo
   });
   for (let v = 0; v < 100; v++) reg.nacked(s, T.cluster, `v${v}`, String(v), 13, 'bad');
   assert.is(reported.length, NACK_REPORTS_PER_MINUTE);
+  assert.is(handed.length, 100, "every NACK is handed on (a rollout's gates see each)");
   assert.is(s.types[T.cluster]!.lastNack!.version, 'v99', 'the status still shows the newest');
 });
 
