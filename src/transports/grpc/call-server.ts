@@ -299,7 +299,10 @@ export class ServerCall {
   private refuse(details: string): void {
     const s = this.stream;
     this.end(Status.RESOURCE_EXHAUSTED, details);
-    if (!s.destroyed && !s.closed) s.close(http2.constants.NGHTTP2_NO_ERROR);
+    // After the status has gone to the session: a reset submitted before it would overtake it.
+    const reset = () => setImmediate(() => !s.destroyed && !s.closed && s.close(http2.constants.NGHTTP2_NO_ERROR));
+    if (s.writableFinished) reset();
+    else s.once('finish', reset);
   }
 
   /** Gives back what the budget holds for this call. */
