@@ -77,21 +77,6 @@ function isOwnAddress(ip: string, origin: Origin | undefined): boolean {
   return own.includes(ip);
 }
 
-/** A policy's allowed addresses, compiled once per policy document (the same object while it is served). */
-const BLOCKS = new WeakMap<RegistrationDoc, BlockList>();
-
-function allowedBlocks(policy: RegistrationDoc): BlockList {
-  let b = BLOCKS.get(policy);
-  if (b) return b;
-  b = new BlockList();
-  for (const c of policy.addresses ?? []) {
-    const r = cidrRange(c)!;
-    b.addSubnet(r.address_prefix, r.prefix_len, isIP(r.address_prefix) === 6 ? 'ipv6' : 'ipv4');
-  }
-  BLOCKS.set(policy, b);
-  return b;
-}
-
 /**
  * Addresses no registration may point a service at unless its policy names them in `addresses`
  * with a block no wider than the range: a proxy would send a service's traffic to itself (its admin
@@ -121,7 +106,10 @@ function blockOf(cidr: string): { list: BlockList; len: number } {
 
 const RESERVED_BLOCKS = RESERVED.map((r) => ({ ...r, ...blockOf(r.range) }));
 
-/** Each block of a policy's `addresses`, compiled once per policy document. */
+/**
+ * Each block of a policy's `addresses`, compiled once per policy document (the same object while
+ * it is served): what an address must be in, and which reserved ranges the policy names.
+ */
 const POLICY_BLOCKS = new WeakMap<RegistrationDoc, { list: BlockList; len: number }[]>();
 
 function policyBlocks(policy: RegistrationDoc): { list: BlockList; len: number }[] {
@@ -131,7 +119,7 @@ function policyBlocks(policy: RegistrationDoc): { list: BlockList; len: number }
 }
 
 /** Why `ip` may not be registered under `policy` (a reserved range it does not name), or undefined. */
-export function reservedRefusal(ip: string, policy: RegistrationDoc): string | undefined {
+function reservedRefusal(ip: string, policy: RegistrationDoc): string | undefined {
   const family = familyOf(ip);
   const reserved = RESERVED_BLOCKS.find((r) => r.list.check(ip, family));
   if (!reserved) return undefined;
@@ -206,7 +194,8 @@ export class Membership {
     if (!hp) throw new FleetError(ErrorCodes.BAD_REQUEST, `"${req.address}" is not IP:port`);
     if (policy.ports && !policy.ports.includes(hp.port))
       throw new FleetError(ErrorCodes.FORBIDDEN, `port ${hp.port} is not one service "${service}" takes`);
-    if (policy.addresses && !allowedBlocks(policy).check(hp.host, familyOf(hp.host)))
+    const family = familyOf(hp.host);
+    if (policy.addresses && !policyBlocks(policy).some((b) => b.list.check(hp.host, family)))
       throw new FleetError(ErrorCodes.FORBIDDEN, `${hp.host} is outside the addresses service "${service}" takes`);
     const reserved = reservedRefusal(hp.host, policy);
     if (reserved) throw new FleetError(ErrorCodes.FORBIDDEN, reserved);
@@ -272,8 +261,9 @@ export class Membership {
     if (policy) this.checkOwner(e, identity, policy);
     this.entries.delete(k);
     this.told.delete(k);
-    this.store?.remove(service, address);
-    this.observer?.removed(service, address);
+    // The stored key is the canonical address, whatever spelling the caller used.
+    this.store?.remove(service, e.address);
+    this.observer?.removed(service, e.address);
     this.onChange(new Set([service]));
   }
 

@@ -235,7 +235,7 @@ test('an endpoint belongs to the identity that registered it, unless instances m
 });
 
 test('one endpoint, one key: addresses are canonical before they are keys', () => {
-  const { m } = setup({ tokens: ['a'.repeat(64)], ttl: '1h' });
+  const { m, stores } = setup({ tokens: ['a'.repeat(64)], ttl: '1h' });
   m.heartbeat('app', { address: '10.0.4.21:8080' }, 'vm');
   m.heartbeat('app', { address: '10.0.4.21:08080' }, 'vm');
   m.heartbeat('app', { address: '[::ffff:10.0.4.22]:80' }, 'vm');
@@ -247,6 +247,10 @@ test('one endpoint, one key: addresses are canonical before they are keys', () =
   );
   m.drain('app', '[::ffff:10.0.4.22]:080', 'vm');
   assert.is(m.members('app').find((e) => e.address === '10.0.4.22:80')!.health, 'draining');
+  // Removed under another spelling: gone from the store too, not only from memory.
+  m.deregister('app', '10.0.4.21:08080', 'vm');
+  assert.not.ok(stores.registrations.list().some((r) => r.address === '10.0.4.21:8080'));
+  assert.not.ok(m.members('app').some((e) => e.address === '10.0.4.21:8080'));
 });
 
 test('after a restart, a change the shared store lacks (newer here) is written back to it', () => {
