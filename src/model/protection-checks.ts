@@ -198,6 +198,16 @@ export function checkVirtualHostProtection(v: VirtualHostDoc, r: DocRef, sink: D
   v.routes.forEach((route, i) => checkOverrides(route, ['routes', i], r, sink));
 }
 
+/**
+ * Whether a listener's client address may come from x-forwarded-for: only when the operator says
+ * how many proxies in front of Envoy are trusted. Otherwise address rules match the connection's
+ * peer (`direct_remote_ip`), since Envoy's own default takes the last x-forwarded-for entry, which
+ * any client writes.
+ */
+export function trustsForwardedAddress(l: Pick<ListenerDoc, 'http'>): boolean {
+  return (l.http?.xffNumTrustedHops ?? 0) > 0;
+}
+
 /** Whether a limit is keyed by the client's address (Envoy's downstream remote address). */
 export function keyedByClientAddress(o: Pick<RouteDoc, 'rateLimit' | 'globalRateLimit'>): boolean {
   return (
@@ -214,12 +224,11 @@ export function keyedByClientAddress(o: Pick<RouteDoc, 'rateLimit' | 'globalRate
 function warnForwardedAddress(l: ListenerDoc, path: PathSegment[], what: string, r: DocRef, sink: DiagnosticSink) {
   if (l.tcp) return;
   const hops = l.http?.xffNumTrustedHops ?? 0;
-  const source =
-    hops > 0
-      ? `the address x-forwarded-for names ${hops} hop${hops === 1 ? '' : 's'} in (http.xffNumTrustedHops)`
-      : l.http?.useRemoteAddress === false
-        ? 'the last x-forwarded-for address (http.useRemoteAddress: false)'
-        : undefined;
+  const source = trustsForwardedAddress(l)
+    ? `the address x-forwarded-for names ${hops} hop${hops === 1 ? '' : 's'} in (http.xffNumTrustedHops)`
+    : l.http?.useRemoteAddress === false
+      ? 'the last x-forwarded-for address (http.useRemoteAddress: false)'
+      : undefined;
   if (source)
     sink.warn(
       Codes.INVALID_VALUE,

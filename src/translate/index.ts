@@ -22,7 +22,7 @@ import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
 import { TranslationMemo } from './memo.ts';
-import { protectionServices, trustsForwardedAddress } from './protection.ts';
+import { protectionServices } from './protection.ts';
 import { tracingServices } from './traffic.ts';
 import { accessLogServices } from './access-log.ts';
 import { secretResource } from './secret.ts';
@@ -146,10 +146,9 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
         buildRouteConfiguration(
           l.name,
           vs,
-          // Address rules depend on whether the listener trusts x-forwarded-for: one build of each.
-          trustsForwardedAddress(l)
-            ? (v) => memo.once('vhost-forwarded', v, (d) => buildVirtualHost(d, true))
-            : (v) => memo.once('vhost', v, (d) => buildVirtualHost(d, false)),
+          // One build per document and listener trust (address rules depend on it).
+          (v, forwarded) =>
+            memo.once(forwarded ? 'vhost-forwarded' : 'vhost', v, (d) => buildVirtualHost(d, forwarded)),
           l,
         ),
       ),

@@ -3,13 +3,8 @@ import { durationToProto } from '../shared/duration.ts';
 import { accessLogs } from './access-log.ts';
 import { httpSettingsFields } from './http-settings.ts';
 import { adsConfigSource, compact, faultFilter, routerFilter, TYPE, type JsonObject } from './common.ts';
-import {
-  networkRbacFilter,
-  protectionFilters,
-  protectionsUsed,
-  trustsForwardedAddress,
-  type Used,
-} from './protection.ts';
+import { trustsForwardedAddress } from '../model/protection-checks.ts';
+import { networkRbacFilter, protectionFilters, protectionsUsed, type Used } from './protection.ts';
 import { tracingConfig, trafficFilters } from './traffic.ts';
 
 /**

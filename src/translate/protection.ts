@@ -90,16 +90,6 @@ export function certificateNamed(names: readonly ClientNameDoc[]): JsonObject {
   return anyPrincipal(names.map((n) => ({ authenticated: { principal_name: nameMatcher(n) } })));
 }
 
-/**
- * Whether a listener's client address may come from x-forwarded-for: only when the operator says
- * how many proxies in front of Envoy are trusted. Otherwise address rules match the connection's
- * peer (`direct_remote_ip`), since Envoy's own default takes the last x-forwarded-for entry, which
- * any client writes.
- */
-export function trustsForwardedAddress(l: Pick<ListenerDoc, 'http'>): boolean {
-  return (l.http?.xffNumTrustedHops ?? 0) > 0;
-}
-
 /** One ALLOW policy: from an allowed address (if listed), from no denied one, with an allowed name. */
 function rbacRules(a: AccessDoc, forwarded: boolean): JsonObject {
   const ip = (c: string) => (forwarded ? { remote_ip: cidrRange(c) } : { direct_remote_ip: cidrRange(c) });

@@ -11,7 +11,8 @@ import {
 import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { compact, FAULT_FILTER, headerMatcher, perMillion, queryMatcher, TYPE, type JsonObject } from './common.ts';
-import { perFilterConfig, routeRateLimits, trustsForwardedAddress, virtualHostRateLimits } from './protection.ts';
+import { trustsForwardedAddress } from '../model/protection-checks.ts';
+import { perFilterConfig, routeRateLimits, virtualHostRateLimits } from './protection.ts';
 import { mirrorPolicies, trafficPerFilterConfig } from './traffic.ts';
 
 const REDIRECT_CODE: Record<number, string | undefined> = {
@@ -130,7 +131,7 @@ function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[], forwarde
 }
 
 /** `forwarded`: the listener carrying it trusts x-forwarded-for for client addresses. */
-export function buildVirtualHost(v: VirtualHostDoc, forwarded = false): JsonObject {
+export function buildVirtualHost(v: VirtualHostDoc, forwarded: boolean): JsonObject {
   const rateLimits = virtualHostRateLimits(v);
   return compact({
     name: v.name,
@@ -143,23 +144,24 @@ export function buildVirtualHost(v: VirtualHostDoc, forwarded = false): JsonObje
 }
 
 /**
- * `virtualHost` is how each virtual host is built: memoized per document by the caller. The
+ * `virtualHost` is how each virtual host is built: memoized per document by the caller; `forwarded`
+ * says whether the listener trusts x-forwarded-for, which its address rules depend on. The
  * listener's header edits, access rules and local rate limit are the route configuration's, so a
  * change to them reaches open connections at once over RDS (a listener change drains them).
  */
 export function buildRouteConfiguration(
   name: string,
   vhosts: VirtualHostDoc[],
-  virtualHost: (v: VirtualHostDoc) => JsonObject = buildVirtualHost,
+  virtualHost: (v: VirtualHostDoc, forwarded: boolean) => JsonObject = buildVirtualHost,
   listener?: Pick<ListenerDoc, 'headers' | 'access' | 'rateLimit' | 'http'>,
 ): JsonObject {
+  const forwarded = listener !== undefined && trustsForwardedAddress(listener);
   return compact({
     name,
-    virtual_hosts: vhosts.map((v) => virtualHost(v)),
+    virtual_hosts: vhosts.map((v) => virtualHost(v, forwarded)),
     ...headerFields(listener?.headers),
     typed_per_filter_config:
-      listener &&
-      perFilterConfig({ access: listener.access, rateLimit: listener.rateLimit }, trustsForwardedAddress(listener)),
+      listener && perFilterConfig({ access: listener.access, rateLimit: listener.rateLimit }, forwarded),
   });
 }
 
