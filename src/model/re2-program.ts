@@ -37,7 +37,7 @@ export const ENVOY_RE2_MAX_PROGRAM_SIZE = 100;
  * ranges for some scripts (`\p{Arabic}`: 88 here, 103 in Envoy 1.36). A pattern that uses one is
  * judged with this margin on its UTF-8 size, so what this check accepts Envoy accepts too.
  */
-export const UNICODE_CLASS_MARGIN = 1.25;
+const UNICODE_CLASS_MARGIN = 1.25;
 const UNICODE_CLASS = /\\[pP]/;
 
 /**

@@ -50,7 +50,7 @@ const XDS_CLUSTERS = new Set([GRPC_XDS_CLUSTER, REST_XDS_CLUSTER]);
  * The most bytes (as JSON) one patch may add to one resource: a JSON patch that copies a resource
  * into itself doubles it per operation, so growth is counted before each copy, add and replace.
  */
-export const MAX_PATCH_GROWTH = 1024 * 1024;
+const MAX_PATCH_GROWTH = 1024 * 1024;
 
 /** A JSON key as protobuf's JSON parser reads it: the lowerCamelCase JSON name is the field's name. */
 const fieldName = (k: string) => (/[A-Z]/.test(k) ? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : k);
@@ -117,7 +117,7 @@ function canonicalKeys(json: unknown): unknown {
 }
 
 /** The clusters a resource sends requests or calls to (outside its config sources), with where. */
-export function clusterReferences(json: unknown, at = '', out: { cluster: string; path: string }[] = []) {
+function clusterReferences(json: unknown, at = '', out: { cluster: string; path: string }[] = []) {
   if (!json || typeof json !== 'object') return out;
   for (const [key, v] of Object.entries(json as JsonObject)) {
     const k = fieldName(key);

@@ -28,10 +28,6 @@ export class ReceiveBudget {
     this.byConnection.set(connection, (this.byConnection.get(connection) ?? 0) - n);
     this.total -= n;
   }
-
-  get held(): number {
-    return this.total;
-  }
 }
 
 /**
