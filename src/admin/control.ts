@@ -45,7 +45,10 @@ export interface AdminControl {
   diff(fromId: number, toId: number): Record<string, GroupChanges> | undefined;
   pins(): Pin[];
   audit(limit?: number): AuditEntry[];
+  /** The newest refusal on record, current or not. */
   latestRejection(): Rejection | undefined;
+  /** The newest refusal while the directory still holds the refused tree (or secret files). */
+  currentRejection(): Rejection | undefined;
   nacks(nodeId?: string, limit?: number): NackEvent[];
   /** Served secrets as fingerprints and expiry (never the material). */
   secrets(): ServedSecretInfo[];

@@ -7,6 +7,7 @@
  * it should hold, behind when it has not ACKed that version yet, in sync otherwise. The version it
  * should hold is its group's, or during a staged rollout its stage's.
  */
+import { refusalSummary, type Diagnostic } from '../shared/diagnostics.ts';
 import type { StreamStatus } from '../status/node-registry.ts';
 import { kindOfTypeUrl, type ResourceKind } from '../xds/resource-types.ts';
 import { NODE_STATES, type NodeState } from './node-state.ts';
@@ -107,9 +108,12 @@ export interface GroupSummary {
 }
 
 export interface ProblemFacts {
-  rejection?: { rejectedAt: string; source: string; diagnostics: { file?: string; line?: number; message: string }[] };
-  /** The applied version's time: a rejection older than it was superseded. */
-  appliedAt?: string;
+  /** The refusal of the tree on disk now (none once the directory holds a valid tree again). */
+  rejection?: {
+    rejectedAt: string;
+    source: string;
+    diagnostics: readonly Pick<Diagnostic, 'severity' | 'message' | 'location'>[];
+  };
   rollout?: { id: number; status: string; stage: string; halt?: { reason: string; at: string; message?: string } };
   unreadableTree?: { since: string; reason: string };
   fileFailures: { group: string; error: string; at: string }[];
@@ -201,18 +205,13 @@ function problems(rows: readonly NodeRow[], f: ProblemFacts): Problem[] {
       text: `the config tree cannot be read: ${f.unreadableTree.reason}`,
       at: f.unreadableTree.since,
     });
-  if (f.rejection && (!f.appliedAt || f.rejection.rejectedAt > f.appliedAt)) {
-    const d = f.rejection.diagnostics[0];
-    const where = d?.file ? `${d.file}${d.line ? `:${d.line}` : ''}: ` : '';
+  if (f.rejection)
     out.push({
       kind: 'rejected-tree',
       severity: 'error',
-      text: `the newest tree (${f.rejection.source}) was refused: ${where}${d?.message ?? 'see the rejection'}${
-        f.rejection.diagnostics.length > 1 ? ` (and ${f.rejection.diagnostics.length - 1} more)` : ''
-      }`,
+      text: `the newest tree (${f.rejection.source}) was refused: ${refusalSummary(f.rejection.diagnostics)}`,
       at: f.rejection.rejectedAt,
     });
-  }
   if (f.rollout?.status === 'halted')
     out.push({
       kind: 'rollout-halted',

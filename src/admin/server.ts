@@ -5,6 +5,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { fastifyLogger } from '../shared/fastify-logger.ts';
 import type { Logger } from 'pino';
+import { nothingServedReason } from '../shared/diagnostics.ts';
 import { ErrorCodes, FleetError } from '../shared/errors.ts';
 import type { AdminControl } from './control.ts';
 import { explainNode, gatherFacts, servedVersionOf } from './explain.ts';
@@ -124,7 +125,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     const rows = await fleetRows(deps);
     const rollouts = deps.control.rollout();
     const rollout = rollouts.rollout;
-    const rejection = deps.control.latestRejection();
+    const rejection = deps.control.currentRejection();
     const unreadableTree = deps.unreadableTree?.();
     return {
       ...fleetSummary(
@@ -140,14 +141,9 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
             rejection: {
               rejectedAt: rejection.rejectedAt,
               source: rejection.source,
-              diagnostics: rejection.diagnostics.map((d) => ({
-                file: d.location?.file,
-                line: d.location?.line,
-                message: d.message,
-              })),
+              diagnostics: rejection.diagnostics,
             },
           }),
-          appliedAt: cur?.appliedAt,
           ...(rollout && {
             rollout: { id: rollout.id, status: rollout.status, stage: rollout.stage, halt: rollout.halt },
           }),
@@ -224,7 +220,14 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   });
   app.get('/readyz', async (_req, reply) => {
     const cur = deps.cache.current;
-    if (!cur) return reply.code(503).send({ ready: false, reason: 'no config version applied yet' });
+    if (!cur)
+      return reply.code(503).send({
+        ready: false,
+        reason: nothingServedReason({
+          rejection: deps.control.currentRejection(),
+          unreadableTree: deps.unreadableTree?.(),
+        }),
+      });
     const shared = deps.control.sharedDecisions();
     if (deps.notReadyWhileUnknown && shared && shared.behind === null)
       return reply.code(503).send({
@@ -350,7 +353,7 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
   app.get('/api/v1/rejections/latest', async () => {
     const r = deps.control.latestRejection();
     if (!r) throw new FleetError(ErrorCodes.NOT_FOUND, 'no rejected tree');
-    return r;
+    return { ...r, current: deps.control.currentRejection()?.id === r.id };
   });
 
   app.get('/api/v1/secrets', async () => ({ secrets: deps.control.secrets() }));
@@ -509,7 +512,7 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
     rollout,
     staged: deps.control.rollout(),
     nodes,
-    rejection: deps.control.latestRejection() ?? null,
+    rejection: deps.control.currentRejection() ?? null,
     fileFailures: deps.fileFailures?.() ?? [],
     unreadableTree: deps.unreadableTree?.() ?? null,
     ...servedView(deps),

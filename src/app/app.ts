@@ -12,6 +12,7 @@ import { openStores, type Stores } from '../store/database.ts';
 import { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { SecretWatcher, TreeWatcher } from '../source/watcher.ts';
 import { ReadRetry } from './read-retry.ts';
+import { nothingServedReason } from '../shared/diagnostics.ts';
 import { ListenerCertificate } from './listener-certificates.ts';
 import { NodeRegistry } from '../status/node-registry.ts';
 import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
@@ -47,6 +48,8 @@ export interface RunningApp {
   files?: FileRenderer;
   /** Resolves when the files of the latest published version are on disk. */
   filesIdle(): Promise<RenderStats | undefined>;
+  /** What systemd's status line says: the version served, or why nothing is. */
+  servingStatus(): string;
   stores: Stores;
   cache: SnapshotCache;
   registry: NodeRegistry;
@@ -248,6 +251,7 @@ export async function startApp(
     pins: () => stores.pins.list(),
     audit: (limit) => stores.audit.list(limit),
     latestRejection: () => stores.rejections.latest(),
+    currentRejection: () => (pipeline.refusalIsCurrent ? stores.rejections.latest() : undefined),
     nacks: (nodeId, limit) => stores.nacks.list(nodeId, limit),
     secrets: () => pipeline.served.servedSecrets,
     patches: () => pipeline.served.servedPatches,
@@ -359,7 +363,7 @@ export async function startApp(
 
   const reload = () =>
     pipeline.applyDirectory(config.configDir).then(
-      (outcome) => (retry.settled(outcome), outcome),
+      (outcome) => (retry.settled(outcome, cache.current !== undefined), outcome),
       (err) => (retry.settled(undefined), log.error({ err }, 'apply failed')),
     );
   // The watch is armed while the tree is first read, and the tree is read once more when it is:
@@ -437,6 +441,10 @@ export async function startApp(
     reload,
     reloadCertificates,
     filesIdle: () => rendering,
+    servingStatus: () =>
+      cache.current
+        ? `serving version ${cache.current.versionId}`
+        : nothingServedReason({ rejection: control.currentRejection(), unreadableTree: retry.unreadable }),
     async close() {
       clearInterval(sweep);
       clearTimeout(membersTimer);

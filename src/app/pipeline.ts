@@ -100,6 +100,11 @@ export class ConfigPipeline {
     return this.revisions.get(versionId).groups.get(group)?.snapshot.types[kind].resources.get(name)?.json;
   }
 
+  /** The newest read of the directory (or of the served secret files) was refused. */
+  get refusalIsCurrent(): boolean {
+    return this.trees.refusalIsCurrent;
+  }
+
   /** The rollout under way, if any (its state, its plan, the revision it started from). */
   get rollout(): ActiveRollout | undefined {
     return this.decisions.active;

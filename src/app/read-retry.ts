@@ -38,8 +38,11 @@ export class ReadRetry {
     return this.failing;
   }
 
-  /** Called with the outcome of every read of the tree (undefined: the apply failed). */
-  settled(outcome: ApplyOutcome | undefined): void {
+  /**
+   * Called with the outcome of every read of the tree (undefined: the apply failed); `serving`:
+   * whether a version is served meanwhile (the log says which).
+   */
+  settled(outcome: ApplyOutcome | undefined, serving = true): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (outcome?.status !== 'unreadable') {
@@ -58,7 +61,9 @@ export class ReadRetry {
     };
     this.log.warn(
       { reason: outcome.reason, retryInMs },
-      'config tree could not be read completely; still serving the last good version; reading it again',
+      serving
+        ? 'config tree could not be read completely; still serving the last good version; reading it again'
+        : `nothing served yet: the config tree could not be read completely (${outcome.reason}); reading it again`,
     );
     this.timer = setTimeout(this.read, retryInMs);
     this.timer.unref();

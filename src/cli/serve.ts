@@ -23,12 +23,16 @@ export async function serveCommand(configFile: string): Promise<number | undefin
     void sdNotify('RELOADING=1', 'STATUS=re-reading the config directory and listener certificates')
       .then(() => app!.reloadCertificates())
       .then(() => app!.reload())
-      .then(() => sdNotify('READY=1', `STATUS=serving version ${app!.cache.current?.versionId ?? 'none'}`))
+      .then(() => sdNotify('READY=1', `STATUS=${app!.servingStatus()}`))
       .catch((err) => log.error({ err }, 'reload on SIGHUP failed'));
   });
   app = await startApp(config, log);
-  // Ready only now: the last good version is being served and every listener is bound.
-  await sdNotify('READY=1', `STATUS=serving version ${app.cache.current?.versionId ?? 'none'}`);
+  // Ready once every listener is bound and the directory has been read once: serving the last good
+  // version, or nothing yet with the reason in the status line (a unit that never became ready
+  // would be restarted in a loop over a tree only a push can fix).
+  await sdNotify('READY=1', `STATUS=${app.servingStatus()}`);
+  const status = () => void sdNotify(`STATUS=${app!.servingStatus()}`);
+  app.pipeline.events.on('applied', status).on('rejected', status).on('unreadable', status);
   startWatchdog(() => true);
   let stopping = false;
   const stop = async (signal: string) => {

@@ -13,7 +13,7 @@ import type { PipelineCaches } from '../compile/caches.ts';
 import type { EnvoyChecker } from '../compile/envoy-check.ts';
 import { originIn, originKey, type Model, type SecretMaterial } from '../model/types.ts';
 import { servedRollout } from '../rollout/active.ts';
-import { formatDiagnostic, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
+import { formatDiagnostic, hasErrors, nothingServedReason, type Diagnostic } from '../shared/diagnostics.ts';
 import { buildSecrets } from '../snapshot/build.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { makeRevision, revisionGroups } from '../snapshot/revision.ts';
@@ -53,6 +53,17 @@ export interface ApplyParts {
 
 export class TreeApply {
   private lastRejectedTree?: string;
+  /**
+   * Whether the newest read of the directory (or of the served secret files) was refused. A
+   * refusal stops being current once the directory holds a valid tree again, even one identical to
+   * what is served (nothing is applied then, so no newer version would say so).
+   */
+  private refusedNow = false;
+
+  /** The newest refusal is about what is on disk now. */
+  get refusalIsCurrent(): boolean {
+    return this.refusedNow;
+  }
 
   constructor(private readonly p: ApplyParts) {}
 
@@ -70,7 +81,10 @@ export class TreeApply {
       grpcClients: this.p.grpcClients,
       provenance: true,
     });
-    if (check.unchanged && served) return { status: 'unchanged', versionId: served.id, diagnostics: [] };
+    if (check.unchanged && served) {
+      this.refusedNow = false;
+      return { status: 'unchanged', versionId: served.id, diagnostics: [] };
+    }
     if (check.incomplete) {
       // Neither a verdict on the tree nor a rejection to record: what is served stays, the tree is read again.
       events.emit('unreadable', check.incomplete);
@@ -79,6 +93,7 @@ export class TreeApply {
     const { model, config, secretResources, modelHash: hash } = check;
     if (!model || !config || !secretResources || !hash) return this.reject(check.treeHash, dir, check.diagnostics);
     this.lastRejectedTree = undefined;
+    this.refusedNow = false;
     if (served && hash === suppression.model) {
       // The push a rollback reverted (reached here after the rollback, from another replica).
       suppression.set(check.treeHash, hash);
@@ -139,14 +154,15 @@ export class TreeApply {
   }
 
   private reject(treeHash: string, source: string, diagnostics: Diagnostic[]): ApplyOutcome {
+    this.refusedNow = true;
     if (this.lastRejectedTree !== treeHash) {
       this.p.stores.rejections.record(treeHash, source, diagnostics);
       this.lastRejectedTree = treeHash;
     }
-    this.p.log.warn(
-      { dir: source, problems: diagnostics.map(formatDiagnostic) },
-      'config tree rejected; still serving the last good version',
-    );
+    const problems = diagnostics.map(formatDiagnostic);
+    if (this.p.served.revision)
+      this.p.log.warn({ dir: source, problems }, 'config tree rejected; still serving the last good version');
+    else this.p.log.error({ dir: source, problems }, nothingServedReason({ rejection: { diagnostics } }));
     this.p.events.emit('rejected', diagnostics);
     return { status: 'rejected', diagnostics };
   }
@@ -200,12 +216,14 @@ export class TreeApply {
         'renewed secret files rejected; still serving the last good secrets',
       );
       stores.rejections.record(served.treeHash, 'secret files', diagnostics);
+      this.refusedNow = true;
       this.p.events.emit('rejected', diagnostics);
       return 'rejected';
     }
     const changed = [...loaded.materials.values()].filter(
       (m) => state.material.get(m.name)?.fingerprint !== m.fingerprint,
     );
+    this.refusedNow = false;
     if (!changed.length) return 'unchanged';
     state.material = loaded.materials;
     state.update({ secrets: built.secrets });

@@ -57,6 +57,30 @@ export function formatDiagnostic(d: Diagnostic): string {
   return `${where}: ${d.severity} ${d.code}: ${subject}${d.message}`;
 }
 
+/**
+ * A refused tree in one line: the first error (what refused it; a warning never stands in for it),
+ * where it is, and how many errors and warnings there are in all.
+ */
+export function refusalSummary(ds: readonly Pick<Diagnostic, 'severity' | 'message' | 'location'>[]): string {
+  const errors = ds.filter((d) => d.severity === 'error');
+  const first = errors[0] ?? ds[0];
+  if (!first) return 'no reason recorded';
+  const where = first.location ? `${first.location.file}:${first.location.line}: ` : '';
+  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const warnings = ds.length - errors.length;
+  return `${where}${first.message} (${count(errors.length, 'error')}${warnings ? `, ${count(warnings, 'warning')}` : ''})`;
+}
+
+/** Why a server serves nothing yet, as /readyz, the log and systemd's status line say it. */
+export function nothingServedReason(f: {
+  rejection?: { diagnostics: readonly Pick<Diagnostic, 'severity' | 'message' | 'location'>[] };
+  unreadableTree?: { reason: string };
+}): string {
+  if (f.rejection) return `nothing served yet: the config tree was refused: ${refusalSummary(f.rejection.diagnostics)}`;
+  if (f.unreadableTree) return `nothing served yet: the config tree cannot be read: ${f.unreadableTree.reason}`;
+  return 'nothing served yet: the config tree has not been read';
+}
+
 export function hasErrors(ds: readonly Diagnostic[]): boolean {
   return ds.some((d) => d.severity === 'error');
 }

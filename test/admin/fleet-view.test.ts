@@ -192,27 +192,42 @@ const PROBLEM_ROWS: [name: string, facts: Partial<ProblemFacts>, rows: NodeRow[]
     /2 proxies of edge refused their config; newest: b: newest text/,
   ],
   [
-    'a refused tree newer than the applied version, with file:line',
+    'a refused tree: the error that refused it, not the warning before it, with the counts of each',
     {
-      appliedAt: '2026-11-26T10:00:00Z',
       rejection: {
         rejectedAt: '2026-11-26T10:01:00Z',
         source: 'git abc123',
-        diagnostics: [{ file: 'services/a.yaml', line: 4, message: 'unknown service' }, { message: 'other' }],
+        diagnostics: [
+          {
+            severity: 'warning',
+            message: 'proxies the transport does not authenticate',
+            location: { file: 'rollout.yaml', line: 4, column: 1 },
+          },
+          {
+            severity: 'error',
+            message: 'service "order" does not exist',
+            location: { file: 'services/a.yaml', line: 9, column: 5 },
+          },
+          { severity: 'error', message: 'other' },
+        ],
       },
     },
     [],
     ['rejected-tree'],
-    /services\/a\.yaml:4: unknown service \(and 1 more\)/,
+    /was refused: services\/a\.yaml:9: service "order" does not exist \(2 errors, 1 warning\)$/,
   ],
   [
-    'a refused tree older than the applied version is not a problem',
+    'a refused tree with one error and nothing else says so',
     {
-      appliedAt: '2026-11-26T10:02:00Z',
-      rejection: { rejectedAt: '2026-11-26T10:01:00Z', source: 's', diagnostics: [] },
+      rejection: {
+        rejectedAt: '2026-11-26T10:01:00Z',
+        source: 's',
+        diagnostics: [{ severity: 'error', message: 'bad', location: { file: 'a.yaml', line: 2, column: 1 } }],
+      },
     },
     [],
-    [],
+    ['rejected-tree'],
+    /was refused: a\.yaml:2: bad \(1 error\)$/,
   ],
   [
     'a halted rollout, an unreadable tree and a file failure; errors before warnings',

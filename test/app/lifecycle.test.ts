@@ -116,6 +116,64 @@ test('READY after serving, SIGHUP reload, SIGTERM drain with exit 0; systemd-ana
   assert.match(text, new RegExp(`^Environment=NODE_COMPILE_CACHE=/var/cache/${cacheDir}/`, 'm'));
 });
 
+test('a server that has never served says why: /readyz, the log and the status line; a tree restored as served is no longer refused', async () => {
+  const dir = writeTree({
+    ...BASE,
+    'broken.yaml': 'kind: VirtualHost\nname: broken\ndomains: [b.example]\nroutes: [{ to: nowhere }]\n',
+  });
+  const sock = join(tempDir(), 'notify.sock');
+  const systemd = fakeSystemd(sock);
+  await waitFor('fake systemd', () => spawnSync('test', ['-S', sock]).status === 0, 5000, 50);
+  const settings = join(tempDir(), 'fleetxds.yaml');
+  writeFileSync(
+    settings,
+    `configDir: ${dir}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\n` +
+      `admin: { listen: 127.0.0.1:0 }\nwatch: { enabled: false }\nlog: { level: info }\n`,
+  );
+  const server = await spawnServer(settings, { NOTIFY_SOCKET: sock });
+  const readyz = async () => {
+    const r = await fetch(`http://127.0.0.1:${server.adminPort}/readyz`);
+    return { status: r.status, body: (await r.json()) as { ready: boolean; reason?: string } };
+  };
+  const refused = () =>
+    server.admin('/api/v1/fleet').then((f) => f.problems.filter((p: any) => p.kind === 'rejected-tree'));
+  try {
+    await waitFor('READY=1', () => systemd.messages().some((m) => m.includes('READY=1')));
+    const reason =
+      /nothing served yet: the config tree was refused: broken\.yaml:4: .*nowhere.* \(1 error, 1 warning\)/;
+    assert.match(
+      systemd.messages().find((m) => m.includes('READY=1'))!,
+      reason,
+    );
+    const r = await readyz();
+    assert.is(r.status, 503);
+    assert.match(r.body.reason!, reason);
+    assert.match(server.output(), /"msg":"nothing served yet: the config tree was refused/);
+    assert.not.match(server.output(), /still serving the last good version/, 'there is no last good version');
+    // Fixed and re-read: serving, and the status line says so.
+    writeFileSync(join(dir, 'broken.yaml'), '');
+    server.child.kill('SIGHUP');
+    await waitFor('serving', async () => (await readyz()).status === 200);
+    await waitFor('STATUS serving', () => systemd.messages().some((m) => /STATUS=serving version 1/.test(m)));
+    assert.equal(await refused(), []);
+    // Broken again: refused while it is on disk; put back exactly as served, it is not refused any more
+    // (nothing new is applied, so no newer version could have said so).
+    writeFileSync(join(dir, 'broken.yaml'), 'kind: Service\nname: x\nendpoints: [{ address: nope }]\n');
+    server.child.kill('SIGHUP');
+    await waitFor('refused', async () => (await refused()).length === 1);
+    assert.is((await server.admin('/api/v1/rejections/latest')).current, true);
+    assert.is((await readyz()).status, 200, 'still serving version 1');
+    writeFileSync(join(dir, 'broken.yaml'), '');
+    server.child.kill('SIGHUP');
+    await waitFor('no longer refused', async () => (await refused()).length === 0);
+    assert.is((await server.admin('/api/v1/rejections/latest')).current, false);
+    assert.is((await server.admin('/api/v1/config')).versionId, 1);
+  } finally {
+    systemd.stop();
+    await server.stop('SIGKILL');
+  }
+});
+
 test('every way the server is started carries the Node flags it runs with', async () => {
   const { readFileSync } = await import('node:fs');
   const { SERVER_NODE_FLAGS } = await import('../../src/shared/runtime-flags.ts');
