@@ -99,8 +99,11 @@ export interface GroupSummary {
   /** The config version its proxies are served, and since when that version is served. */
   versionId?: number;
   since?: string;
-  /** During a staged rollout: the version of the promoted stages. */
-  stagedVersionId?: number;
+  /**
+   * During a staged rollout: from which version to which, and how many proxies hold each (served
+   * it and ACKed it); the others are not in sync (sent a version they have not ACKed, or refused one).
+   */
+  rollout?: { from: number; to: number; onFrom: number; onTo: number; unsettled: number };
   proxies: number;
   states: Record<NodeState, number>;
   transports: Record<string, number>;
@@ -163,7 +166,14 @@ const bump = (r: Record<string, number>, k: string) => void (r[k] = (r[k] ?? 0) 
  * a newer config removed, too), and the problems, worst first.
  */
 export function fleetSummary(
-  config: { versionId: number; appliedAt: string; groups: Iterable<string>; stagedVersionId?: number } | undefined,
+  config:
+    | {
+        versionId: number;
+        appliedAt: string;
+        groups: Iterable<string>;
+        staged?: { from: number; to: number; groups: ReadonlySet<string> };
+      }
+    | undefined,
   rows: readonly NodeRow[],
   facts: ProblemFacts,
 ): FleetSummary {
@@ -173,7 +183,8 @@ export function fleetSummary(
     if (!g) {
       g = { group: name, proxies: 0, states: zeroStates(), transports: {}, clients: {} };
       if (config) Object.assign(g, { versionId: config.versionId, since: config.appliedAt });
-      if (config?.stagedVersionId !== undefined) g.stagedVersionId = config.stagedVersionId;
+      const staged = config?.staged;
+      if (staged?.groups.has(name)) g.rollout = { from: staged.from, to: staged.to, onFrom: 0, onTo: 0, unsettled: 0 };
       groups.set(name, g);
     }
     return g;
@@ -187,6 +198,11 @@ export function fleetSummary(
     totals.states[r.state]++;
     bump(g.transports, r.transport);
     bump(g.clients, r.client);
+    if (g.rollout) {
+      if (r.state === 'in-sync' && r.versionId === g.rollout.to) g.rollout.onTo++;
+      else if (r.state === 'in-sync' && r.versionId === g.rollout.from) g.rollout.onFrom++;
+      else g.rollout.unsettled++;
+    }
   }
   return {
     ...(config ? { versionId: config.versionId, appliedAt: config.appliedAt } : {}),

@@ -133,7 +133,13 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
           versionId: cur.versionId,
           appliedAt: cur.appliedAt,
           groups: cur.groups.keys(),
-          ...(cur.staged ? { stagedVersionId: cur.staged.versionId } : {}),
+          ...(cur.staged && {
+            staged: {
+              from: cur.staged.fromVersionId,
+              to: cur.staged.versionId,
+              groups: new Set(cur.staged.groups.keys()),
+            },
+          }),
         },
         rows,
         {

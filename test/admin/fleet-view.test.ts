@@ -146,6 +146,28 @@ const row = (nodeId: string, more: Partial<NodeRow> = {}): NodeRow => ({
 });
 const NOTHING: ProblemFacts = { fileFailures: [], certificates: [], now: Date.parse('2026-11-26T12:00:00.000Z') };
 
+test('summary during a staged rollout: from which version to which, and how many proxies hold each', () => {
+  const s = fleetSummary(
+    {
+      versionId: 7,
+      appliedAt: '2026-11-26T11:00:00.000Z',
+      groups: ['edge', 'batch'],
+      staged: { from: 5, to: 7, groups: new Set(['edge']) },
+    },
+    [
+      row('canary', { versionId: 7 }),
+      row('a', { versionId: 5 }),
+      row('b', { versionId: 5 }),
+      row('sent-7', { versionId: 7, state: 'behind' }),
+      row('nacked', { versionId: 7, state: 'nacked' }),
+      row('batch-1', { group: 'batch', versionId: 7 }),
+    ],
+    NOTHING,
+  );
+  assert.equal(s.groups.find((g) => g.group === 'edge')!.rollout, { from: 5, to: 7, onFrom: 2, onTo: 1, unsettled: 2 });
+  assert.is(s.groups.find((g) => g.group === 'batch')!.rollout, undefined, 'a group the rollout does not stage');
+});
+
 test('summary: every group of the config, proxies or none, counted by state, transport and client', () => {
   const s = fleetSummary(
     { versionId: 7, appliedAt: '2026-11-26T11:00:00.000Z', groups: ['edge', 'internal', 'batch'] },

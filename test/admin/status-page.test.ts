@@ -230,6 +230,12 @@ test('a staged rollout: the timeline with selectors and progress, promoted from 
   await waitFor('the rest on 4', async () =>
     /page-client-2 default \(stage rest\) 4 /.test(await text('#nodes tbody')),
   );
+  // The fleet view: from which version to which, and how many proxies hold each (page-client-2
+  // refused version 4 in an earlier case: not in sync).
+  await open('#/');
+  await waitFor('the group card during the rollout', async () =>
+    /rolling out 4 → 5: 1 proxy on 5, 0 on 4, 1 not in sync/.test(await text('[data-group=default]')),
+  );
   await open('#/rollout');
   await page.locator('#rollout-actions button[data-verb=promote]').waitFor();
   await page.locator('#rollout-actions button[data-verb=promote]').click();

@@ -31,6 +31,13 @@ const list = (r: Record<string, number>) =>
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
 
+/** `rolling out 5 → 7: 1 proxy on 7, 3 on 5, 1 not in sync` */
+function rolloutLine(r: NonNullable<GroupSummary['rollout']>): string {
+  const parts = [`${r.onTo} prox${r.onTo === 1 ? 'y' : 'ies'} on ${r.to}`, `${r.onFrom} on ${r.from}`];
+  if (r.unsettled) parts.push(`${r.unsettled} not in sync`);
+  return `rolling out ${r.from} → ${r.to}: ${parts.join(', ')}`;
+}
+
 function groupCard(g: GroupSummary, pinned?: { versionId: number; actor: string }): HTMLElement {
   const link = (state?: NodeState) => `#/nodes?group=${encodeURIComponent(g.group)}${state ? `&state=${state}` : ''}`;
   return h(
@@ -40,8 +47,7 @@ function groupCard(g: GroupSummary, pinned?: { versionId: number; actor: string 
     h(
       'div',
       { class: 'muted' },
-      g.versionId !== undefined ? `version ${g.versionId}` : 'no version',
-      g.stagedVersionId !== undefined ? ` (rolling out ${g.stagedVersionId})` : '',
+      g.rollout ? rolloutLine(g.rollout) : g.versionId !== undefined ? `version ${g.versionId}` : 'no version',
       pinned ? ` · pinned to ${pinned.versionId} by ${pinned.actor}` : '',
       g.since ? ' · applied ' : '',
       g.since ? time(g.since) : '',
