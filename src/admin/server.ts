@@ -273,6 +273,13 @@ export function createAdminServer(deps: AdminDeps): FastifyInstance {
     };
   });
 
+  // The node groups of the served version, as written: what `fleetxds bootstrap` judges a node's group by.
+  app.get('/api/v1/node-groups', async () => {
+    const cur = deps.cache.current;
+    if (!cur) throw new FleetError(ErrorCodes.NOT_READY, 'no config version applied yet');
+    return { versionId: cur.versionId, nodeGroups: cur.resolver.nodeGroups };
+  });
+
   app.get<{ Params: { group: string; kind: string } }>('/api/v1/groups/:group/resources/:kind', async (req) => {
     const cur = deps.cache.current;
     const g = cur?.groups.get(req.params.group);

@@ -274,7 +274,8 @@ export async function startApp(
     rollout: () => rollouts.status(),
     rolloutCommand: async (command, actor) => {
       await desk.make({ kind: 'rollout', command }, actor);
-      return rollouts.current();
+      // A promote of the last stage completes the rollout: what it became, not "no rollout".
+      return rollouts.current() ?? rollouts.status().last ?? null;
     },
   };
   const admin: FastifyInstance = (await import('../admin/server.ts')).createAdminServer({

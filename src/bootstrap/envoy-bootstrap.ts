@@ -41,7 +41,8 @@ export interface BootstrapInput {
   longPollMs?: number;
   /** files mode: where this group's CDS/LDS files are, as Envoy sees them. */
   files?: { cds: string; lds: string; watchedDirectory?: string };
-  adminPort?: number;
+  /** Envoy's admin interface (default 127.0.0.1:9901). */
+  admin?: { host: string; port: number };
   /** The server serves TLS (grpc.tls / rest.tls): how the proxy checks it and, for mTLS, who it is. */
   tls?: BootstrapTls;
 }
@@ -183,7 +184,9 @@ function staticCluster(name: string, servers: readonly Endpoint[], http2: boolea
 
 export function envoyBootstrap(input: BootstrapInput): Obj {
   const node: Obj = { id: input.nodeId, cluster: input.nodeCluster };
-  const admin = { address: { socket_address: { address: '127.0.0.1', port_value: input.adminPort ?? 9901 } } };
+  const admin = {
+    address: { socket_address: { address: input.admin?.host ?? '127.0.0.1', port_value: input.admin?.port ?? 9901 } },
+  };
   let dynamic: Obj;
   const clusters: Obj[] = [];
   switch (input.mode) {

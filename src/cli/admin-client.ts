@@ -6,6 +6,8 @@ import { loadServerConfig, splitListen } from '../config/server-config.ts';
 import type { NodeExplanation } from '../admin/explain.ts';
 import type { DecisionResult } from '../decision-log/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
+import type { GroupChanges } from '../store/revisions.ts';
+import { lineDiff, MAX_LINES } from '../admin/page/line-diff.ts';
 
 interface VersionRow {
   id: number;
@@ -15,6 +17,50 @@ interface VersionRow {
   author?: string | null;
   subject?: string | null;
   changes?: Record<string, { added: string[]; changed: string[]; removed: string[] }>;
+}
+
+/** Unchanged lines shown around each change of a resource. */
+const CONTEXT = 3;
+
+/**
+ * `fleetxds diff A B`: per group, the resources added, removed and changed, each changed one as a
+ * line diff of its JSON (secrets by name only: their bytes are never shown).
+ */
+export async function diffText(
+  a: number,
+  b: number,
+  groups: Record<string, GroupChanges>,
+  resource: (group: string, kindAndName: string) => Promise<{ before: object | null; after: object | null }>,
+): Promise<string> {
+  const names = Object.keys(groups);
+  if (!names.length) return `versions ${a} and ${b} serve the same resources\n`;
+  let out = '';
+  for (const group of names) {
+    const c = groups[group]!;
+    out += `group ${group}:\n`;
+    for (const n of c.added) out += `  + ${n}\n`;
+    for (const n of c.removed) out += `  - ${n}\n`;
+    for (const n of c.changed) {
+      out += `  ~ ${n}\n`;
+      if (n.startsWith('secret/')) continue;
+      const r = await resource(group, n);
+      const text = (o: object | null) => (o ? JSON.stringify(o, null, 2) : '');
+      const { lines, cut } = lineDiff(text(r.before), text(r.after));
+      const near = lines.map((_, i) =>
+        lines.slice(Math.max(0, i - CONTEXT), i + CONTEXT + 1).some((l) => l.op !== ' '),
+      );
+      out += `    --- version ${a}\n    +++ version ${b}\n`;
+      let skipped = false;
+      lines.forEach((l, i) => {
+        if (!near[i]) return void (skipped = true);
+        if (skipped) out += '    ...\n';
+        skipped = false;
+        out += `    ${l.op} ${l.text}\n`;
+      });
+      if (cut) out += `    (only the first ${MAX_LINES} lines of each side are compared)\n`;
+    }
+  }
+  return out;
 }
 
 /** A decision's outcome as a sentence: `what` is done, or why not. */
@@ -80,13 +126,25 @@ export async function adminCommand(
         }
         return 0;
       }
-      case 'diff':
+      case 'diff': {
         if (args.length !== 2) return 2;
-        process.stdout.write(
-          JSON.stringify(await call('GET', `/api/v1/versions/${Number(args[0])}/diff/${Number(args[1])}`), null, 2) +
-            '\n',
-        );
+        const [a, b] = args.map(Number) as [number, number];
+        const groups = (await call('GET', `/api/v1/versions/${a}/diff/${b}`)) as Record<string, GroupChanges>;
+        if (options.json) {
+          process.stdout.write(`${JSON.stringify(groups, null, 2)}\n`);
+          return 0;
+        }
+        const resource = (group: string, kindAndName: string) => {
+          const [kind, ...name] = kindAndName.split('/');
+          return call(
+            'GET',
+            `/api/v1/versions/${a}/diff/${b}/resources/${encodeURIComponent(group)}/${kind}/` +
+              encodeURIComponent(name.join('/')),
+          ) as Promise<{ before: object | null; after: object | null }>;
+        };
+        process.stdout.write(await diffText(a, b, groups, resource));
         return 0;
+      }
       case 'rollback': {
         if (args.length !== 1) return 2;
         const r = await call('POST', '/api/v1/rollback', { versionId: Number(args[0]), actor });

@@ -10,6 +10,7 @@ import {
 } from '../bootstrap/envoy-bootstrap.ts';
 import { loadServerConfig, splitListen, type ServerConfig } from '../config/server-config.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
+import type { NodeGroupDoc } from '../model/schema.ts';
 import { DEFAULT_GROUP } from '../model/types.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
 import { mkdirSync } from 'node:fs';
@@ -31,6 +32,28 @@ export interface BootstrapArgs {
   tlsKey?: string;
   /** Write the file-based SDS files of the proxy's TLS into this directory and name them in the bootstrap. */
   tlsSds?: string;
+  /** Envoy's own admin interface, host:port (default 127.0.0.1:9901). */
+  envoyAdmin?: string;
+}
+
+/**
+ * The node groups a node is judged by: the running server's (what it will really be served by),
+ * or, when the server cannot be asked, the tree its settings name (said on stderr).
+ */
+async function nodeGroups(settings: ServerConfig, local: readonly NodeGroupDoc[]): Promise<readonly NodeGroupDoc[]> {
+  const { host, port } = splitListen(settings.admin.listen);
+  const url = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/api/v1/node-groups`;
+  try {
+    const headers: Record<string, string> = {};
+    if (process.env.FLEETXDS_TOKEN) headers.authorization = `Bearer ${process.env.FLEETXDS_TOKEN}`;
+    const res = await fetch(url, { headers, signal: AbortSignal.timeout(3000) });
+    if (res.ok) return ((await res.json()) as { nodeGroups: NodeGroupDoc[] }).nodeGroups;
+    process.stderr.write(`the server answered ${res.status} at ${url}; `);
+  } catch {
+    process.stderr.write(`no server answers at ${url}; `);
+  }
+  process.stderr.write(`node groups judged by the tree in ${settings.configDir}\n`);
+  return local;
 }
 
 /**
@@ -61,6 +84,9 @@ function proxyTls(
   return { ca: a.tlsCa, serverName: a.tlsServerName ?? host, cert: a.tlsCert, key: a.tlsKey, sds: a.tlsSds };
 }
 
+/** A host name or IPv4 address, or an IPv6 address in brackets, then a port. */
+const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/;
+
 const MODES: readonly string[] = [...BOOTSTRAP_MODES, 'grpc'];
 
 /**
@@ -81,16 +107,22 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
     return 1;
   }
   const group = a.group ?? DEFAULT_GROUP;
-  const doc = tree.model.nodeGroups.find((g) => g.name === group);
+  const groups = await nodeGroups(settings, tree.model.nodeGroups);
+  const doc = groups.find((g) => g.name === group);
   if (!doc && group !== DEFAULT_GROUP) {
     process.stderr.write(
-      `no node group "${group}" (have: ${[DEFAULT_GROUP, ...tree.model.nodeGroups.map((g) => g.name)].join(', ')})\n`,
+      `no node group "${group}" (have: ${[DEFAULT_GROUP, ...groups.map((g) => g.name)].join(', ')})\n`,
     );
+    return 2;
+  }
+  const envoyAdmin = a.envoyAdmin === undefined ? undefined : splitListen(a.envoyAdmin);
+  if (envoyAdmin && (!HOST_PORT.test(a.envoyAdmin!) || envoyAdmin.port > 65535)) {
+    process.stderr.write(`--envoy-admin must be HOST:PORT (Envoy's admin interface), not "${a.envoyAdmin}"\n`);
     return 2;
   }
   const nodeCluster = a.nodeCluster ?? doc?.match?.cluster ?? group;
   const nodeId = a.nodeId ?? `${group}-${process.env.HOSTNAME ?? 'node'}`;
-  const resolved = new NodeGroupResolver(tree.model.nodeGroups).resolve({
+  const resolved = new NodeGroupResolver(groups).resolve({
     id: nodeId,
     cluster: nodeCluster,
     metadata: doc?.match?.metadata ?? {},
@@ -132,6 +164,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       mode,
       nodeId,
       nodeCluster,
+      admin: envoyAdmin,
       files: {
         cds: r.envoyPath(group, 'cluster'),
         lds: r.envoyPath(group, 'listener'),
@@ -144,6 +177,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       mode: mode as BootstrapMode,
       nodeId,
       nodeCluster,
+      admin: envoyAdmin,
       server,
       refreshDelayMs: r?.refreshDelayMs,
       requestTimeoutMs: r?.requestTimeoutMs,

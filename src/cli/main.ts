@@ -40,15 +40,18 @@ const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: versio
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
   bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc
             [--node-id ID] [--node-cluster C] [--server HOST:PORT ...] (one --server per replica)
+            [--envoy-admin HOST:PORT]           (Envoy's admin interface; default 127.0.0.1:9901)
             [--tls-ca FILE [--tls-server-name NAME] [--tls-cert FILE --tls-key FILE] [--tls-sds DIR]]
                                                 (the server serves TLS; --tls-sds: write file-based SDS files
                                                 for the CA and the proxy's certificate into DIR, so that Envoy
                                                 takes renewals in place)
-                                                print an Envoy (or proxyless gRPC) bootstrap for a node of that group
+                                                print an Envoy (or proxyless gRPC) bootstrap for a node of that group,
+                                                judged by the running server's node groups
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them
-  history | diff A B | rollback VERSION | pin GROUP VERSION | unpin GROUP   [--config FILE]
-                                                version history and rollback, through the running server's admin API
+  history | diff A B [--json] | rollback VERSION | pin GROUP VERSION | unpin GROUP   [--config FILE]
+                                                version history (diff: the Envoy resources that changed, line
+                                                by line) and rollback, through the running server's admin API
   rollout status|promote|halt|resume|abort  [--config FILE]
                                                 the staged rollout under way (see kind: Rollout)
   explain NODE_ID [--type cluster|endpoint|listener|route|secret] [--json] [--config FILE]
@@ -74,6 +77,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       mode: { type: 'string' },
       'node-id': { type: 'string' },
       'node-cluster': { type: 'string' },
+      'envoy-admin': { type: 'string' },
       server: { type: 'string', multiple: true },
       'tls-ca': { type: 'string' },
       'tls-server-name': { type: 'string' },
@@ -177,6 +181,7 @@ async function main(argv: string[]): Promise<number | undefined> {
         tlsCert: values['tls-cert'],
         tlsSds: values['tls-sds'],
         tlsKey: values['tls-key'],
+        envoyAdmin: values['envoy-admin'],
       });
   }
   process.stderr.write(`${USAGE}\n`);

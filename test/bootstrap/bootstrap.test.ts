@@ -7,8 +7,9 @@ import { grpcCertificateProviders } from '../../src/bootstrap/grpc-certificates.
 import { checkTree } from '../../src/compile/check-tree.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
-import { runCli } from '../helpers/process.ts';
-import { tempDir } from '../helpers/tree.ts';
+import { freePort } from '../helpers/envoy.ts';
+import { runCli, spawnServer } from '../helpers/process.ts';
+import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 const dir = projectPath('test', 'golden', 'bootstrap');
@@ -165,6 +166,57 @@ test('CLI: refuses a node that would land in another group, an unknown group, an
   assert.match(wrong.stderr, /would join group "edge", not "canary-edge"/);
   assert.match(cli('--group', 'nope').stderr, /no node group "nope"/);
   assert.is(cli('--group', 'edge', '--mode', 'carrier-pigeon').status, 2);
+});
+
+test('CLI: the node is judged by the node groups the running server serves, not the local tree; --envoy-admin', async () => {
+  // The settings name a tree without the group the server serves (as when the server was pointed elsewhere).
+  const local = writeTree({ 'a.yaml': 'kind: NodeGroup\nname: edge\nmatch: { cluster: edge }\n' });
+  const served = writeTree({
+    ...BASE,
+    'a.yaml':
+      'kind: NodeGroup\nname: edge\nmatch: { cluster: edge }\n---\n' +
+      'kind: NodeGroup\nname: canary\npriority: 10\nmatch: { cluster: edge, idPattern: "edge-canary-*" }\n',
+  });
+  const adminPort = await freePort();
+  const settings = join(tempDir(), 'fleetxds.yaml');
+  writeFileSync(
+    settings,
+    `configDir: ${local}\ndatabase: ${join(tempDir(), 'x.db')}\ngrpc: { listen: 127.0.0.1:18000 }\n` +
+      `admin: { listen: 127.0.0.1:${adminPort} }\nwatch: { enabled: false }\n`,
+  );
+  const run = (...args: string[]) => runCli(['bootstrap', '--config', settings, '--mode', 'ads', ...args]);
+  const server = await spawnServer(settings, {
+    FLEETXDS_CONFIG_DIR: served,
+    FLEETXDS_ADMIN_LISTEN: `127.0.0.1:${adminPort}`,
+  });
+  try {
+    const r = run('--group', 'canary', '--node-id', 'edge-canary-1', '--envoy-admin', '127.0.0.1:9911');
+    assert.is(r.status, 0, r.stderr);
+    assert.is(r.stderr, '', 'nothing to say: the server answered');
+    const out = JSON.parse(r.stdout);
+    assert.is(out.node.id, 'edge-canary-1');
+    assert.equal(out.admin.address.socket_address, { address: '127.0.0.1', port_value: 9911 });
+    const wrong = run('--group', 'edge', '--node-id', 'edge-canary-2');
+    assert.match(wrong.stderr, /would join group "canary", not "edge"/);
+    for (const bad of ['9911', 'host:', ':80', 'h:99999'])
+      assert.match(
+        run('--group', 'canary', '--node-id', 'edge-canary-1', '--envoy-admin', bad).stderr,
+        /--envoy-admin must be HOST:PORT/,
+      );
+  } finally {
+    await server.stop();
+  }
+  // No server: the local tree decides, and says so.
+  const r = run('--group', 'canary', '--node-id', 'edge-canary-1');
+  assert.is(r.status, 2);
+  assert.match(
+    r.stderr,
+    /no server answers at http:\/\/127\.0\.0\.1:\d+\/api\/v1\/node-groups; node groups judged by the tree in /,
+  );
+  assert.match(r.stderr, /no node group "canary"/);
+  const edge = run('--group', 'edge', '--node-id', 'edge-1');
+  assert.is(edge.status, 0, edge.stderr);
+  assert.equal(JSON.parse(edge.stdout).admin.address.socket_address, { address: '127.0.0.1', port_value: 9901 });
 });
 
 test('CLI: a server that serves TLS gets a bootstrap with TLS, or a refusal saying which flags are missing', () => {

@@ -97,6 +97,7 @@ test('a good version goes stage by stage: canary, then (promoted from the CLI) t
   assert.is(cli('rollout', 'resume').status, 0);
   const promoted = cli('rollout', 'promote');
   assert.is(promoted.status, 0, promoted.stderr);
+  assert.match(promoted.stdout, /^promote: done\nrollout #\d+: progressing, version \d+ -> \d+, stage wave/);
   await lab.routesTo(wave, '/split', 'B');
   await lab.routesTo(rest, '/split', 'B');
   const done = await waitFor('complete', async () => {
@@ -104,6 +105,9 @@ test('a good version goes stage by stage: canary, then (promoted from the CLI) t
     return r.last?.status === 'complete' && r;
   });
   assert.is(done.rollout, null);
+  const after = cli('rollout', 'status').stdout;
+  assert.match(after, /^rollout #\d+: complete, version \d+ -> \d+/);
+  assert.not.match(after, /no rollout/);
   const audit = (await lab.server.admin('/api/v1/audit')).audit.map((a: any) => a.action);
   for (const a of ['rollout-start', 'rollout-halt', 'rollout-resume', 'rollout-promote', 'rollout-complete'])
     assert.ok(audit.includes(a), `audit has ${a}: ${audit.join(', ')}`);

@@ -208,6 +208,16 @@ test('rollback to the first version through the CLI; the client follows; history
   const h = cli('history', '--config', settings);
   assert.is(h.status, 0, h.stderr);
   assert.match(h.stdout.split('\n')[0]!, /^\* #\d+ .* rollback .* rollback to #\d+: initial fleet config/);
+  // diff: the resources that changed, each changed one line by line (here the route's split B -> A).
+  const newest = versions[0].id;
+  const d = cli('diff', String(newest), String(first), '--config', settings);
+  assert.is(d.status, 0, d.stderr);
+  assert.match(d.stdout, /^group default:\n/m);
+  assert.match(d.stdout, /^ {2}~ route\/\S+\n {4}--- version \d+\n {4}\+\+\+ version \d+\n/m);
+  assert.match(d.stdout, /^ {4}- .*"weight": /m);
+  assert.match(d.stdout, /^ {4}\+ .*"weight": /m);
+  assert.match(cli('diff', String(first), String(first), '--config', settings).stdout, /serve the same resources/);
+  assert.ok(JSON.parse(cli('diff', String(newest), String(first), '--json', '--config', settings).stdout).default);
   const audit = await server.admin('/api/v1/audit');
   assert.is(audit.audit[0].action, 'rollback');
   // The rollback sticks: the unchanged directory is not re-applied over it.
