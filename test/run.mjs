@@ -32,6 +32,20 @@ const files = find(join(root, 'test')).filter((f) => !filters.length || filters.
   if (r.status !== 0) console.log('warning: writing the proto descriptor failed; tests parse the .proto files');
 }
 
+// The server as `npm run build` deploys it, built once before any test starts (when a source changed):
+// tests that run dist/ (the docs' `npm start`, the release) never see it rewritten under them.
+{
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'src', 'packaging', 'build.ts'), '--if-changed'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
+  if (r.status !== 0) console.log('warning: building dist/ failed; the tests that run it will fail');
+}
+
 // The end-to-end tests run real Envoy: install the releases they use (quick when already there).
 // If this fails, those tests fail with the reason; they never skip.
 if (files.some((f) => f.includes('envoy'))) {

@@ -34,7 +34,8 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
 });
 
 const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: version and commit)
-  serve    [--config config/fleetxds.yaml]     run the xDS server
+  serve    [--config FILE]                      run the xDS server (FILE: /etc/fleetxds/fleetxds.yaml
+                                                installed, config/fleetxds.yaml in a checkout)
   validate <dir> [--json]                       validate a config tree; exit 1 if invalid
   render   <dir> [--group NAME] [--kind KIND]   print the Envoy resources the tree produces
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
@@ -68,7 +69,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     args: rest,
     allowPositionals: true,
     options: {
-      config: { type: 'string', default: 'config/fleetxds.yaml' },
+      config: { type: 'string' },
       json: { type: 'boolean', default: false },
       group: { type: 'string' },
       kind: { type: 'string' },
@@ -101,23 +102,25 @@ async function main(argv: string[]): Promise<number | undefined> {
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
+  // An installed release reads /etc/fleetxds/fleetxds.yaml unless told otherwise; a checkout its example.
+  const config = values.config ?? (await import('./version.ts')).defaultSettingsFile();
   if (command === '--version' || command === 'version') {
     process.stdout.write(`${(await import('./version.ts')).versionLine()}\n`);
     return 0;
   }
-  if (values.help || !command) {
+  if (values.help || !command || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return command ? 0 : 2;
   }
   switch (command) {
     case 'serve':
-      return (await import('./serve.ts')).serveCommand(values.config);
+      return (await import('./serve.ts')).serveCommand(config);
     case 'validate':
       if (positionals.length !== 1) break;
       return (await import('./validate.ts')).validateCommand(positionals[0]!, {
         json: values.json,
         envoy: values.envoy,
-        config: rest.includes('--config') ? values.config : undefined,
+        config: rest.includes('--config') ? config : undefined,
         previous: values.previous,
       });
     case 'render':
@@ -142,7 +145,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     case 'unpin':
     case 'rollout':
     case 'explain':
-      return (await import('./admin-client.ts')).adminCommand(command, positionals, values.config, {
+      return (await import('./admin-client.ts')).adminCommand(command, positionals, config, {
         type: values.type,
         json: values.json,
       });
@@ -170,7 +173,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       });
     case 'bootstrap':
       return (await import('./bootstrap.ts')).bootstrapCommand({
-        config: values.config,
+        config: config,
         group: values.group,
         mode: values.mode,
         nodeId: values['node-id'],

@@ -31,7 +31,7 @@ export async function serveCommand(configFile: string): Promise<number | undefin
   // version, or nothing yet with the reason in the status line (a unit that never became ready
   // would be restarted in a loop over a tree only a push can fix).
   await sdNotify('READY=1', `STATUS=${app.servingStatus()}`);
-  const status = () => void sdNotify(`STATUS=${app!.servingStatus()}`);
+  const status = () => void sdNotify(`STATUS=${app.servingStatus()}`);
   app.pipeline.events.on('applied', status).on('rejected', status).on('unreadable', status);
   startWatchdog(() => true);
   let stopping = false;

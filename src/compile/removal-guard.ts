@@ -66,7 +66,9 @@ export function removalDiagnostics(
       [],
       `node group "${group}" would lose ${removed.length} of its ${had} listeners and clusters` +
         ` at once (${pct}%, over the ${maxPercent}% one change may remove): ${list}; ` +
-        `${how} with \`maxRemovalPercent: ${Math.min(100, pct)}\`, and remove it afterwards`,
+        `${how} with \`maxRemovalPercent: ${Math.min(100, pct)}\`, and remove it afterwards; if this is another ` +
+        'tree than the one served (a server pointed at a new directory), give it a database of its own (`database` ' +
+        'in the settings, or FLEETXDS_DATABASE): a new database starts from the tree it is given',
     );
   }
   return sink.diagnostics;

@@ -783,7 +783,13 @@ export const VirtualHost = Type.Object(
   {
     kind: Type.Literal('VirtualHost'),
     name: Name,
-    domains: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }),
+    domains: Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      uniqueItems: true,
+      description:
+        'Host names (or `*`, `*.example.com`) the routes answer. A request to the port of the listener ' +
+        'matches by name: shop.example.com:8443 on a listener of port 8443 is shop.example.com.',
+    }),
     routes: Type.Array(Route, { minItems: 1 }),
     headers: Type.Optional(Headers),
     access: Type.Optional(Type.Union([Access, Type.Literal(false)])),

@@ -91,13 +91,21 @@ function stampMatches(digest: string): boolean {
 }
 
 /**
- * `--if-changed` (what `npm start` runs): build only when an input changed since the last build,
- * so a start after the first is a start, not a build.
+ * Builds only when an input changed since the last build (what `npm start` runs, and what the tests
+ * run once before any of them starts): a start after the first is a start, and nothing rewrites
+ * dist/ under a server that runs from it.
  */
-if (import.meta.main) {
+export async function buildIfChanged(): Promise<void> {
   const digest = inputsDigest();
-  if (!(process.argv.includes('--if-changed') && stampMatches(digest))) {
+  if (stampMatches(digest)) return;
+  await buildAll();
+  writeFileSync(STAMP, digest);
+}
+
+if (import.meta.main) {
+  if (process.argv.includes('--if-changed')) await buildIfChanged();
+  else {
     await buildAll();
-    writeFileSync(STAMP, digest);
+    writeFileSync(STAMP, inputsDigest());
   }
 }

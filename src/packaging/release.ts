@@ -4,10 +4,11 @@
  * expects to find it (dist/, proto/, migrations/, the JSON Schema, package.json) with production
  * dependencies only (better-sqlite3's prebuilt binary included) and the Envoy protos the server
  * loads (from @grpc/grpc-js-xds), plus the Node.js runtime the tests run on; bin/fleetxds on top;
- * share/ holds the systemd units, an example settings file and config tree, and the docs. The
- * target host needs no compiler, npm or network.
+ * share/ holds the systemd units, an example settings file and config tree, the docs, the licence
+ * and the changelog. The target host needs no compiler, npm or network. SHA256SUMS beside them.
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { projectPath } from '../shared/paths.ts';
@@ -19,6 +20,24 @@ interface Manifest {
   version: string;
   commit: string;
   node: string;
+}
+
+/**
+ * What of a production package the release carries: not its sources for a native build, its type
+ * declarations, nor native builds for other platforms (better-sqlite3 ships eight).
+ */
+export function keptInRelease(file: string): boolean {
+  const parts = file.split('/');
+  const inPackage = (name: string) => parts.includes(name);
+  if (/\.d\.[cm]?ts$/.test(file) || file.endsWith('.d.ts.map')) return false;
+  if (inPackage('better-sqlite3')) {
+    const at = parts.lastIndexOf('better-sqlite3');
+    const top = parts[at + 1];
+    if (top === 'deps' || top === 'src' || top === 'binding.gyp') return false;
+    if (top === 'prebuilds' && parts.length > at + 2 && parts[at + 2] !== `${ARCH}.node`) return false;
+    if (top === 'lib' && /^(darwin|win32|linuxmusl|linux-arm64)/.test(parts[at + 2] ?? '')) return false;
+  }
+  return true;
 }
 
 /** The folders of the production dependencies, as npm installed them. */
@@ -67,9 +86,12 @@ function installedUnit(text: string): string {
 export function buildRelease(
   outDir = projectPath('release'),
   root = projectPath(),
-): { archive: string; deb: string; manifest: Manifest } {
+  /** Another version than package.json's (the install test upgrades to a newer package). */
+  version?: string,
+): { archive: string; deb: string; sums: string; manifest: Manifest } {
   const at = (...parts: string[]) => join(root, ...parts);
   const pkg = JSON.parse(readFileSync(at('package.json'), 'utf8')) as { version: string };
+  if (version) pkg.version = version;
   const nodeDir = projectPath('.node', '24');
   if (!existsSync(join(nodeDir, 'bin', 'node')))
     throw new Error('no Node.js 24 runtime in .node/24 (run bash .ci/node.sh node --version once)');
@@ -95,7 +117,11 @@ export function buildRelease(
   // Production packages, and the protos the server loads (a development package of the project).
   const xds = join('node_modules', '@grpc', 'grpc-js-xds');
   for (const p of [...productionPackages(root), xds])
-    cpSync(at(p), join(lib, p), { recursive: true, dereference: true });
+    cpSync(at(p), join(lib, p), {
+      recursive: true,
+      dereference: true,
+      filter: (src) => keptInRelease(relative(root, src)),
+    });
   cpSync(nodeDir, join(lib, 'node'), {
     recursive: true,
     filter: (src) => !src.startsWith(join(nodeDir, 'include')) && !src.startsWith(join(nodeDir, 'share')),
@@ -113,25 +139,38 @@ export function buildRelease(
   cpSync(at('config', 'fleetxds.yaml'), join(share, 'example', 'fleetxds.yaml'));
   cpSync(at('docs'), join(share, 'docs'), { recursive: true });
   cpSync(at('README.md'), join(share, 'docs', 'README.md'));
+  for (const f of ['LICENSE', join('docs', 'changelog.md')]) cpSync(at(f), join(share, basename(f)));
   mkdirSync(outDir, { recursive: true });
   const archive = join(outDir, `${name}.tar.gz`);
   execFileSync('tar', ['-C', outDir, '-czf', archive, name]);
   const deb = debianPackage(stage, outDir, manifest, at('config', 'fleetxds.yaml'));
-  return { archive, deb, manifest };
+  const sums = join(outDir, 'SHA256SUMS');
+  writeFileSync(sums, [archive, deb].map((f) => `${sha256(f)}  ${basename(f)}\n`).join(''));
+  return { archive, deb, sums, manifest };
+}
+
+function sha256(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
 
 /**
- * The Debian package: the archive's tree under /opt/fleetxds, /usr/bin/fleetxds, the units in
- * /lib/systemd/system (installed, not started), /etc/fleetxds/fleetxds.yaml as a conffile (kept
- * across upgrades); the maintainer scripts create the system user and its folders, and removal
- * leaves /var/lib/fleetxds.
+ * The Debian package: the archive's tree with /usr as its prefix (/usr/bin/fleetxds,
+ * /usr/lib/fleetxds, /usr/share/fleetxds), the units in /lib/systemd/system (installed, not
+ * started), /etc/fleetxds/fleetxds.yaml as a conffile (kept across upgrades), the licence and
+ * changelog in /usr/share/doc/fleetxds. The maintainer scripts create the system user and its
+ * folders, restart a running server after an upgrade, stop and disable it on removal; purge leaves
+ * /var/lib/fleetxds (history, pins, registrations) and says so.
  */
 function debianPackage(stage: string, outDir: string, m: Manifest, settings: string): string {
   const root = join(outDir, `deb-${basename(stage)}`);
   rmSync(root, { recursive: true, force: true });
-  cpSync(stage, join(root, 'opt', 'fleetxds'), { recursive: true, verbatimSymlinks: true });
-  mkdirSync(join(root, 'usr', 'bin'), { recursive: true });
-  execFileSync('ln', ['-s', '/opt/fleetxds/bin/fleetxds', join(root, 'usr', 'bin', 'fleetxds')]);
+  const usr = join(root, 'usr');
+  for (const part of ['bin', 'lib', 'share'])
+    cpSync(join(stage, part), join(usr, part), { recursive: true, verbatimSymlinks: true });
+  const doc = join(usr, 'share', 'doc', 'fleetxds');
+  mkdirSync(doc, { recursive: true });
+  cpSync(join(stage, 'share', 'fleetxds', 'LICENSE'), join(doc, 'copyright'));
+  cpSync(join(stage, 'share', 'fleetxds', 'changelog.md'), join(doc, 'changelog.md'));
   const units = join(root, 'lib', 'systemd', 'system');
   mkdirSync(units, { recursive: true });
   cpSync(join(stage, 'share', 'fleetxds', 'systemd'), units, { recursive: true });
@@ -168,23 +207,46 @@ function debianPackage(stage: string, outDir: string, m: Manifest, settings: str
     writeFileSync(join(debian, name), `#!/bin/sh\nset -e\n${body}`);
     chmodSync(join(debian, name), 0o755);
   };
+  const systemd = 'command -v systemctl >/dev/null && [ -d /run/systemd/system ]';
   script(
     'postinst',
     `if [ "$1" = configure ]; then
-  getent passwd fleetxds >/dev/null || adduser --system --group --home /var/lib/fleetxds --no-create-home fleetxds
-  install -d -o fleetxds -g fleetxds -m 0750 /var/lib/fleetxds
+  # The state folder first: adduser then finds the home it is given.
+  install -d -m 0750 /var/lib/fleetxds
+  getent passwd fleetxds >/dev/null ||
+    adduser --quiet --system --group --home /var/lib/fleetxds --no-create-home fleetxds
+  chown fleetxds:fleetxds /var/lib/fleetxds
   install -d -m 0755 /etc/fleetxds/services
   # The settings may hold replica.token and the PostgreSQL URL: the service's group reads them, nobody else.
   chown root:fleetxds /etc/fleetxds/fleetxds.yaml
   chmod 0640 /etc/fleetxds/fleetxds.yaml
-  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+  if ${systemd}; then
+    systemctl daemon-reload || true
+    # An upgrade: a running server restarts on the new release (its state and settings stay).
+    if [ -n "$2" ]; then systemctl try-restart fleetxds.service || true; fi
+  fi
+fi
+`,
+  );
+  script(
+    'prerm',
+    `# Removal stops the server and its registrations and disables the unit; an upgrade keeps it running
+# until postinst restarts it on the new release.
+if [ "$1" = remove ] && ${systemd}; then
+  systemctl stop fleetxds.service 'fleetxds-register@*.service' || true
+  systemctl disable fleetxds.service || true
 fi
 `,
   );
   script(
     'postrm',
     `# The state directory (history, pins, registrations) stays; purge says what to delete.
-if [ "$1" = purge ]; then echo "fleetxds: /var/lib/fleetxds is kept; remove it by hand if it is not needed"; fi
+if [ "$1" = remove ] && ${systemd}; then systemctl daemon-reload || true; fi
+if [ "$1" = purge ]; then
+  echo "fleetxds: /var/lib/fleetxds is kept; remove it by hand if it is not needed"
+  # The config tree the operator put under /etc/fleetxds is theirs: dpkg keeps the folder, and says so.
+  rmdir --ignore-fail-on-non-empty /etc/fleetxds/services /etc/fleetxds 2>/dev/null || true
+fi
 `,
   );
   const deb = join(outDir, `fleetxds_${m.version}_amd64.deb`);
@@ -202,6 +264,6 @@ if (import.meta.main) {
   const mb = (f: string) => `${(statSync(f).size / 1048576).toFixed(1)} MB`;
   process.stdout.write(
     `fleetxds ${r.manifest.version} (commit ${r.manifest.commit}, Node.js ${r.manifest.node})\n` +
-      `  ${r.archive} ${mb(r.archive)}\n  ${r.deb} ${mb(r.deb)}\n`,
+      `  ${r.archive} ${mb(r.archive)}\n  ${r.deb} ${mb(r.deb)}\n  ${r.sums}\n`,
   );
 }

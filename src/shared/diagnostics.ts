@@ -68,7 +68,8 @@ export function refusalSummary(ds: readonly Pick<Diagnostic, 'severity' | 'messa
   const where = first.location ? `${first.location.file}:${first.location.line}: ` : '';
   const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
   const warnings = ds.length - errors.length;
-  return `${where}${first.message} (${count(errors.length, 'error')}${warnings ? `, ${count(warnings, 'warning')}` : ''})`;
+  const counts = [count(errors.length, 'error'), ...(warnings ? [count(warnings, 'warning')] : [])].join(', ');
+  return `${where}${first.message} (${counts})`;
 }
 
 /** Why a server serves nothing yet, as /readyz, the log and systemd's status line say it. */

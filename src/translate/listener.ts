@@ -22,6 +22,9 @@ function httpConnectionManager(
   return {
     '@type': TYPE.hcm,
     stat_prefix: statPrefix,
+    // Domains are host names: a request to shop.example.com:8443 on the listener of port 8443 is
+    // matched as shop.example.com (a port that is not the listener's stays, and matches no name).
+    strip_matching_host_port: true,
     ...settings,
     rds: { config_source: adsConfigSource(), route_config_name: routeConfigName },
     http_filters: [...filters, routerFilter()],

@@ -64,6 +64,9 @@ test('validate --previous refuses a change that removes most of a group; a Guard
     r.stderr,
     /error FXDS_MASS_REMOVAL: node group "default" would lose 3 of its 5 listeners and clusters at once \(60%, over the 50% one change may remove\): listener edge, listener extra, cluster api/,
   );
+  // The two ways out: the Guard for this change, or a database of its own for another tree.
+  assert.match(r.stderr, /add a document `kind: Guard` to the tree for this change with `maxRemovalPercent: 60`/);
+  assert.match(r.stderr, /give it a database of its own \(`database` in the settings, or FLEETXDS_DATABASE\)/);
   writeTree({ 'guard.yaml': GUARD('maxRemovalPercent: 60') }, after);
   assert.is(validate(after, '--previous', before).status, 0);
 });

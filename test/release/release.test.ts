@@ -7,13 +7,13 @@
  * unpacked with dpkg into a scratch root: its files, conffile, maintainer scripts, and the
  * installed unit passes `systemd-analyze verify`.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildAll } from '../../src/packaging/build.ts';
+import { buildIfChanged } from '../../src/packaging/build.ts';
 import { buildRelease } from '../../src/packaging/release.ts';
 import { startEnvoy, freePort, type EnvoyProcess } from '../helpers/envoy.ts';
 import { startHttpBackend, type Backend } from '../helpers/envoy-lab.ts';
@@ -27,7 +27,7 @@ let envoy: EnvoyProcess | undefined;
 let backend: Backend;
 
 test.before(async () => {
-  await buildAll();
+  await buildIfChanged();
   const out = tempDir('fleetxds-release-');
   release = buildRelease(out);
   root = tempDir('fleetxds-unpacked-');
@@ -60,6 +60,19 @@ test('the archive holds the runtime, the server, the units, the example and the 
   ])
     assert.ok(existsSync(join(root, p)), p);
   assert.not.ok(existsSync(join(root, 'lib/fleetxds/node_modules/typescript')), 'no development packages');
+  for (const p of ['share/fleetxds/LICENSE', 'share/fleetxds/changelog.md', 'share/fleetxds/example/tls'])
+    assert.ok(existsSync(join(root, p)), p);
+  // One native build (this platform's), no sources to build one, no type declarations.
+  const sqlite = join(root, 'lib/fleetxds/node_modules/better-sqlite3');
+  assert.equal(readdirSync(join(sqlite, 'prebuilds')), ['linux-x64.node']);
+  assert.not.ok(existsSync(join(sqlite, 'deps')), 'no SQLite sources');
+  const declarations = execFileSync('find', [join(root, 'lib'), '-name', '*.d.ts'], { encoding: 'utf8' }).trim();
+  assert.is(declarations, '', 'no type declarations');
+  // The checksums beside the archive and the package are theirs.
+  const sums = readFileSync(release.sums, 'utf8');
+  const r = spawnSync('sha256sum', ['-c', release.sums], { cwd: dirname(release.sums), encoding: 'utf8' });
+  assert.is(r.status, 0, r.stdout + r.stderr);
+  assert.match(sums, new RegExp(`  ${basename(release.archive)}\\n.*  ${basename(release.deb)}\\n$`));
   const v = execFileSync(fleetxds(), ['--version'], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } }).trim();
   assert.is(
     v,
@@ -148,7 +161,7 @@ test('the Debian package: files, the conffile, maintainer scripts, and a unit sy
   const control = tempDir('fleetxds-deb-control-');
   execFileSync('dpkg-deb', ['-e', release.deb, control]);
   assert.is(readFileSync(join(control, 'conffiles'), 'utf8'), '/etc/fleetxds/fleetxds.yaml\n');
-  assert.match(readFileSync(join(control, 'postinst'), 'utf8'), /adduser --system/);
+  assert.match(readFileSync(join(control, 'postinst'), 'utf8'), /adduser --quiet --system/);
   assert.match(readFileSync(join(control, 'control'), 'utf8'), new RegExp(`Version: ${release.manifest.version}`));
   const settings = readFileSync(join(scratch, 'etc/fleetxds/fleetxds.yaml'), 'utf8');
   assert.match(settings, /database: \/var\/lib\/fleetxds/);
@@ -163,13 +176,20 @@ test('the Debian package: files, the conffile, maintainer scripts, and a unit sy
   assert.match(register, /^LoadCredential=secret:\/etc\/fleetxds\/register\/%i\.secret$/m);
   const unit = readFileSync(join(scratch, 'lib/systemd/system/fleetxds.service'), 'utf8');
   assert.match(unit, /^ExecStart=\/usr\/bin\/fleetxds serve /m);
-  assert.ok(existsSync(join(scratch, 'opt/fleetxds/lib/fleetxds/dist/server/main.js')));
+  for (const f of [
+    'usr/lib/fleetxds/dist/server/main.js',
+    'usr/share/fleetxds/example/tls',
+    'usr/share/doc/fleetxds/copyright',
+    'usr/share/doc/fleetxds/changelog.md',
+  ])
+    assert.ok(existsSync(join(scratch, f)), f);
+  assert.not.ok(existsSync(join(scratch, 'opt')), 'nothing under /opt, which no package owns');
   // verify resolves ExecStart= on the host: point it at the scratch root's command.
   const checked = join(tempDir(), 'fleetxds.service');
   writeFileSync(
     checked,
     unit
-      .replace('/usr/bin/fleetxds', join(scratch, 'opt/fleetxds/bin/fleetxds'))
+      .replace('/usr/bin/fleetxds', join(scratch, 'usr/bin/fleetxds'))
       .replace(/^User=.*$/m, 'User=root')
       .replace(/^Group=.*$/m, ''),
   );

@@ -11,7 +11,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildAll } from '../../src/packaging/build.ts';
+import { buildIfChanged } from '../../src/packaging/build.ts';
 import { buildRelease } from '../../src/packaging/release.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { connect, T } from '../helpers/ads-client.ts';
@@ -96,7 +96,7 @@ test.before(async () => {
   node(worktree, 'npm', 'run', 'build', '--silent');
   const out = tempDir('fleetxds-upgrade-releases-');
   const prev = buildRelease(join(out, 'previous'), worktree);
-  await buildAll();
+  await buildIfChanged();
   const cur = buildRelease(join(out, 'current'));
   previous = unpack(prev.archive, prev.manifest.version);
   current = unpack(cur.archive, cur.manifest.version);
