@@ -584,6 +584,7 @@ const NOT_ON_AGGREGATES = [
   'tls',
   'protocol',
   'connectTimeout',
+  'panicThreshold',
 ] as const;
 
 function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
@@ -598,6 +599,13 @@ function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
         );
   if (s.ringHash && s.lb !== 'ring_hash')
     sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'ringHash goes with lb: ring_hash');
+  if (s.panicThreshold !== undefined && s.lb === 'weighted_by_load')
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      ['panicThreshold'],
+      "lb: weighted_by_load is Envoy's load-balancing policy extension, which keeps no panic threshold",
+    );
   if (s.weightedByLoad && s.lb !== 'weighted_by_load')
     sink.error(Codes.INVALID_VALUE, r, ['weightedByLoad'], 'weightedByLoad goes with lb: weighted_by_load');
   const update = s.weightedByLoad?.weightUpdatePeriod;

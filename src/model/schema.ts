@@ -276,6 +276,16 @@ export const Service = Type.Object(
       ),
     ),
     connectTimeout: Type.Optional(Duration),
+    panicThreshold: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 100,
+        description:
+          "Envoy's panic threshold, in percent (Envoy's default 50): with fewer endpoints healthy than this " +
+          'share, Envoy sends to every endpoint, healthy or not, rather than overload the few left. 0 turns ' +
+          'it off (no healthy endpoint: 503). Envoy only; gRPC clients never send to unhealthy endpoints.',
+      }),
+    ),
     healthCheck: Type.Optional(HealthCheck),
     circuitBreaker: Type.Optional(CircuitBreaker),
     outlierDetection: Type.Optional(OutlierDetection),

@@ -50,6 +50,7 @@ export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
       ],
     };
   }
+  if (s.panicThreshold !== undefined) c.common_lb_config = { healthy_panic_threshold: { value: s.panicThreshold } };
   if (s.healthCheck) c.health_checks = [healthCheck(s.healthCheck)];
   if (s.circuitBreaker) {
     const cb = s.circuitBreaker;

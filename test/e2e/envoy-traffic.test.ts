@@ -8,7 +8,10 @@
  *  - rewrites: a regex path rewrite and the host taken from a DNS service; redirects with a prefix
  *    rewrite and the query dropped, and with a regex rewrite;
  *  - tracing: Zipkin spans reach a collector in the test with the tags from a header and a literal;
- *  - retriable headers: an answer carrying one is retried, the client gets the third.
+ *  - retriable headers: an answer carrying one is retried, the client gets the third;
+ *  - host names: a Host header with the listener's own port matches the name without it;
+ *  - the panic threshold: with its only endpoint failing its health check, a service keeps sending
+ *    to it by Envoy's default and answers 503 with panicThreshold: 0.
  */
 import http from 'node:http';
 import type net from 'node:net';
@@ -85,6 +88,13 @@ test.before(async () => {
         res.end('shadow');
       }),
     );
+    // Serves requests but fails its health checks.
+    const sick = await listen(
+      http.createServer((req, res) => {
+        res.statusCode = req.url === '/healthz' ? 503 : 200;
+        res.end(req.url === '/healthz' ? 'unwell' : 'sick but serving');
+      }),
+    );
     const zipkin = await listen(
       http.createServer((req, res) => {
         let body = '';
@@ -100,7 +110,16 @@ test.before(async () => {
       `kind: Service\nname: web\nendpoints: [{ address: 127.0.0.1:${web} }]\n`,
       `kind: Service\nname: shadow\nendpoints: [{ address: 127.0.0.1:${shadow} }]\n`,
       `kind: Service\nname: zipkin\nendpoints: [{ address: 127.0.0.1:${zipkin} }]\n`,
+      ...[
+        ['sick', ''],
+        ['sick-strict', 'panicThreshold: 0\n'],
+      ].map(
+        ([name, extra]) =>
+          `kind: Service\nname: ${name}\n${extra}endpoints: [{ address: 127.0.0.1:${sick} }]\n` +
+          'healthCheck: { type: http, path: /healthz, interval: 1s, timeout: 500ms, unhealthyThreshold: 1 }\n',
+      ),
       `kind: Service\nname: legacy\ndns: { host: localhost, port: ${web}, mode: logical }\n`,
+      'kind: VirtualHost\nname: named\ndomains: [named.test]\nroutes: [{ directResponse: { status: 200, body: named } }]\n',
       `kind: VirtualHost
 name: site
 domains: ["*"]
@@ -113,12 +132,15 @@ routes:
     rewrite: { regex: { pattern: '^/legacy/(.*)$', substitution: '/v2/\\1' }, hostFromService: true }
   - { match: { prefix: /mirrored }, to: web, mirror: [{ to: shadow, percent: 25 }] }
   - { match: { prefix: /plain }, to: web, compression: false, cors: false }
+  - { match: { prefix: /sick/ }, to: sick }
+  - { match: { prefix: /strict/ }, to: sick-strict }
   - match: { prefix: /flaky/ }
     to: web
     retries: { on: [reset], count: 3, retriableHeaders: [{ name: x-retry, exact: "yes" }] }
   - to: web
 `,
     ];
+    // The named host first, the catch-all after it.
     const releases = await perRelease(freePort, (_v, p, g) => [
       siteListenerYaml(
         g,
@@ -126,7 +148,7 @@ routes:
         p,
         'compression: { algorithms: [gzip, brotli], minLength: 100 }\n' +
           'tracing: { zipkin: { service: zipkin }, tags: { user: { header: x-user }, site: { literal: edge } } }\n',
-      ),
+      ).replace('virtualHosts: [site]', 'virtualHosts: [named, site]'),
     ]);
     for (const [v, p] of releases.ports) ports.set(v, p);
     app = await startServer(writeTree({ 'traffic.yaml': [...docs, ...releases.docs].join('---\n') }));
@@ -162,6 +184,33 @@ test('mirroring: about 25% of 1,000 requests reach the shadow; the client only s
     // million while 50% (a doubled fraction) or 1% (percent read as a ratio) still fail.
     const sigma = Math.sqrt(1000 * 0.25 * 0.75) / 10;
     assert.ok(Math.abs(share - 25) <= 5 * sigma, `Envoy ${v}: ${share}% mirrored`);
+  }
+});
+
+test('panic threshold: an unhealthy-only service is still sent to by default, and refused with panicThreshold: 0', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    // Once the health check has failed, the strict service has no healthy endpoint.
+    await waitFor(`Envoy ${v}: the endpoint judged unhealthy`, async () => {
+      const r = await request(ports.get(v)!, '/strict/x');
+      return r.status === 503 && /no healthy upstream/.test(r.body.toString());
+    });
+    for (let i = 0; i < 10; i++) {
+      const r = await request(ports.get(v)!, `/sick/${i}`);
+      assert.is(r.status, 200, `Envoy ${v}: panic mode sends to the unhealthy endpoint`);
+      assert.is(r.body.toString(), 'sick but serving');
+      assert.is((await request(ports.get(v)!, `/strict/${i}`)).status, 503, `Envoy ${v}: panicThreshold 0`);
+    }
+  }
+});
+
+test('host names: a Host naming the port of the listener matches the name; another port does not', async () => {
+  for (const v of ENVOY_VERSIONS) {
+    const port = ports.get(v)!;
+    const own = await request(port, '/', { headers: { host: `named.test:${port}` } });
+    assert.is(own.body.toString(), 'named', `Envoy ${v}: named.test:${port}`);
+    assert.is((await request(port, '/', { headers: { host: 'named.test' } })).body.toString(), 'named');
+    const other = await request(port, '/', { headers: { host: 'named.test:1' } });
+    assert.is(JSON.parse(other.body.toString()).from, 'web', `Envoy ${v}: another port falls to the catch-all`);
   }
 });
 
