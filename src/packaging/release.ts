@@ -139,7 +139,9 @@ export function buildRelease(
   cpSync(at('config', 'fleetxds.yaml'), join(share, 'example', 'fleetxds.yaml'));
   cpSync(at('docs'), join(share, 'docs'), { recursive: true });
   cpSync(at('README.md'), join(share, 'docs', 'README.md'));
-  for (const f of ['LICENSE', join('docs', 'changelog.md')]) cpSync(at(f), join(share, basename(f)));
+  // (An earlier commit packaged for the upgrade test may predate them.)
+  for (const f of ['LICENSE', join('docs', 'changelog.md')])
+    if (existsSync(at(f))) cpSync(at(f), join(share, basename(f)));
   mkdirSync(outDir, { recursive: true });
   const archive = join(outDir, `${name}.tar.gz`);
   execFileSync('tar', ['-C', outDir, '-czf', archive, name]);
@@ -169,8 +171,12 @@ function debianPackage(stage: string, outDir: string, m: Manifest, settings: str
     cpSync(join(stage, part), join(usr, part), { recursive: true, verbatimSymlinks: true });
   const doc = join(usr, 'share', 'doc', 'fleetxds');
   mkdirSync(doc, { recursive: true });
-  cpSync(join(stage, 'share', 'fleetxds', 'LICENSE'), join(doc, 'copyright'));
-  cpSync(join(stage, 'share', 'fleetxds', 'changelog.md'), join(doc, 'changelog.md'));
+  for (const [from, to] of [
+    ['LICENSE', 'copyright'],
+    ['changelog.md', 'changelog.md'],
+  ])
+    if (existsSync(join(stage, 'share', 'fleetxds', from)))
+      cpSync(join(stage, 'share', 'fleetxds', from), join(doc, to));
   const units = join(root, 'lib', 'systemd', 'system');
   mkdirSync(units, { recursive: true });
   cpSync(join(stage, 'share', 'fleetxds', 'systemd'), units, { recursive: true });

@@ -5,7 +5,7 @@
  * the README's ports: 18000, 18001, 18002 and Envoy's 9901 in a block become free ports, given to
  * the server and every command as the settings' environment overrides, and the database and
  * rendered files go to a scratch folder; Envoy (test/envoy/install.sh) is on the PATH. What a block
- * leaves in the checkout (my-tree/, envoy.json) is removed afterwards.
+ * leaves in the checkout (my-tree/, envoy.json: what the block names) is removed afterwards.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
@@ -77,8 +77,10 @@ async function runBlock(block: DocBlock): Promise<string> {
       process.kill(-server.child.pid!, 'SIGTERM');
       await finished(server.child);
     }
+    // What the block made (named in it; SQLite's -wal and -shm beside a database): other tests run meanwhile.
     for (const f of readdirSync(projectPath()))
-      if (!before.has(f)) rmSync(projectPath(f), { recursive: true, force: true });
+      if (!before.has(f) && text.includes(f.replace(/-(wal|shm)$/, '')))
+        rmSync(projectPath(f), { recursive: true, force: true });
   }
 }
 

@@ -6,6 +6,7 @@
  *   <!-- run: checkout -->                        test/docs/checkout-commands.test.ts, from a checkout
  *   <!-- run: checkout, beside npm start -->      the same, with the example served as `npm start` serves it
  *   <!-- run: package -->                         test/release/install.test.ts, in a machine the package is installed on
+ *   <!-- run: archive -->                         the same test, in another machine, from the release archive alone
  *   <!-- not run: REASON -->                      an example that cannot run; the reason is shown to no one but says why
  *
  * A runner takes every block of its kind, page by page in the order written, so a block added to
@@ -18,7 +19,7 @@ import { projectPath } from '../../src/shared/paths.ts';
 export const COMMAND_LANGS = ['sh', 'bash', 'console'];
 
 export type BlockMarker =
-  { run: 'checkout'; besideNpmStart: boolean } | { run: 'package' } | { notRun: string } | undefined;
+  { run: 'checkout'; besideNpmStart: boolean } | { run: 'package' | 'archive' } | { notRun: string } | undefined;
 
 export interface DocBlock {
   /** Relative to the project: README.md, docs/operating.md. */
@@ -42,10 +43,11 @@ export function docPages(): string[] {
 }
 
 function marker(line: string | undefined): BlockMarker {
-  const m = /^<!-- (run: (checkout|package)(, beside npm start)?|not run: (.+)) -->$/.exec(line?.trim() ?? '');
+  const m = /^<!-- (run: (checkout|package|archive)(, beside npm start)?|not run: (.+)) -->$/.exec(line?.trim() ?? '');
   if (!m) return undefined;
   if (m[4]) return { notRun: m[4] };
-  return m[2] === 'package' ? { run: 'package' } : { run: 'checkout', besideNpmStart: Boolean(m[3]) };
+  if (m[2] === 'checkout') return { run: 'checkout', besideNpmStart: Boolean(m[3]) };
+  return { run: m[2] as 'package' | 'archive' };
 }
 
 export function docBlocks(pages = docPages()): DocBlock[] {

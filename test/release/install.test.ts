@@ -30,6 +30,8 @@ import { tempDir } from '../helpers/tree.ts';
 let sandbox: InstallSandbox | undefined;
 let version: string;
 let newer: string;
+let archive: string;
+let releaseDir: string;
 
 /** The same package under the next patch version: what an upgrade installs over it. */
 function nextPackage(deb: string, dir: string, next: string): string {
@@ -67,12 +69,14 @@ threading.Event().wait()
 test.before(async () => {
   await buildIfChanged();
   const dir = tempDir('fleetxds-install-');
+  releaseDir = dir;
   const release = buildRelease(dir);
   version = release.manifest.version;
   newer = version.replace(/(\d+)$/, (d) => String(Number(d) + 1));
   const next = nextPackage(release.deb, dir, newer);
   // The checksums of both packages, as a release page would list them.
-  const sums = [release.deb, next].map(
+  archive = release.archive;
+  const sums = [release.archive, release.deb, next].map(
     (f) => `${execFileSync('sha256sum', [f], { encoding: 'utf8' }).split(' ')[0]}  ${basename(f)}\n`,
   );
   writeFileSync(join(dir, 'SHA256SUMS'), sums.join(''));
@@ -174,6 +178,33 @@ ls /usr/lib/fleetxds /usr/bin/fleetxds /etc/fleetxds/fleetxds.yaml 2>&1 | grep -
 ls /var/lib/fleetxds/fleetxds.db
 `);
   assert.equal(r.stdout.trim().split('\n'), ['no server', 'not enabled', '3', '/var/lib/fleetxds/fleetxds.db']);
+});
+
+test('the archive alone, on a machine whose own Node.js is older: the docs commands for it run as written', async () => {
+  const blocks = sessionsOf((b) => b.marker !== undefined && 'run' in b.marker && b.marker.run === 'archive');
+  assert.equal(
+    blocks.map((b) => b.page),
+    ['docs/operating.md'],
+  );
+  const machine = await InstallSandbox.create([releaseDir]);
+  try {
+    const node = await machine.run('/usr/bin/node --version');
+    assert.match(
+      node.stdout,
+      /^v(1\d|20|21)\./,
+      `this machine's own Node.js is older than the one fleetxds needs: ${node.stdout}`,
+    );
+    const script = sessionScript(blocks[0]!.blocks).replaceAll('<version>', version);
+    const r = await machine.run(`cp ${releaseDir}/${basename(archive)} ${releaseDir}/SHA256SUMS /root/ && ${script}`);
+    assert.is(r.status, 0, r.stdout + r.stderr);
+    assert.match(
+      r.stdout,
+      new RegExp(`^fleetxds ${version.replaceAll('.', '\\.')} \\(commit \\w+, Node\\.js v24`, 'm'),
+    );
+    assert.match(r.stdout, /services: valid/);
+  } finally {
+    machine.close();
+  }
 });
 
 test('the docs that name the installed paths name what the package installs', () => {
