@@ -174,7 +174,7 @@ function debianPackage(stage: string, outDir: string, m: Manifest, settings: str
   for (const [from, to] of [
     ['LICENSE', 'copyright'],
     ['changelog.md', 'changelog.md'],
-  ])
+  ] as const)
     if (existsSync(join(stage, 'share', 'fleetxds', from)))
       cpSync(join(stage, 'share', 'fleetxds', from), join(doc, to));
   const units = join(root, 'lib', 'systemd', 'system');
