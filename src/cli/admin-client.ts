@@ -2,7 +2,7 @@
  * History, diff, rollback and pins from the command line: thin calls to the running server's
  * admin API (the server is what serves, so it is the one that must switch).
  */
-import { loadServerConfig, splitListen } from '../config/server-config.ts';
+import { loadServerConfig, splitListen, type ServerConfig } from '../config/server-config.ts';
 import type { NodeExplanation } from '../admin/explain.ts';
 import type { DecisionResult } from '../decision-log/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
@@ -17,6 +17,18 @@ interface VersionRow {
   author?: string | null;
   subject?: string | null;
   changes?: Record<string, { added: string[]; changed: string[]; removed: string[] }>;
+}
+
+/**
+ * The running server's admin API as its settings name it (a wildcard listen is reached on
+ * loopback), and the headers that carry FLEETXDS_TOKEN, the bearer token when the API requires one.
+ */
+export function adminApi(settings: ServerConfig): { base: string; headers: () => Record<string, string> } {
+  const { host, port } = splitListen(settings.admin.listen);
+  const reach = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const token = process.env.FLEETXDS_TOKEN;
+  const headers = (): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {});
+  return { base: `http://${reach}:${port}`, headers };
 }
 
 /** Unchanged lines shown around each change of a resource. */
@@ -96,15 +108,11 @@ export async function adminCommand(
   configFile: string,
   options: { type?: string; json?: boolean } = {},
 ): Promise<number> {
-  const settings = loadServerConfig(configFile);
-  const { host, port } = splitListen(settings.admin.listen);
-  const base = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const api = adminApi(loadServerConfig(configFile));
   const actor = `${process.env.SUDO_USER ?? process.env.USER ?? 'cli'}@cli`;
   const call = async (method: string, path: string, body?: object) => {
-    const headers: Record<string, string> = body ? { 'content-type': 'application/json' } : {};
-    // FLEETXDS_TOKEN: the bearer token when the admin API requires one.
-    if (process.env.FLEETXDS_TOKEN) headers.authorization = `Bearer ${process.env.FLEETXDS_TOKEN}`;
-    const res = await fetch(base + path, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    const headers = { ...api.headers(), ...(body && { 'content-type': 'application/json' }) };
+    const res = await fetch(api.base + path, { method, headers, body: body ? JSON.stringify(body) : undefined });
     const json = (await res.json()) as Record<string, unknown>;
     if (!res.ok) throw new Error(typeof json.error === 'string' ? json.error : `HTTP ${res.status}`);
     return json;

@@ -10,6 +10,7 @@ import {
 } from '../bootstrap/envoy-bootstrap.ts';
 import { loadServerConfig, splitListen, type ServerConfig } from '../config/server-config.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
+import { adminApi } from './admin-client.ts';
 import type { NodeGroupDoc } from '../model/schema.ts';
 import { DEFAULT_GROUP } from '../model/types.ts';
 import { formatDiagnostic } from '../shared/diagnostics.ts';
@@ -41,12 +42,10 @@ export interface BootstrapArgs {
  * or, when the server cannot be asked, the tree its settings name (said on stderr).
  */
 async function nodeGroups(settings: ServerConfig, local: readonly NodeGroupDoc[]): Promise<readonly NodeGroupDoc[]> {
-  const { host, port } = splitListen(settings.admin.listen);
-  const url = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}/api/v1/node-groups`;
+  const api = adminApi(settings);
+  const url = `${api.base}/api/v1/node-groups`;
   try {
-    const headers: Record<string, string> = {};
-    if (process.env.FLEETXDS_TOKEN) headers.authorization = `Bearer ${process.env.FLEETXDS_TOKEN}`;
-    const res = await fetch(url, { headers, signal: AbortSignal.timeout(3000) });
+    const res = await fetch(url, { headers: api.headers(), signal: AbortSignal.timeout(3000) });
     if (res.ok) return ((await res.json()) as { nodeGroups: NodeGroupDoc[] }).nodeGroups;
     process.stderr.write(`the server answered ${res.status} at ${url}; `);
   } catch {

@@ -10,11 +10,8 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { shellQuote } from '../shared/shell-quote.ts';
 import { commitInfo } from '../source/git-info.ts';
-
-function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 /**
  * How hooks call this same fleetxds (same Node, same loader flags, same entry file). Hooks run

@@ -16,9 +16,12 @@ export function defaultSettingsFile(): string {
 
 /** "fleetxds 0.1.0 (commit abc, Node.js v24.x)": a release's manifest, or the checkout's package.json. */
 export function versionLine(): string {
-  const release = projectPath('dist', 'release.json');
-  if (existsSync(release)) {
-    const m = JSON.parse(readFileSync(release, 'utf8')) as { version: string; commit: string; node: string };
+  if (isRelease()) {
+    const m = JSON.parse(readFileSync(projectPath('dist', 'release.json'), 'utf8')) as {
+      version: string;
+      commit: string;
+      node: string;
+    };
     return `fleetxds ${m.version} (commit ${m.commit}, Node.js ${m.node})`;
   }
   const pkg = JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { version: string };

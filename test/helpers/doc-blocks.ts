@@ -15,6 +15,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectPath } from '../../src/shared/paths.ts';
+import { shellQuote } from '../../src/shared/shell-quote.ts';
 
 export const COMMAND_LANGS = ['sh', 'bash', 'console'];
 
@@ -81,7 +82,7 @@ const KEEPS_RUNNING = /#\s*keeps running\b.*$/;
 /** A command whose effect takes a moment (a push reaching Envoy): retried until it succeeds. */
 const GIVE_IT_A_MOMENT = /#.*\(give it a moment\)\s*$/;
 
-const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+const q = shellQuote;
 
 /**
  * Blocks of one page as one bash session, as a person pastes them into one terminal (the directory

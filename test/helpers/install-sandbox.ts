@@ -10,6 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectPath } from '../../src/shared/paths.ts';
+import { shellQuote } from '../../src/shared/shell-quote.ts';
 import { waitFor } from './process.ts';
 import { tempDir } from './tree.ts';
 
@@ -42,7 +43,7 @@ export class InstallSandbox {
     const dir = tempDir('fleetxds-sandbox-');
     const [upper, work, root] = ['upper', 'work', 'root'].map((d) => join(dir, d)) as [string, string, string];
     for (const d of [upper, work, root]) mkdirSync(d);
-    const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    const q = shellQuote;
     const shown = [projectPath(), ...mounts]
       .map(
         (m) =>
