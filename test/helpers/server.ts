@@ -30,6 +30,8 @@ export interface StartOptions {
   replica?: ServerConfig['replica'];
   /** host:port for gRPC (default: a free port on 127.0.0.1). */
   grpcListen?: string;
+  /** host:port for the admin API (default: a free port on 127.0.0.1). */
+  adminListen?: string;
   /** Serve SDS without authentication (loopback only; default true here: most tests are about other things). */
   insecureSds?: boolean;
   /** Receives every log line (JSON) the server writes, at debug level. */
@@ -55,7 +57,7 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
       threads: Number(process.env.FLEETXDS_TEST_GRPC_THREADS) || undefined,
       ...opts.grpc,
     },
-    admin: { listen: '127.0.0.1:0' },
+    admin: { listen: opts.adminListen ?? '127.0.0.1:0' },
     watch: { enabled: opts.watch ?? false, debounceMs: 100, maxWaitMs: 1000 },
     log: { level: 'silent' },
     envoyCheck: opts.envoyCheck,
