@@ -18,52 +18,31 @@
  *    `fleetxds.xds_cluster`, else the Host Envoy sends, which is that cluster's name).
  * Response bodies are serialized once per (group, type, selection, variant, version) and shared.
  */
-import {
-  answered,
-  awaitingReport,
-  newPollSubscription,
-  observePoll,
-  pollAnswer,
-  releasesHeld,
-  type PollSubscription,
-} from '../rest-poll.ts';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { fastifyLogger } from '../../shared/fastify-logger.ts';
-import type { Logger } from 'pino';
-import type { NodeIdentity } from '../../model/node-groups.ts';
-import type { ServerResponse } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Server as HttpsServer } from 'node:https';
-import { listenerOptions, type ListenerTls } from '../../security/listener-tls.ts';
-import type { TokenAuth } from '../../security/tokens.ts';
-import { checkNodeIdentity, clientCertificateOf, verifiedPeerCertificate } from '../../security/node-identity.ts';
-import { registrationRoutes, type RegistrationApi } from './registration-routes.ts';
-import { shortHash } from '../../shared/hash.ts';
-import {
-  restVariant,
-  retargetConfigSources,
-  xdsClusterName,
-  type ConfigSourceVariant,
-} from '../../snapshot/config-sources.ts';
+import type { Logger } from 'pino';
 import { longPollMs } from '../../bootstrap/config-source.ts';
-import { REST_XDS_CLUSTER } from '../../xds/xds-clusters.ts';
-import { SECRETS_REFUSED } from '../stream-base.ts';
-import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
+import type { NodeIdentity } from '../../model/node-groups.ts';
+import { listenerOptions, type ListenerTls } from '../../security/listener-tls.ts';
+import { checkNodeIdentity, clientCertificateOf, verifiedPeerCertificate } from '../../security/node-identity.ts';
+import type { TokenAuth } from '../../security/tokens.ts';
+import { FleetError } from '../../shared/errors.ts';
+import { fastifyLogger } from '../../shared/fastify-logger.ts';
+import { restVariant, xdsClusterName, type ConfigSourceVariant } from '../../snapshot/config-sources.ts';
 import type { TypeSnapshot } from '../../snapshot/group-snapshot.ts';
 import { groupSnapshotFor, type PublishedConfig, type SnapshotCache } from '../../snapshot/snapshot-cache.ts';
-import { deriveWithin } from '../../snapshot/derived.ts';
-import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import type { NodeRegistry, StreamStatus } from '../../status/node-registry.ts';
-import { recordReply } from '../replies.ts';
-import { encodeJson } from '../../xds/proto-json.ts';
-import { nestedDeeperThan } from '../../shared/json-depth.ts';
-import {
-  DISCOVERY_REQUEST,
-  RESOURCE_TYPES,
-  ResourceTypes,
-  TypeUrls,
-  kindOfRestPath,
-  type ResourceKind,
-} from '../../xds/resource-types.ts';
+import { RESOURCE_TYPES, TypeUrls, kindOfRestPath, type ResourceKind } from '../../xds/resource-types.ts';
+import { REST_XDS_CLUSTER } from '../../xds/xds-clusters.ts';
+import { answered, pollAnswer, releasesHeld, type PollSubscription } from '../rest-poll.ts';
+import { SECRETS_REFUSED } from '../stream-base.ts';
+import { HeldPolls } from './held-polls.ts';
+import { parseRequest } from './poll-request.ts';
+import { Pollers } from './pollers.ts';
+import { registrationRoutes, type RegistrationApi } from './registration-routes.ts';
+import { restSelection, selectionKey, type Selection } from './selections.ts';
+
+export { restSelection, selectionKey } from './selections.ts';
 
 export interface RestOptions {
   cache: SnapshotCache;
@@ -90,171 +69,26 @@ export interface RestOptions {
   registration?: RegistrationApi;
 }
 
-interface Selection {
-  version: string;
-  /** The JSON response, encoded once: thousands of released polls share these bytes. */
-  body: Buffer;
-}
+/** One variant per (proxy's cluster name, long polling or not), shared by every poll that needs it. */
+class Variants {
+  private readonly byKey = new Map<string, ConfigSourceVariant>();
 
-/**
- * A poll held until a change or its deadline. Thousands are held at once, so a held poll is this
- * record, its timer and what the HTTP server keeps for the open request: no promise, no closure.
- */
-interface Held {
-  node: NodeIdentity;
-  status: StreamStatus;
-  kind: ResourceKind;
-  names: string[];
-  variant: ConfigSourceVariant;
-  version: string;
-  sub: PollSubscription;
-  reply: FastifyReply;
-  timer?: NodeJS.Timeout;
-}
+  constructor(private readonly timing: { refreshDelayMs: number; requestTimeoutMs: number }) {}
 
-/**
- * Selection bodies kept per type snapshot, computed once per version and shared by every poll. A
- * selection is keyed by what the client sends (names, its xDS cluster), so what is kept is bounded
- * in count and in bytes: a body past the bound is made for its poll and not held.
- */
-const MAX_SELECTIONS = 10_000;
-
-export function selectionKey(kind: ResourceKind, names: readonly string[]): string {
-  return ResourceTypes[kind].wildcard ? '*' : [...new Set(names)].sort().join('\u0000');
-}
-
-export function restSelection(
-  t: TypeSnapshot,
-  names: readonly string[],
-  variant: ConfigSourceVariant,
-  maxCachedBytes: number,
-): Selection {
-  const key = selectionKey(t.kind, names);
-  return deriveWithin(
-    t,
-    'rest-selection',
-    `${variant.key}\u0001${key}`,
-    makeSelection,
-    { key, variant },
-    {
-      entries: MAX_SELECTIONS,
-      bytes: maxCachedBytes,
-      weigh: (s) => s.body.length + key.length,
-    },
-  );
-}
-
-function makeSelection(t: TypeSnapshot, { key, variant }: { key: string; variant: ConfigSourceVariant }): Selection {
-  const full = ResourceTypes[t.kind].wildcard;
-  const picked = full ? t.wildcard : key.split('\u0000').flatMap((n) => t.resources.get(n) ?? []);
-  // Full-state types carry the type version; a named selection gets a version of its own, so a
-  // change to some other cluster's endpoints does not wake this poller.
-  const version = full ? t.version : shortHash(picked.map((r) => `${r.name}\u0000${r.version}`).join('\n'));
-  const resources = picked.map((r) => ({
-    '@type': TypeUrls[t.kind],
-    ...retargetConfigSources(r.json, variant.sourceFor),
-  }));
-  const body = Buffer.from(JSON.stringify({ version_info: version, resources, type_url: TypeUrls[t.kind] }));
-  return { version, body };
-}
-
-interface Connection {
-  id: number;
-  /** Polls it carried so far. */
-  polls: number;
-}
-
-const CONNECTIONS = new WeakMap<object, Connection>();
-let nextConnectionId = 1;
-
-/** A client connection, numbered: a proxy that restarted polls over connections it just opened. */
-function connectionOf(socket: object): Connection {
-  let c = CONNECTIONS.get(socket);
-  if (!c) CONNECTIONS.set(socket, (c = { id: nextConnectionId++, polls: 0 }));
-  return c;
-}
-
-function countPoll(c: Connection): Connection {
-  c.polls++;
-  return c;
-}
-
-interface PollerState {
-  subs: Map<string, PollSubscription>;
-}
-
-const MAX_SUBSCRIPTIONS_PER_NODE = 20_000;
-
-/** Far more than any DiscoveryRequest needs (node metadata is the deepest part); converters recurse. */
-const MAX_JSON_DEPTH = 64;
-
-interface PollRequest {
-  node: NodeIdentity & { userAgent: string };
-  names: string[];
-  version: string;
-}
-
-interface JsonNode {
-  id?: string;
-  cluster?: string;
-  metadata?: Record<string, unknown>;
-  user_agent_name?: string;
-  userAgentName?: string;
-  user_agent_version?: string;
-  userAgentVersion?: string;
-}
-
-interface JsonDiscoveryRequest {
-  type_url?: string;
-  typeUrl?: string;
-  node?: JsonNode;
-  resource_names?: string[];
-  resourceNames?: string[];
-  version_info?: string;
-  versionInfo?: string;
-}
-
-function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
-  if (!body || typeof body !== 'object' || Array.isArray(body))
-    throw new FleetError(ErrorCodes.BAD_REQUEST, 'the body must be a JSON DiscoveryRequest object');
-  if (nestedDeeperThan(body, MAX_JSON_DEPTH))
-    throw new FleetError(ErrorCodes.BAD_REQUEST, `the body is nested deeper than ${MAX_JSON_DEPTH} levels`);
-  const { issues } = encodeJson(DISCOVERY_REQUEST, body);
-  if (issues.length)
-    throw new FleetError(
-      ErrorCodes.BAD_REQUEST,
-      'invalid DiscoveryRequest: ' +
-        issues
-          .slice(0, 5)
-          .map((i) => `${i.path || '(root)'}: ${i.message}`)
-          .join('; '),
-    );
-  // A DiscoveryRequest in proto3 JSON (checked against the proto above), in either field spelling.
-  const b = body as JsonDiscoveryRequest;
-  const typeUrl = b.type_url ?? b.typeUrl;
-  if (typeUrl && typeUrl !== TypeUrls[kind])
-    throw new FleetError(ErrorCodes.BAD_REQUEST, `type_url ${typeUrl} does not match this path (${TypeUrls[kind]})`);
-  const node = b.node;
-  if (!node?.id) throw new FleetError(ErrorCodes.BAD_REQUEST, 'node.id is required');
-  const identity = {
-    id: String(node.id),
-    cluster: String(node.cluster ?? ''),
-    metadata: node.metadata ?? {},
-  };
-  const tooLarge = nodeLimitViolation(identity);
-  if (tooLarge) throw new FleetError(ErrorCodes.BAD_REQUEST, tooLarge);
-  return {
-    node: {
-      ...identity,
-      userAgent: displayUserAgent(
-        [node.user_agent_name ?? node.userAgentName, node.user_agent_version ?? node.userAgentVersion]
-          .filter(Boolean)
-          .join('/'),
-      ),
-    },
-    names: b.resource_names ?? b.resourceNames ?? [],
-    version: String(b.version_info ?? b.versionInfo ?? ''),
-  };
+  of(clusterName: string, longPoll: boolean): ConfigSourceVariant {
+    const key = `${clusterName}|${longPoll}`;
+    let v = this.byKey.get(key);
+    if (!v) {
+      // Cluster names come from clients: the count is bounded.
+      if (this.byKey.size >= 1024) this.byKey.clear();
+      v = restVariant(clusterName, {
+        refreshDelayMs: this.timing.refreshDelayMs,
+        requestTimeoutMs: longPoll ? this.timing.requestTimeoutMs : undefined,
+      });
+      this.byKey.set(key, v);
+    }
+    return v;
+  }
 }
 
 export interface RestServer {
@@ -266,14 +100,9 @@ export interface RestServer {
   releaseAll(): void;
 }
 
-export function createRestServer(opts: RestOptions): RestServer {
-  const tls = opts.tls;
+function restFastify(opts: RestOptions): FastifyInstance {
   const app = Fastify({
-    ...(tls
-      ? {
-          https: listenerOptions(tls.listener),
-        }
-      : {}),
+    ...(opts.tls ? { https: listenerOptions(opts.tls.listener) } : {}),
     // Fastify's own per-request lines only from warn up; fleetxds's lines follow the configured level.
     loggerInstance: fastifyLogger(opts.log.child({ component: 'rest' }, { level: 'warn' })),
     // No child logger per request: a held poll would keep one (about 1 KB with its bound level
@@ -284,33 +113,43 @@ export function createRestServer(opts: RestOptions): RestServer {
     requestTimeout: opts.holdMs + 30_000,
     return503OnClosing: true,
   });
-  const held = new Map<ServerResponse, Held>();
-  /** One listener for every held poll: the proxy went away (or its connection did) while held. */
-  function onHeldClose(this: ServerResponse) {
-    const h = held.get(this);
-    if (h) {
-      held.delete(this);
-      clearTimeout(h.timer);
-    }
-  }
-  const pollers = new Map<StreamStatus, PollerState>();
-  // One variant per (proxy's cluster name, long polling or not), shared by every poll that needs it.
-  const variants = new Map<string, ConfigSourceVariant>();
-  const variantFor = (clusterName: string, longPoll: boolean): ConfigSourceVariant => {
-    const key = `${clusterName}|${longPoll}`;
-    let v = variants.get(key);
-    if (!v) {
-      if (variants.size >= 1024) variants.clear();
-      v = restVariant(clusterName, {
-        refreshDelayMs: opts.refreshDelayMs,
-        requestTimeoutMs: longPoll ? opts.requestTimeoutMs : undefined,
-      });
-      variants.set(key, v);
-    }
-    return v;
-  };
   // Envoy always sends application/json; anything else is refused with 415.
   app.removeContentTypeParser('text/plain');
+  app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
+    const status =
+      err instanceof FleetError ? err.httpStatus : err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
+    if (status >= 500) opts.log.error({ err }, 'REST request failed');
+    reply.code(status).send({ error: err.message });
+  });
+  return app;
+}
+
+/** The node's group and what it is served (its stage's version during a rollout), per poll. */
+function servedTo(cfg: PublishedConfig, node: NodeIdentity) {
+  const group = cfg.resolver.resolve(node);
+  return { group, cfg, ...groupSnapshotFor(cfg, node, group) };
+}
+
+/** The refusal of a poll before its node is looked at: an unknown path, no token, secrets not allowed. */
+type PollCheck = { kind: ResourceKind } | { status: 401 | 403 | 404; error: string };
+
+function pollRefusal(opts: RestOptions, call: string, authorization: string | undefined): PollCheck {
+  const m = /^discovery:([a-z_-]+)$/.exec(call);
+  const kind = m?.[1] ? kindOfRestPath(m[1]) : undefined;
+  if (!kind) {
+    const served = RESOURCE_TYPES.map((t) => `/v3/discovery:${t.restPath}`).join(', ');
+    return { status: 404, error: `no REST discovery at /v3/${call} (served: ${served})` };
+  }
+  if (opts.tokens?.enabled && !opts.tokens.check(authorization))
+    return { status: 401, error: 'a bearer token is required' };
+  if (kind === 'secret' && !opts.secretsAllowed) return { status: 403, error: SECRETS_REFUSED };
+  return { kind };
+}
+
+export function createRestServer(opts: RestOptions): RestServer {
+  const app = restFastify(opts);
+  const pollers = new Pollers(opts);
+  const variants = new Variants(opts);
 
   /** A 200: the subscription now waits for the proxy to report `sel.version`. */
   const sendSelection = (
@@ -320,125 +159,39 @@ export function createRestServer(opts: RestOptions): RestServer {
     t: TypeSnapshot,
     sel: Selection,
   ) => {
-    answered(sub, sel.version, connectionOf(reply.request.raw.socket).id);
+    answered(sub, sel.version, pollers.connection(reply.request.raw.socket).id);
     opts.registry.sent(status, TypeUrls[t.kind], t.version, '');
     reply.code(200).type('application/json').send(sel.body);
   };
-
-  const answer = (h: Held, change?: { t: TypeSnapshot; sel: Selection }) => {
-    clearTimeout(h.timer);
-    held.delete(h.reply.raw);
-    h.reply.raw.off('close', onHeldClose);
-    if (!h.reply.sent && !h.reply.raw.destroyed) {
-      if (!change) h.reply.code(304).send();
-      else sendSelection(h.reply, h.status, h.sub, change.t, change.sel);
-    }
-  };
-
-  /** The node's group and what it is served (its stage's version during a rollout), per poll. */
-  const servedTo = (cfg: PublishedConfig, node: NodeIdentity) => {
-    const group = cfg.resolver.resolve(node);
-    return { group, cfg, ...groupSnapshotFor(cfg, node, group) };
-  };
-  const current = (node: NodeIdentity) => (opts.cache.current ? servedTo(opts.cache.current, node) : undefined);
-
-  /** The type counts as ACKed at `t` once every subscription of it reports its current selection. */
-  const maybeAcked = (status: StreamStatus, state: PollerState, t: TypeSnapshot) => {
-    const typeUrl = TypeUrls[t.kind];
-    if (status.types[typeUrl]?.ackedVersion === t.version) return;
-    for (const sub of state.subs.values()) if (sub.kind === t.kind && awaitingReport(sub)) return;
-    recordReply(opts, status, status.group, { kind: t.kind, version: t.version, nonce: '', snapshot: t });
-  };
-
-  /** Reads what a poll's version says about the subscription's last answer (ACK, inferred NACK, restart). */
-  const observe = (
-    status: StreamStatus,
-    state: PollerState,
-    kind: ResourceKind,
-    key: string,
-    version: string,
-    connection: Connection,
-  ): PollSubscription => {
-    let sub = state.subs.get(key);
-    if (!sub) {
-      if (state.subs.size >= MAX_SUBSCRIPTIONS_PER_NODE) state.subs.delete(state.subs.keys().next().value as string);
-      state.subs.set(key, (sub = newPollSubscription(kind, 0)));
-    }
-    const event = observePoll(sub, version, connection, Date.now());
-    if (event.type === 'restarted') {
-      // A new run of the proxy, not a rejection.
-      opts.registry.newRun(status);
-      state.subs.clear();
-      state.subs.set(key, (sub = newPollSubscription(kind, Date.now())));
-    } else if (event.type === 'rejected') {
-      const message =
-        `inferred: node reports version "${event.reported || '(none)'}" after receiving "${event.sent}"; ` +
-        `REST carries no error detail, see the proxy's log ("REST config for ... rejected")`;
-      recordReply(opts, status, status.group, { kind, version: event.sent, nonce: '', error: { code: 0, message } });
-    }
-    return sub;
-  };
+  const held = new HeldPolls((h, { t, sel }) => sendSelection(h.reply, h.status, h.sub, t, sel));
 
   opts.cache.onPublish((cfg) => {
     // Re-resolve each held node: a model change can also move nodes between groups.
-    for (const h of [...held.values()]) {
+    for (const h of held.list()) {
       const t = servedTo(cfg, h.node).snapshot?.types[h.kind];
       if (!t) continue;
       const sel = restSelection(t, h.names, h.variant, opts.maxCachedBytes);
-      if (releasesHeld(h.sub, h.version, sel.version)) answer(h, { t, sel });
-      else maybeAcked(h.status, pollers.get(h.status)!, t);
+      if (releasesHeld(h.sub, h.version, sel.version)) held.answer(h, { t, sel });
+      else pollers.maybeAcked(h.status, t);
     }
   });
 
   // Subscriptions a proxy stopped polling (a removed cluster's EDS), and proxies that went away.
   const staleMs = opts.pollerExpiryMs ?? Math.max(60_000, 2 * (opts.holdMs + 2 * opts.refreshDelayMs));
-  const sweep = setInterval(
-    () => {
-      const before = Date.now() - staleMs;
-      for (const [status, state] of pollers) {
-        for (const [key, sub] of state.subs) if (sub.lastPollAt < before) state.subs.delete(key);
-        if (state.subs.size === 0) {
-          pollers.delete(status);
-          opts.registry.expirePoller(status);
-        }
-      }
-    },
-    Math.min(Math.max(staleMs / 2, 50), 30_000),
-  );
+  const sweep = setInterval(() => pollers.expire(Date.now() - staleMs), Math.min(Math.max(staleMs / 2, 50), 30_000));
   sweep.unref();
   app.addHook('onClose', async () => clearInterval(sweep));
 
-  app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
-    const status =
-      err instanceof FleetError ? err.httpStatus : err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
-    if (status >= 500) opts.log.error({ err }, 'REST request failed');
-    reply.code(status).send({ error: err.message });
-  });
-
   if (opts.registration) registrationRoutes(app, opts.registration);
 
-  // find-my-way cannot put a parameter right after a literal ':', so take the whole segment.
-  // Not async, and never returning the reply (a thenable): a held poll then costs no pending
-  // promise; fastify waits for reply.send().
-  app.post<{ Params: { call: string } }>('/v3/:call', (req, reply): void => {
-    const m = /^discovery:([a-z_-]+)$/.exec(req.params.call);
-    const kind = m?.[1] ? kindOfRestPath(m[1]) : undefined;
-    if (!kind)
-      return void reply.code(404).send({
-        error: `no REST discovery at /v3/${req.params.call} (served: ${RESOURCE_TYPES.map((t) => t.restPath)
-          .map((t) => `/v3/discovery:${t}`)
-          .join(', ')})`,
-      });
-    if (opts.tokens?.enabled && !opts.tokens.check(req.headers.authorization))
-      return void reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'a bearer token is required' });
-    if (kind === 'secret' && !opts.secretsAllowed) return void reply.code(403).send({ error: SECRETS_REFUSED });
+  const poll = (req: FastifyRequest<{ Params: { call: string } }>, reply: FastifyReply, kind: ResourceKind): void => {
     const { node, names, version } = parseRequest(req.body, kind);
     const cert = verifiedPeerCertificate(req.raw.socket);
-    if (tls?.identityPrefix) {
-      const refusal = checkNodeIdentity(node, cert, tls.identityPrefix);
+    if (opts.tls?.identityPrefix) {
+      const refusal = checkNodeIdentity(node, cert, opts.tls.identityPrefix);
       if (refusal) return void reply.code(403).send({ error: refusal });
     }
-    const at = current(node);
+    const at = opts.cache.current ? servedTo(opts.cache.current, node) : undefined;
     if (!at) return void reply.code(503).send({ error: 'no configuration applied yet' });
     const status = opts.registry.poller({
       nodeId: node.id,
@@ -447,48 +200,47 @@ export function createRestServer(opts: RestOptions): RestServer {
       transport: 'rest',
       peer: req.ip,
       userAgent: node.userAgent,
-      authenticated: Boolean(tls?.identityPrefix) || Boolean(opts.tokens?.enabled),
+      authenticated: Boolean(opts.tls?.identityPrefix) || Boolean(opts.tokens?.enabled),
       ...(cert ? { clientCertificate: clientCertificateOf(cert) } : {}),
     });
-    let state = pollers.get(status);
-    if (!state) pollers.set(status, (state = { subs: new Map() }));
-    const sub = observe(
-      status,
-      state,
-      kind,
-      `${kind}\u0001${selectionKey(kind, names)}`,
-      version,
-      countPoll(connectionOf(req.raw.socket)),
-    );
+    const key = `${kind}\u0001${selectionKey(kind, names)}`;
+    const sub = pollers.observe(status, kind, key, version, req.raw.socket);
     opts.log.debug({ node: node.id, kind, names: names.length, version }, 'REST poll');
 
     // Long polling only for proxies that said their request_timeout allows it.
     const holdMs = Math.min(opts.holdMs, longPollMs(node.metadata));
-    const variant = variantFor(xdsClusterName(node.metadata, req.headers.host, REST_XDS_CLUSTER), holdMs > 0);
+    const variant = variants.of(xdsClusterName(node.metadata, req.headers.host, REST_XDS_CLUSTER), holdMs > 0);
     status.stage = at.stage;
     const t = at.snapshot!.types[kind];
     const sel = restSelection(t, names, variant, opts.maxCachedBytes);
     if (pollAnswer(sub, version, sel.version) === 'send') return sendSelection(reply, status, sub, t, sel);
-    maybeAcked(status, state, t);
+    pollers.maybeAcked(status, t);
     if (holdMs === 0 || held.size >= opts.maxHeld) return void reply.code(304).send();
     // Unchanged: hold until a change releases it, or answer 304 before the proxy's request_timeout.
     // The parsed body is not needed any more (the node's identity and names are kept).
     req.body = undefined;
-    const h: Held = { node, status, kind, names, variant, version, sub, reply };
-    h.timer = setTimeout(answer, holdMs, h);
-    held.set(reply.raw, h);
-    reply.raw.once('close', onHeldClose);
+    held.hold({ node, status, kind, names, variant, version, sub, reply }, holdMs);
+  };
+
+  // find-my-way cannot put a parameter right after a literal ':', so take the whole segment.
+  // Not async, and never returning the reply (a thenable): a held poll then costs no pending
+  // promise; fastify waits for reply.send().
+  app.post<{ Params: { call: string } }>('/v3/:call', (req, reply): void => {
+    const checked = pollRefusal(opts, req.params.call, req.headers.authorization);
+    if ('error' in checked) {
+      if (checked.status === 401) void reply.header('www-authenticate', 'Bearer');
+      return void reply.code(checked.status).send({ error: checked.error });
+    }
+    poll(req, reply, checked.kind);
   });
 
   return {
     app,
     setTls(next) {
-      if (!tls) throw new Error('this REST server does not serve TLS');
+      if (!opts.tls) throw new Error('this REST server does not serve TLS');
       (app.server as HttpsServer).setSecureContext(next);
     },
     heldCount: () => held.size,
-    releaseAll: () => {
-      for (const h of [...held.values()]) answer(h);
-    },
+    releaseAll: () => held.releaseAll(),
   };
 }
