@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// Runs every test/**/*.test.ts file in its own Node process (uvu + tsx), then prints the closing
-// line CI reads: "N passed, N failed". A file that crashes before uvu's summary counts as one
-// failure. Usage: node test/run.mjs [filter-substring ...]
+// Runs every test/**/*.test.ts file in its own Node process (uvu + tsx), several at once, then
+// prints the closing line CI reads: "N passed, N failed". A file that crashes before uvu's summary
+// counts as one failure. Usage: node test/run.mjs [filter-substring ...]
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -20,7 +21,56 @@ function find(dir) {
   return out;
 }
 
-const files = find(join(root, 'test')).filter((f) => !filters.length || filters.some((x) => f.includes(x)));
+/**
+ * Files whose outcome does not depend on the Node.js major running the tests: CI runs them on its
+ * first Node.js (24) and, with FLEETXDS_TEST_ONE_NODE_DONE set, leaves them out on the others.
+ * Every file that starts the server (its gRPC, REST and TLS transports, its serving threads, file
+ * watching, SQLite binding) runs on every Node.js, unless what it proves is the config it serves.
+ */
+const ONE_NODE = [
+  // The packages carry their own Node.js 24 runtime, whatever runs the tests.
+  ['test/release/', 'the packages run their own Node.js'],
+  // Pure functions of a tree: translation, goldens, checks, generated pages, the layering rules.
+  ['test/translate/', 'pure translation'],
+  ['test/model/', 'pure checks'],
+  ['test/compile/', 'validation and real Envoy'],
+  ['test/architecture/', 'source layout'],
+  ['test/packaging/', 'build outputs'],
+  ['test/bench/', 'benchmark bookkeeping'],
+  ['test/bootstrap/', 'generated bootstraps'],
+  ['test/docs/', "the docs' commands, run on the checkout's Node.js"],
+  ['test/e2e/envoy-re2-corpus', "re2js against Envoy's regex engine"],
+  // The status page in Chromium.
+  ['test/admin/status-page', 'the page in a browser'],
+  // Features proven by the traffic real Envoy routes with the config served; the transports that
+  // carry it are proven on every Node.js by test/transports/ and the e2e transport suites.
+  ...[
+    'access-log',
+    'access',
+    'affinity',
+    'aggregate',
+    'auth',
+    'headers',
+    'http-settings',
+    'patches',
+    'rate-limits',
+    'retries',
+    'tcp',
+    'traffic',
+    'websocket',
+    'weighted-by-load',
+  ].map((f) => [`test/e2e/envoy-${f}.test.ts`, 'a feature through Envoy']),
+];
+const oneNodeDone = process.env.FLEETXDS_TEST_ONE_NODE_DONE;
+const onOneNode = (file) => ONE_NODE.some(([prefix]) => relative(root, file).startsWith(prefix));
+
+const selected = find(join(root, 'test')).filter((f) => !filters.length || filters.some((x) => f.includes(x)));
+const files = oneNodeDone ? selected.filter((f) => !onOneNode(f)) : selected;
+if (oneNodeDone)
+  console.log(
+    `${selected.length - files.length} files do not depend on the Node.js major and ran on Node.js ${oneNodeDone}: ` +
+      'not run again here (ONE_NODE in test/run.mjs)',
+  );
 
 // The protos as the server loads them after `npm run build` (dist/proto/envoy.json): tests run the
 // path production runs, not only the slower .proto parse a clean clone would fall back to.
@@ -76,6 +126,34 @@ const runs = files.flatMap((file) => [
     : []),
 ]);
 
+/**
+ * How many test files run at once. Most files wait on sockets, Envoy and timers more than they
+ * compute, so twice the cores keeps the machine busy; FLEETXDS_TEST_JOBS overrides it (1 runs them
+ * one after another, as before).
+ */
+const jobs = Math.max(1, Number(process.env.FLEETXDS_TEST_JOBS) || Math.min(6, 2 * availableParallelism()));
+
+/**
+ * Each file's duration from the last run on this checkout (kept out of git): the slowest start
+ * first, so the run is not left waiting on one long file at its end. Files never timed (a clean
+ * clone) start in the order of the directories known to hold the long ones.
+ */
+const durationsFile = join(root, '.tmp', 'test-durations.json');
+let durations = {};
+try {
+  durations = JSON.parse(readFileSync(durationsFile, 'utf8'));
+} catch {
+  // first run on this checkout
+}
+const SLOW_FIRST = ['test/release/', 'test/e2e/', 'test/replicas/', 'test/docs/', 'test/app/', 'test/transports/'];
+const guess = (file) => {
+  const rel = relative(root, file);
+  const i = SLOW_FIRST.findIndex((d) => rel.startsWith(d));
+  return i < 0 ? 0 : 1e6 - i;
+};
+const key = (r) => relative(root, r.file) + r.label;
+runs.sort((a, b) => (durations[key(b)] ?? guess(b.file)) - (durations[key(a)] ?? guess(a.file)));
+
 function runFile(file, extraEnv) {
   return new Promise((resolve) => {
     const started = Date.now();
@@ -102,13 +180,17 @@ function runFile(file, extraEnv) {
 let passed = 0,
   failed = 0,
   skipped = 0;
-for (const { file, env, label } of runs) {
-  const r = await runFile(file, env);
-  const name = relative(root, file) + label;
+const started = Date.now();
+const queue = [...runs];
+const timed = { ...durations };
+
+function report(label, r) {
+  const name = relative(root, r.file) + label;
+  timed[name] = r.ms;
   if (Number.isNaN(r.total)) {
     failed += 1;
     console.log(`FAIL ${name} (crashed, exit ${r.code}, ${r.ms} ms)\n${r.text}`);
-    continue;
+    return;
   }
   const f = r.total - r.passed - r.skipped;
   passed += r.passed;
@@ -118,5 +200,19 @@ for (const { file, env, label } of runs) {
     console.log(`FAIL ${name}: ${r.passed}/${r.total} passed (exit ${r.code}, ${r.ms} ms)\n${r.text}`);
   else console.log(`ok   ${name}: ${r.passed} passed${r.skipped ? `, ${r.skipped} skipped` : ''} (${r.ms} ms)`);
 }
+
+/** One worker: takes the next file until none is left. Its number keeps its ports apart (freePort). */
+async function worker(n) {
+  for (let run = queue.shift(); run; run = queue.shift()) {
+    const r = await runFile(run.file, { ...run.env, FLEETXDS_TEST_WORKER: String(n) });
+    report(run.label, r);
+  }
+}
+await Promise.all(Array.from({ length: Math.min(jobs, runs.length) }, (_, n) => worker(n)));
+
+mkdirSync(dirname(durationsFile), { recursive: true });
+writeFileSync(durationsFile, JSON.stringify(timed, null, 1));
+const seconds = Math.round((Date.now() - started) / 1000);
+console.log(`${runs.length} files in ${seconds} s, ${jobs} at a time`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed ? 1 : 0;

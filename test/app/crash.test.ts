@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnServer } from '../helpers/process.ts';
+import { random } from '../helpers/random.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
 test('killed during applies, again and again: restarts serve a committed version; the database is intact', async () => {
@@ -21,6 +22,11 @@ test('killed during applies, again and again: restarts serve a committed version
     `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:0 }\nwatch: { ` +
       `debounceMs: 5, maxWaitMs: 20 }\nlog: { level: info }\n`,
   );
+  // The kill times come from a seed, printed: a failing run is replayed with FLEETXDS_CRASH_SEED.
+  const seed = Number(process.env.FLEETXDS_CRASH_SEED) || Math.floor(Math.random() * 2 ** 31);
+  const next = random(seed);
+  const killAfterMs = Array.from({ length: 8 }, () => Math.floor(next() * 120));
+  console.log(`  crash seed ${seed}: kills ${killAfterMs.join(', ')} ms into each burst`);
   for (let i = 0; i < 8; i++) {
     const server = await spawnServer(settings);
     const served = await server.admin('/api/v1/config');
@@ -38,7 +44,7 @@ test('killed during applies, again and again: restarts serve a committed version
     // Start a burst of changes and kill the process somewhere in the middle of applying them.
     for (let k = 0; k < 5; k++)
       writeFileSync(join(dir, 'services.yaml'), BASE['services.yaml']!.replace('10.0.1.1:80', `10.0.${i}.${k + 2}:80`));
-    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 120)));
+    await new Promise((r) => setTimeout(r, killAfterMs[i]));
     await server.stop('SIGKILL');
     const after = new Database(db, { readonly: true });
     try {

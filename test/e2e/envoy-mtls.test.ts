@@ -144,11 +144,10 @@ test("each ADS Envoy's own certificate renewed in place (file-based SDS): its ne
   const renewed = new Map<string, string>();
   for (const s of ads()) {
     const current = lab.clientCertificates.get(s.id)!;
-    assert.equal(
-      [...new Set(await presented(s))],
-      [fingerprint(current.cert)],
-      `${s.id}: status shows its certificate`,
-    );
+    // Its streams may be reconnecting (connections end by age): wait until the status lists them.
+    let seen: string[] = [];
+    await waitFor(`${s.id} connected`, async () => (seen = await presented(s)).length > 0, 20_000);
+    assert.equal([...new Set(seen)], [fingerprint(current.cert)], `${s.id}: status shows its certificate`);
     const before = await updates(s);
     const next = lab.pki.issue(`${s.id}-client-renewed`, `URI:${LAB_IDENTITY_PREFIX}node/${s.id}-*`);
     // As a CA agent writes them: each file whole, renamed into place (the pair is read again on each).

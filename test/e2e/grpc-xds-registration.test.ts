@@ -75,8 +75,8 @@ test('a registered endpoint is picked; after the push that marks it unhealthy, i
   await waitFor('the client picks c', async () => (await backendsOf(12)).has('c'), 10_000, 50);
   const versionBefore = app.cache.current!.versionId;
   assert.is(await heartbeat('unhealthy'), 200);
-  // One EDS push (no new config version); give it the time of one round trip.
-  await new Promise((r) => setTimeout(r, 300));
+  // One EDS push (no new config version): once the client has taken it, c is never picked again.
+  await waitFor('the client stops picking c', async () => !(await backendsOf(12)).has('c'), 10_000, 20);
   const after = await backendsOf(60);
   assert.not.ok(after.has('c'), `picked after it was marked unhealthy: ${[...after].join(', ')}`);
   assert.equal([...after].sort(), ['a', 'b']);

@@ -29,13 +29,22 @@ export function envoyBinary(version: EnvoyVersion): string {
 const handedOut = new Set<number>();
 
 /**
- * A port for a listener that someone (Envoy) binds later. Taken below Linux's ephemeral range
- * (32768-60999): a port from `listen(0)` can be handed again by the kernel to an outbound
- * connection or another `listen(0)` before Envoy binds it, which made Envoy fail to bind.
+ * The ports this process may hand out: below Linux's ephemeral range (32768-60999), since a port
+ * from `listen(0)` can be handed again by the kernel to an outbound connection or another
+ * `listen(0)` before Envoy binds it. Test files running at once (test/run.mjs numbers its workers
+ * in FLEETXDS_TEST_WORKER) each draw from a range of their own.
  */
+const PORT_RANGE = (() => {
+  const worker = Number(process.env.FLEETXDS_TEST_WORKER);
+  if (!Number.isInteger(worker) || worker < 0 || worker > 5) return { from: 20_000, size: 12_000 };
+  return { from: 20_000 + worker * 2_000, size: 2_000 };
+})();
+
+/** A port for a listener that someone (Envoy) binds later. */
 export async function freePort(): Promise<number> {
+  const { from, size } = PORT_RANGE;
   for (let attempt = 0; attempt < 200; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const port = from + Math.floor(Math.random() * size);
     if (handedOut.has(port)) continue;
     const ok = await new Promise<boolean>((resolve) => {
       const s = createServer();
@@ -47,7 +56,7 @@ export async function freePort(): Promise<number> {
       return port;
     }
   }
-  throw new Error('no free port in 20000-31999');
+  throw new Error(`no free port in ${from}-${from + size - 1}`);
 }
 
 export interface EnvoyProcess {

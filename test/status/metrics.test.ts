@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connect, T } from '../helpers/ads-client.ts';
+import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
@@ -36,7 +37,8 @@ test('Prometheus metrics: clients by transport, pushes, ACKs, NACKs, push latenc
     });
     writeFileSync(join(dir, 'bad.yaml'), 'kind: Nope\n');
     await app.reload();
-    await new Promise((r) => setTimeout(r, 100));
+    const cluster = () => app.registry.byNodeId('m')[0]?.types[T.cluster];
+    await waitFor('the NACK read', () => cluster()?.lastNack !== undefined, 10_000, 10);
     const text = await (await fetch(`http://127.0.0.1:${app.adminPort}/metrics`)).text();
     assert.is(metric(text, 'fleetxds_connected_clients{transport="grpc-ads"}'), 1);
     assert.is(metric(text, 'fleetxds_pushes_total{type="Cluster"}'), 2);
@@ -56,7 +58,7 @@ test('Prometheus metrics: clients by transport, pushes, ACKs, NACKs, push latenc
     await app.reload();
     const r3 = await s.next();
     s.send({ type_url: T.cluster, version_info: r3.version_info, response_nonce: r3.nonce });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the ACK read', () => cluster()?.ackedVersion === r3.version_info, 10_000, 10);
     const again = await (await fetch(`http://127.0.0.1:${app.adminPort}/metrics`)).text();
     assert.is(metric(again, 'fleetxds_pushes_total{type="Cluster"}'), 3);
     assert.is(metric(again, 'fleetxds_acks_total{type="Cluster"}'), 2);

@@ -2,7 +2,7 @@
  * Rendered DiscoveryResponse files for Envoy's path-based subscriptions (docs/xds-protocol.md §6.4).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -14,6 +14,7 @@ import { NodeGroupResolver } from '../../src/model/node-groups.ts';
 import type { PublishedConfig } from '../../src/snapshot/snapshot-cache.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
 import { startServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/process.ts';
 import { BASE, diagnosticsOf, tempDir, writeTree } from '../helpers/tree.ts';
 
 async function published(files: Record<string, string>): Promise<PublishedConfig> {
@@ -124,25 +125,28 @@ test('a reader never sees a partial file while a writer loops', async () => {
   const configs = [await published(big(1)), await published(big(2))];
   await r.render(configs[0]!);
   const file = join(out, 'default', 'cds.json');
+  // The reader reads until the writer is done (a stop file), however slow the machine is.
+  const stop = join(tempDir(), 'stop');
   const reader = spawn(process.execPath, [
     '-e',
     `
-    const fs = require('fs'); let ok = 0, bad = 0; const until = Date.now() + 3000;
-    while (Date.now() < until) { try { JSON.parse(fs.readFileSync(${JSON.stringify(file)}, 'utf8')); ok++; } catch (e) { bad++; } }
+    const fs = require('fs'); let ok = 0, bad = 0; console.log('reading');
+    while (!fs.existsSync(${JSON.stringify(stop)})) {
+      try { JSON.parse(fs.readFileSync(${JSON.stringify(file)}, 'utf8')); ok++; } catch (e) { bad++; }
+    }
     console.log(JSON.stringify({ ok, bad }));`,
   ]);
   let text = '';
   reader.stdout.on('data', (d) => (text += d));
   const done = new Promise((res) => reader.on('close', res));
+  await waitFor('the reader reading', () => text.startsWith('reading'), 10_000, 10);
   let writes = 0;
-  const until = Date.now() + 2500;
-  for (let i = 1; Date.now() < until; i++) {
-    writes += (await r.render(configs[i % 2]!)).written > 0 ? 1 : 0;
-  }
+  for (let i = 1; i <= 10; i++) writes += (await r.render(configs[i % 2]!)).written > 0 ? 1 : 0;
+  writeFileSync(stop, '');
   await done;
-  const { ok, bad } = JSON.parse(text);
-  assert.ok(writes > 3, `writer looped (${writes})`);
-  assert.ok(ok > 20, `reader read (${ok})`);
+  const { ok, bad } = JSON.parse(text.split('\n')[1]!);
+  assert.is(writes, 10, 'every render wrote the file');
+  assert.ok(ok > 0, `reader read (${ok})`);
   assert.is(bad, 0, 'partial or missing file seen');
 });
 

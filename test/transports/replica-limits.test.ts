@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as grpc from '@grpc/grpc-js';
 import { connect, T } from '../helpers/ads-client.ts';
+import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 
@@ -29,7 +30,7 @@ test('above grpc.maxStreams new streams are refused with RESOURCE_EXHAUSTED; a f
     assert.match(st.details, /maximum of 2 streams/);
     a.close();
     await a.status;
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the slot freed', () => app.registry.connected().length === 1, 10_000, 10);
     const d = open('d');
     assert.ok((await d.next()).resources.length > 0, 'a freed slot serves again');
     b.close();

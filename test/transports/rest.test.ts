@@ -5,6 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { encodeJson } from '../../src/xds/proto-json.ts';
+import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, writeTree } from '../helpers/tree.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
@@ -178,12 +179,10 @@ test('a held poll whose proxy hangs up is let go at once (no timer left, the nex
   const gone = new AbortController();
   const hungUp = poll('clusters', { node: LONG_POLLER, version_info }, { signal: gone.signal }).catch((e) => e);
   const kept = poll('clusters', { node: { ...LONG_POLLER, id: 'rest-2' }, version_info });
-  await new Promise((r) => setTimeout(r, 200));
-  assert.is(app.rest!.heldCount(), 2);
+  await waitFor('both polls held', () => app.rest!.heldCount() === 2, 10_000, 10);
   gone.abort();
   assert.is(((await hungUp) as Error).name, 'AbortError');
-  await new Promise((r) => setTimeout(r, 100));
-  assert.is(app.rest!.heldCount(), 1);
+  await waitFor('the poll whose client went away let go', () => app.rest!.heldCount() === 1, 10_000, 10);
   await apply({ 'services.yaml': BASE['services.yaml']!.replace('name: web\n', 'name: web\nconnectTimeout: 2s\n') });
   const r = await kept;
   assert.is(r.status, 200);
@@ -202,8 +201,7 @@ test('a config change releases a held poll at once with the new version', async 
   app = await startServer(dir, { rest: { holdMs: 20_000, requestTimeoutMs: 30_000 } });
   const first = await poll('endpoints', { node: LONG_POLLER, resource_names: ['api'] });
   const held = poll('endpoints', { node: LONG_POLLER, resource_names: ['api'], version_info: first.json.version_info });
-  await new Promise((r) => setTimeout(r, 200));
-  assert.is(app.rest!.heldCount(), 1);
+  await waitFor('the poll held', () => app.rest!.heldCount() === 1, 10_000, 10);
   // A change to another cluster's endpoints does not wake this poll.
   await apply({ 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80') });
   await new Promise((r) => setTimeout(r, 100));
