@@ -4,7 +4,19 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'release/', '.node/', '.envoy/', '.data/', 'test/golden/'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'release/',
+      '.node/',
+      '.envoy/',
+      '.data/',
+      '.tmp/',
+      '.grpc-go/',
+      'test/golden/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

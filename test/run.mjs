@@ -94,6 +94,8 @@ if (oneNodeDone)
     },
   );
   if (r.status !== 0) console.log('warning: building dist/ failed; the tests that run it will fail');
+  // Servers and commands the tests start run this build (test/helpers/process.ts fleetxdsArgs).
+  else process.env.FLEETXDS_TEST_BUILT = '1';
 }
 
 // The end-to-end tests run real Envoy: install the releases they use (quick when already there).
@@ -127,11 +129,12 @@ const runs = files.flatMap((file) => [
 ]);
 
 /**
- * How many test files run at once. Most files wait on sockets, Envoy and timers more than they
- * compute, so twice the cores keeps the machine busy; FLEETXDS_TEST_JOBS overrides it (1 runs them
- * one after another, as before).
+ * How many test files run at once: one per core. Each file starts processes of its own (the
+ * server, Envoys, clients), so more than that starves them, and tests of timeouts (Envoy's 1 s
+ * REST request_timeout) fail on a machine that is only busy. FLEETXDS_TEST_JOBS overrides it (1
+ * runs them one after another).
  */
-const jobs = Math.max(1, Number(process.env.FLEETXDS_TEST_JOBS) || Math.min(6, 2 * availableParallelism()));
+const jobs = Math.max(1, Number(process.env.FLEETXDS_TEST_JOBS) || availableParallelism());
 
 /**
  * Each file's duration from the last run on this checkout (kept out of git): the slowest start

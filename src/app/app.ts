@@ -151,6 +151,51 @@ async function startGrpc(
   return grpc;
 }
 
+/** The Prometheus metrics, with the pipeline's applies, refusals and unreadable trees counted. */
+function serverMetrics(
+  config: ServerConfig,
+  registry: NodeRegistry,
+  cache: SnapshotCache,
+  pipeline: ConfigPipeline,
+  desk: DecisionDesk,
+): Metrics {
+  const metrics = new Metrics(
+    registry,
+    cache,
+    config.replica?.name,
+    () => {
+      const a = pipeline.rollout;
+      return a && { stage: a.state.stage, halted: a.state.status === 'halted', to: a.state.to };
+    },
+    () => desk.status(),
+  );
+  pipeline.events.on('applied', (ms: number) => metrics.applyDuration.observe(ms / 1000));
+  pipeline.events.on('rejected', () => metrics.validationFailures.inc());
+  pipeline.events.on('unreadable', () => metrics.readFailures.inc());
+  return metrics;
+}
+
+/** The line that says the server is up: where each listener is, what is served. */
+function logServing(
+  config: ServerConfig,
+  log: Logger,
+  ports: { grpc: number; admin: number; rest: number },
+  versionId: number | undefined,
+): void {
+  const at = (listen: string, port: number) => `${splitListen(listen).host}:${port}`;
+  log.info(
+    {
+      grpc: at(config.grpc.listen, ports.grpc),
+      admin: at(config.admin.listen, ports.admin),
+      rest: config.rest ? at(config.rest.listen, ports.rest) : null,
+      files: config.files?.enabled ? config.files.dir : null,
+      configDir: config.configDir,
+      versionId: versionId ?? null,
+    },
+    'fleetxds serving',
+  );
+}
+
 async function assemble(config: ServerConfig, log: Logger, teardown: Teardown): Promise<RunningApp> {
   const grpcCertificate = listenerCertificate('grpc', config.grpc.tls, log);
   const restCertificate = listenerCertificate('rest', config.rest?.tls, log);
@@ -190,19 +235,7 @@ async function assemble(config: ServerConfig, log: Logger, teardown: Teardown): 
   teardown.defer('decisions under way', () => desk.idle());
   const rollouts = new RolloutDriver(pipeline, cache, registry, stores, log.child({ component: 'rollout' }));
   teardown.stopFirst('the rollout driver', () => rollouts.stop());
-  const metrics = new Metrics(
-    registry,
-    cache,
-    config.replica?.name,
-    () => {
-      const a = pipeline.rollout;
-      return a && { stage: a.state.stage, halted: a.state.status === 'halted', to: a.state.to };
-    },
-    () => desk.status(),
-  );
-  pipeline.events.on('applied', (ms: number) => metrics.applyDuration.observe(ms / 1000));
-  pipeline.events.on('rejected', () => metrics.validationFailures.inc());
-  pipeline.events.on('unreadable', () => metrics.readFailures.inc());
+  const metrics = serverMetrics(config, registry, cache, pipeline, desk);
   await keepEndpoints(membership, config.replica?.postgres, log, teardown);
 
   // Serve the last good version before touching the directory (fast restart, survives a broken tree).
@@ -250,17 +283,7 @@ async function assemble(config: ServerConfig, log: Logger, teardown: Teardown): 
   };
   const certificatePaths = certificates.flatMap((c) => c.paths);
   await watchListenerCertificates(config.watch, certificatePaths, reloadCertificates, log, teardown);
-  log.info(
-    {
-      grpc: `${splitListen(config.grpc.listen).host}:${grpc.port}`,
-      admin: `${splitListen(config.admin.listen).host}:${admin.port}`,
-      rest: config.rest ? `${splitListen(config.rest.listen).host}:${restListener.port}` : null,
-      files: config.files?.enabled ? config.files.dir : null,
-      configDir: config.configDir,
-      versionId: cache.current?.versionId ?? null,
-    },
-    'fleetxds serving',
-  );
+  logServing(config, log, { grpc: grpc.port, admin: admin.port, rest: restListener.port }, cache.current?.versionId);
 
   return {
     grpcPort: grpc.port,

@@ -8,7 +8,7 @@
  *   bootstrap --group G --mode ads|delta|per-type|per-type-delta|rest|files|grpc   print a proxy bootstrap
  */
 import * as nodeModule from 'node:module';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 // The first thing this file does is to refuse a Node too old to run the rest, by name: every
 // command is imported when run, so an older Node gets this message instead of a link error from
@@ -63,44 +63,47 @@ const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: versio
            [--zone Z] [--token-file F | --tls-cert F --tls-key F] [--tls-ca F]
                                                 register an endpoint, heartbeat with its check, drain on stop`;
 
+/** Every option of every command (parseArgs refuses others). */
+const OPTIONS = {
+  config: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  group: { type: 'string' },
+  kind: { type: 'string' },
+  type: { type: 'string' },
+  out: { type: 'string' },
+  mode: { type: 'string' },
+  'node-id': { type: 'string' },
+  'node-cluster': { type: 'string' },
+  'envoy-admin': { type: 'string' },
+  server: { type: 'string', multiple: true },
+  'tls-ca': { type: 'string' },
+  'tls-server-name': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'tls-sds': { type: 'string' },
+  base: { type: 'string' },
+  branch: { type: 'string' },
+  subdir: { type: 'string' },
+  keep: { type: 'string' },
+  'git-dir': { type: 'string' },
+  envoy: { type: 'string', multiple: true },
+  previous: { type: 'string' },
+  service: { type: 'string' },
+  address: { type: 'string' },
+  check: { type: 'string' },
+  interval: { type: 'string' },
+  weight: { type: 'string' },
+  zone: { type: 'string' },
+  'token-file': { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const satisfies ParseArgsConfig['options'];
+
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, ...rest] = argv;
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: {
-      config: { type: 'string' },
-      json: { type: 'boolean', default: false },
-      group: { type: 'string' },
-      kind: { type: 'string' },
-      type: { type: 'string' },
-      out: { type: 'string' },
-      mode: { type: 'string' },
-      'node-id': { type: 'string' },
-      'node-cluster': { type: 'string' },
-      'envoy-admin': { type: 'string' },
-      server: { type: 'string', multiple: true },
-      'tls-ca': { type: 'string' },
-      'tls-server-name': { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-      'tls-sds': { type: 'string' },
-      base: { type: 'string' },
-      branch: { type: 'string' },
-      subdir: { type: 'string' },
-      keep: { type: 'string' },
-      'git-dir': { type: 'string' },
-      envoy: { type: 'string', multiple: true },
-      previous: { type: 'string' },
-      service: { type: 'string' },
-      address: { type: 'string' },
-      check: { type: 'string' },
-      interval: { type: 'string' },
-      weight: { type: 'string' },
-      zone: { type: 'string' },
-      'token-file': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
+    options: OPTIONS,
   });
   // An installed release reads /etc/fleetxds/fleetxds.yaml unless told otherwise; a checkout its example.
   const config = values.config ?? (await import('./version.ts')).defaultSettingsFile();

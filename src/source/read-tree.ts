@@ -148,10 +148,60 @@ async function readTreeWith(
   const paths: string[] = [];
   await walk(root, root, paths, problems, limits);
   paths.sort();
+  const entries = await readEntries(root, paths, limits, cache, problems, pool, opts);
+  // Nothing is judged (or forgotten: the stamps and parses of the files not read) before a full read.
+  if (problems.incomplete) return problems.nothingRead(root);
+  cache.pruneStamps(entries.map((e) => e.abs));
+  const treeHash = combineHashes(entries.map((e) => ({ file: e.rel, hash: e.hash })));
+  if (
+    (Array.isArray(opts.unlessTreeHash) ? opts.unlessTreeHash.includes(treeHash) : opts.unlessTreeHash === treeHash) &&
+    diagnostics.length === 0
+  )
+    return { root, treeHash, files: [], diagnostics, unchanged: true };
+  const { slots, pending } = await collectParses(entries, cache, problems);
+  // The tree's documents, counted before any parse: those of kept parses, and each new file's bound.
+  let documents = 0;
+  for (const f of slots) documents += f?.documents.length ?? 0;
+  for (const p of pending) documents += Math.min(documentBound(p.job.text), MAX_DOCUMENTS_PER_FILE + 1);
+  if (documents > MAX_DOCUMENTS_PER_TREE) {
+    diagnostics.push({
+      code: Codes.YAML_LIMIT,
+      severity: 'error',
+      message: `the tree holds up to ${documents} documents; the limit is ${MAX_DOCUMENTS_PER_TREE}`,
+    });
+    return { root, treeHash, files: [], diagnostics };
+  }
+  const parsed = await parseBatch(
+    pending.map((p) => p.job),
+    {
+      workers: pool.workers,
+      ...(opts.parseStats && { stats: opts.parseStats }),
+      ...(opts.parallelMinWork !== undefined && { minWork: opts.parallelMinWork }),
+    },
+  );
+  if (problems.incomplete) return problems.nothingRead(root);
+  pending.forEach((p, i) => (slots[p.slot] = cache.adopt(parsed[i]!)));
+  const files = slots as ParsedFile[];
+  cache.retainOnly(files);
+  return { root, treeHash, files, diagnostics };
+}
+
+/**
+ * Stats every file, and reads and hashes those whose stamp changed; the parse threads start once
+ * the files read so far hold enough text no parse is kept of (their start overlaps the rest).
+ */
+async function readEntries(
+  root: string,
+  paths: readonly string[],
+  limits: TreeLimits,
+  cache: SourceCache,
+  problems: ReadProblems,
+  pool: { workers?: ParseWorkers },
+  opts: ReadOptions,
+): Promise<Entry[]> {
+  const { diagnostics } = problems;
   const entries: Entry[] = [];
   let total = 0;
-  // Workers for the parse, started once the files read so far hold enough text no parse is kept
-  // of: their start then overlaps reading the rest of the tree.
   let unparsed = 0;
   // Stats in parallel: one at a time, 10,000 files cost 10,000 round trips to the thread pool.
   const absolute = paths.map((rel) => join(root, ...rel.split('/')));
@@ -195,15 +245,16 @@ async function readTreeWith(
       problems.unreadable(err, (err as Error).message, rel);
     }
   }
-  // Nothing is judged (or forgotten: the stamps and parses of the files not read) before a full read.
-  if (problems.incomplete) return problems.nothingRead(root);
-  cache.pruneStamps(entries.map((e) => e.abs));
-  const treeHash = combineHashes(entries.map((e) => ({ file: e.rel, hash: e.hash })));
-  if (
-    (Array.isArray(opts.unlessTreeHash) ? opts.unlessTreeHash.includes(treeHash) : opts.unlessTreeHash === treeHash) &&
-    diagnostics.length === 0
-  )
-    return { root, treeHash, files: [], diagnostics, unchanged: true };
+  return entries;
+}
+
+/** Each file's parse: kept from before, or a job for the parse (a file that is not UTF-8 is refused at its byte). */
+async function collectParses(
+  entries: readonly Entry[],
+  cache: SourceCache,
+  problems: ReadProblems,
+): Promise<{ slots: (ParsedFile | undefined)[]; pending: { slot: number; job: ParseJob }[] }> {
+  const { diagnostics } = problems;
   const slots: (ParsedFile | undefined)[] = [];
   const pending: { slot: number; job: ParseJob }[] = [];
   for (const e of entries) {
@@ -239,31 +290,7 @@ async function readTreeWith(
     }
     slots.push(parsed);
   }
-  // The tree's documents, counted before any parse: those of kept parses, and each new file's bound.
-  let documents = 0;
-  for (const f of slots) documents += f?.documents.length ?? 0;
-  for (const p of pending) documents += Math.min(documentBound(p.job.text), MAX_DOCUMENTS_PER_FILE + 1);
-  if (documents > MAX_DOCUMENTS_PER_TREE) {
-    diagnostics.push({
-      code: Codes.YAML_LIMIT,
-      severity: 'error',
-      message: `the tree holds up to ${documents} documents; the limit is ${MAX_DOCUMENTS_PER_TREE}`,
-    });
-    return { root, treeHash, files: [], diagnostics };
-  }
-  const parsed = await parseBatch(
-    pending.map((p) => p.job),
-    {
-      workers: pool.workers,
-      ...(opts.parseStats && { stats: opts.parseStats }),
-      ...(opts.parallelMinWork !== undefined && { minWork: opts.parallelMinWork }),
-    },
-  );
-  if (problems.incomplete) return problems.nothingRead(root);
-  pending.forEach((p, i) => (slots[p.slot] = cache.adopt(parsed[i]!)));
-  const files = slots as ParsedFile[];
-  cache.retainOnly(files);
-  return { root, treeHash, files, diagnostics };
+  return { slots, pending };
 }
 
 function combineHashes(files: readonly { file: string; hash: string }[]): string {

@@ -46,6 +46,98 @@ function typeCounter(registry: client.Registry, name: string, help: string): (ty
   return (typeUrl) => void tally.set(typeUrl, (tally.get(typeUrl) ?? 0) + 1);
 }
 
+/** The gauges read at each scrape: clients, certificates, the served version, the rollout, the shared store. */
+function fleetGauges(
+  reg: client.Registry,
+  registry: NodeRegistry,
+  cache: SnapshotCache,
+  rollout: () => RolloutMetrics | undefined,
+  shared: () => SharedDecisionStatus | undefined,
+): void {
+  new client.Gauge({
+    name: 'fleetxds_connected_clients',
+    help: 'Open xDS streams by transport; REST: nodes that polled in the last 5 minutes',
+    labelNames: ['transport'],
+    registers: [reg],
+    collect() {
+      this.reset();
+      const by = new Map<string, number>();
+      for (const s of registry.connected()) by.set(s.transport, (by.get(s.transport) ?? 0) + 1);
+      const recent = Date.now() - 300_000;
+      by.set('rest', registry.polling().filter((p) => Date.parse(p.lastSeenAt ?? '') > recent).length);
+      for (const [t, n] of by) this.set({ transport: t }, n);
+    },
+  });
+  new client.Gauge({
+    name: 'fleetxds_client_certificate_expiry_earliest_timestamp_seconds',
+    help:
+      'When the first to expire of the client certificates connected proxies presented expires (Unix time); ' +
+      "absent without mTLS clients; the status shows each node's certificate",
+    registers: [reg],
+    collect() {
+      this.reset();
+      let earliest = Infinity;
+      for (const s of [...registry.connected(), ...registry.polling()]) {
+        const at = s.clientCertificate ? Date.parse(s.clientCertificate.notAfter) : NaN;
+        if (at < earliest) earliest = at;
+      }
+      if (earliest !== Infinity) this.set(earliest / 1000);
+    },
+  });
+  new client.Gauge({
+    name: 'fleetxds_config_version',
+    help: 'Id of the config version being served',
+    registers: [reg],
+    collect() {
+      this.set(cache.current?.versionId ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: 'fleetxds_rollout_stage',
+    help: 'Index of the stage a staged rollout is at (0 = first); -1 when none is under way',
+    registers: [reg],
+    collect() {
+      this.set(rollout()?.stage ?? -1);
+    },
+  });
+  new client.Gauge({
+    name: 'fleetxds_rollout_halted',
+    help: '1 while a staged rollout is halted (by a NACK or an operator)',
+    registers: [reg],
+    collect() {
+      this.set(rollout()?.halted ? 1 : 0);
+    },
+  });
+  new client.Gauge({
+    name: 'fleetxds_rollout_target_version',
+    help: 'Config version a staged rollout is delivering; 0 when none is under way',
+    registers: [reg],
+    collect() {
+      this.set(rollout()?.to ?? 0);
+    },
+  });
+  new client.Gauge({
+    name: 'fleetxds_shared_store_up',
+    help: '1 while the shared decision store (PostgreSQL) is reachable, 0 while not; -1 when not shared',
+    registers: [reg],
+    collect() {
+      const s = shared();
+      this.set(s ? Number(s.connected) : -1);
+    },
+  });
+  new client.Gauge({
+    name: 'fleetxds_shared_decisions_behind',
+    help:
+      'Shared decisions in the store this replica has not applied yet; -1 while it cannot know (the store ' +
+      'unreachable, or not read to its end since it was reached)',
+    registers: [reg],
+    collect() {
+      const s = shared();
+      this.set(s ? (s.behind ?? -1) : 0);
+    },
+  });
+}
+
 export class Metrics {
   readonly registry = new client.Registry();
   private readonly pushes = typeCounter(
@@ -121,88 +213,7 @@ export class Metrics {
     client.collectDefaultMetrics({ register: this.registry });
     const reg = this.registry;
     this.health = new PushHealth(() => registry.connected().length + registry.polling().length);
-    new client.Gauge({
-      name: 'fleetxds_connected_clients',
-      help: 'Open xDS streams by transport; REST: nodes that polled in the last 5 minutes',
-      labelNames: ['transport'],
-      registers: [reg],
-      collect() {
-        this.reset();
-        const by = new Map<string, number>();
-        for (const s of registry.connected()) by.set(s.transport, (by.get(s.transport) ?? 0) + 1);
-        const recent = Date.now() - 300_000;
-        by.set('rest', registry.polling().filter((p) => Date.parse(p.lastSeenAt ?? '') > recent).length);
-        for (const [t, n] of by) this.set({ transport: t }, n);
-      },
-    });
-    new client.Gauge({
-      name: 'fleetxds_client_certificate_expiry_earliest_timestamp_seconds',
-      help:
-        'When the first to expire of the client certificates connected proxies presented expires (Unix time); ' +
-        "absent without mTLS clients; the status shows each node's certificate",
-      registers: [reg],
-      collect() {
-        this.reset();
-        let earliest = Infinity;
-        for (const s of [...registry.connected(), ...registry.polling()]) {
-          const at = s.clientCertificate ? Date.parse(s.clientCertificate.notAfter) : NaN;
-          if (at < earliest) earliest = at;
-        }
-        if (earliest !== Infinity) this.set(earliest / 1000);
-      },
-    });
-    new client.Gauge({
-      name: 'fleetxds_config_version',
-      help: 'Id of the config version being served',
-      registers: [reg],
-      collect() {
-        this.set(cache.current?.versionId ?? 0);
-      },
-    });
-    new client.Gauge({
-      name: 'fleetxds_rollout_stage',
-      help: 'Index of the stage a staged rollout is at (0 = first); -1 when none is under way',
-      registers: [reg],
-      collect() {
-        this.set(rollout()?.stage ?? -1);
-      },
-    });
-    new client.Gauge({
-      name: 'fleetxds_rollout_halted',
-      help: '1 while a staged rollout is halted (by a NACK or an operator)',
-      registers: [reg],
-      collect() {
-        this.set(rollout()?.halted ? 1 : 0);
-      },
-    });
-    new client.Gauge({
-      name: 'fleetxds_rollout_target_version',
-      help: 'Config version a staged rollout is delivering; 0 when none is under way',
-      registers: [reg],
-      collect() {
-        this.set(rollout()?.to ?? 0);
-      },
-    });
-    new client.Gauge({
-      name: 'fleetxds_shared_store_up',
-      help: '1 while the shared decision store (PostgreSQL) is reachable, 0 while not; -1 when not shared',
-      registers: [reg],
-      collect() {
-        const s = shared();
-        this.set(s ? Number(s.connected) : -1);
-      },
-    });
-    new client.Gauge({
-      name: 'fleetxds_shared_decisions_behind',
-      help:
-        'Shared decisions in the store this replica has not applied yet; -1 while it cannot know (the store ' +
-        'unreachable, or not read to its end since it was reached)',
-      registers: [reg],
-      collect() {
-        const s = shared();
-        this.set(s ? (s.behind ?? -1) : 0);
-      },
-    });
+    fleetGauges(reg, registry, cache, rollout, shared);
     cache.onPublish((cfg) => {
       const now = Date.now();
       if (this.published > 100_000) {

@@ -9,7 +9,9 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { projectPath } from '../../src/shared/paths.ts';
 import { commandBlocks, docBlocks, sessionScript } from '../helpers/doc-blocks.ts';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 test('every fenced block names its language; every block of commands names the test that runs it', () => {
   const blocks = docBlocks();
@@ -65,6 +67,34 @@ test('blocks run as one session: stops at the first failure; what keeps running 
   assert.is(r.status, 1);
   assert.match(r.stderr, /failed at p\.md:3/);
   assert.not.match(r.stdout, /never/);
+});
+
+test('curl cut short by head, as in a terminal, is no failure; a curl that fails still is', async () => {
+  const big = Buffer.alloc(4 << 20, 'x');
+  const server = createServer((_req, res) => res.end(big));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    const session = (text: string) =>
+      new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn('bash', ['-c', sessionScript([{ page: 'p.md', line: 1, text }])]);
+        let out = '';
+        child.stdout.on('data', (d) => (out += d));
+        child.stderr.on('data', (d) => (out += d));
+        child.on('close', (code) => resolve({ code, out }));
+      });
+    for (let i = 0; i < 5; i++) {
+      const r = await session(`curl -s 127.0.0.1:${port}/ | head -c 10; echo\necho after`);
+      assert.is(r.code, 0, r.out);
+      assert.match(r.out, /^x{10}\nafter$/m);
+    }
+    const refused = await session(`curl -sf 127.0.0.1:1/ | head -c 10; echo\necho never`);
+    assert.is.not(refused.code, 0, refused.out);
+    assert.match(refused.out, /failed at p\.md:2/);
+    assert.not.match(refused.out, /never/);
+  } finally {
+    server.close();
+  }
 });
 
 test.run();

@@ -15,11 +15,10 @@ import http from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { projectPath } from '../../src/shared/paths.ts';
 import { ENVOY_VERSIONS, freePort, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { reportSetupFailure, startHttpBackend, type Backend } from '../helpers/envoy-lab.ts';
 import { perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
-import { waitFor } from '../helpers/process.ts';
+import { fleetxdsArgs, waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
 
@@ -64,9 +63,7 @@ interface Registrar {
 function register(name: string, token = TOKEN): Registrar {
   const tokenFile = writeTree({ token });
   const child = spawn(process.execPath, [
-    '--import',
-    'tsx',
-    projectPath('src', 'cli', 'main.ts'),
+    ...fleetxdsArgs(),
     'register',
     '--service',
     'app',

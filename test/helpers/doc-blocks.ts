@@ -95,6 +95,9 @@ const q = shellQuote;
 export function sessionScript(blocks: readonly Pick<DocBlock, 'page' | 'line' | 'text'>[]): string {
   const out = [
     'set -eo pipefail',
+    // `curl ... | head -c 600` ends curl early, as in the operator's terminal: curl then exits 23
+    // (it could not write the rest), which pipefail would count as the command failing.
+    'curl() { local s=0; command curl "$@" || s=$?; [ $s -eq 23 ] && return 0; return $s; }',
     '__bg=()',
     '__at=',
     '__stop() { __s=$?; for p in "${__bg[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done',

@@ -13,7 +13,7 @@ import { stringify } from 'yaml';
 import { projectPath } from '../../src/shared/paths.ts';
 import { makePki, type CertFiles, type Pki } from './certs.ts';
 import { freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from './envoy.ts';
-import { spawnServer, waitFor, type ServerProcess } from './process.ts';
+import { fleetxdsArgs, spawnServer, waitFor, type ServerProcess } from './process.ts';
 import { startSlowLink, type SlowLink } from './slow-link.ts';
 import { tempDir } from './tree.ts';
 
@@ -302,9 +302,7 @@ export async function startLab(specs: LabEnvoySpec[], opts: LabOptions = {}): Pr
     const { stdout } = await run(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        projectPath('src', 'cli', 'main.ts'),
+        ...fleetxdsArgs(),
         'bootstrap',
         '--config',
         join(root, 'fleetxds.yaml'),

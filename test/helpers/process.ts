@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
-import { projectPath } from '../../src/shared/paths.ts';
+import { existsSync } from 'node:fs';
+import { projectPath, SERVER_ENTRY } from '../../src/shared/paths.ts';
 import { SERVER_NODE_FLAGS } from '../../src/shared/runtime-flags.ts';
 
 export interface ServerProcess {
@@ -13,6 +14,17 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/**
+ * The node arguments that run the fleetxds command: the server as deployed (dist/, which `npm test`
+ * builds from the current sources before any test starts, and says so in FLEETXDS_TEST_BUILT); a
+ * test file run on its own runs the sources under tsx.
+ */
+export function fleetxdsArgs(): string[] {
+  return process.env.FLEETXDS_TEST_BUILT === '1' && existsSync(SERVER_ENTRY)
+    ? [SERVER_ENTRY]
+    : ['--import', 'tsx', projectPath('src', 'cli', 'main.ts')];
+}
+
 const children = new Set<ChildProcess>();
 // Never leave a server behind, whatever happens to the test.
 process.on('exit', () => {
@@ -20,8 +32,8 @@ process.on('exit', () => {
 });
 
 /**
- * Runs `fleetxds serve` as a real process, with the Node flags it is deployed with, from source
- * (or `entry`: a built one, as deployed; benchmarks build it first) and waits until it
+ * Runs `fleetxds serve` as a real process, with the Node flags it is deployed with, from the build `npm test` made
+ * (see fleetxdsArgs; or `entry`: a built one, as deployed; benchmarks build it first) and waits until it
  * reports it is serving. With FLEETXDS_CPU_PROF=<dir> (benchmarks) the server writes a V8 CPU
  * profile there when it stops with SIGTERM (`--cpu-prof` is not allowed in NODE_OPTIONS).
  */
@@ -37,7 +49,7 @@ export function spawnServer(
     [
       ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
       ...SERVER_NODE_FLAGS,
-      ...(entry ? [entry] : ['--import', 'tsx', projectPath('src', 'cli', 'main.ts')]),
+      ...(entry ? [entry] : fleetxdsArgs()),
       'serve',
       '--config',
       configFile,
@@ -117,9 +129,9 @@ export async function waitFor<T>(
   throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
 }
 
-/** Runs the fleetxds CLI (`src/cli/main.ts`) to completion from the project root. */
+/** Runs the fleetxds CLI to completion from the project root. */
 export function runCli(args: string[], env: Record<string, string> = {}): SpawnSyncReturns<string> {
-  return spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], {
+  return spawnSync(process.execPath, [...fleetxdsArgs(), ...args], {
     cwd: projectPath(),
     encoding: 'utf8',
     env: { ...process.env, ...env },

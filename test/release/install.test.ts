@@ -15,12 +15,11 @@
  * the unit are not applied, systemd-analyze verify checks them), and a distribution without Python.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildIfChanged } from '../../src/packaging/build.ts';
-import { buildRelease } from '../../src/packaging/release.ts';
+import { currentRelease } from '../helpers/release-build.ts';
 import { projectPath } from '../../src/shared/paths.ts';
 import { sessionScript, sessionsOf } from '../helpers/doc-blocks.ts';
 import { envoyBinary } from '../helpers/envoy.ts';
@@ -67,10 +66,12 @@ threading.Event().wait()
 `;
 
 test.before(async () => {
-  await buildIfChanged();
+  const built = await currentRelease();
+  // The packages in a folder of this test's own: the checksums and a newer package are written beside them.
   const dir = tempDir('fleetxds-install-');
   releaseDir = dir;
-  const release = buildRelease(dir);
+  for (const f of [built.archive, built.deb]) copyFileSync(f, join(dir, basename(f)));
+  const release = { ...built, archive: join(dir, basename(built.archive)), deb: join(dir, basename(built.deb)) };
   version = release.manifest.version;
   newer = version.replace(/(\d+)$/, (d) => String(Number(d) + 1));
   const next = nextPackage(release.deb, dir, newer);

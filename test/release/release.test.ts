@@ -13,23 +13,20 @@ import http from 'node:http';
 import { basename, dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildIfChanged } from '../../src/packaging/build.ts';
-import { buildRelease } from '../../src/packaging/release.ts';
+import { currentRelease, type BuiltRelease } from '../helpers/release-build.ts';
 import { startEnvoy, freePort, type EnvoyProcess } from '../helpers/envoy.ts';
 import { startHttpBackend, type Backend } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
 
-let release: ReturnType<typeof buildRelease>;
+let release: BuiltRelease;
 let root: string;
 let server: ChildProcess | undefined;
 let envoy: EnvoyProcess | undefined;
 let backend: Backend;
 
 test.before(async () => {
-  await buildIfChanged();
-  const out = tempDir('fleetxds-release-');
-  release = buildRelease(out);
+  release = await currentRelease();
   root = tempDir('fleetxds-unpacked-');
   execFileSync('tar', ['-C', root, '-xzf', release.archive]);
   root = join(root, `fleetxds-${release.manifest.version}-linux-x64`);

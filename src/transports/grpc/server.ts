@@ -114,131 +114,146 @@ export function sharedStreamSlots(threads: number): Int32Array {
   return new Int32Array(new SharedArrayBuffer(4 * threads));
 }
 
-export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
-  const maxUnread = opts.maxUnreadBytes ?? DEFAULT_MAX_UNREAD_BYTES;
-  const { slots, slot } = opts.streamCount ?? { slots: sharedStreamSlots(1), slot: 0 };
+/** What every xDS method's handler shares: the options, the stream limit, the request decoders. */
+interface MethodContext {
+  opts: GrpcServerOptions;
   /** Counts a stream against maxStreams; false when the limit is reached. */
-  const admit = (): boolean => {
-    if (opts.maxStreams === undefined) return true;
-    let open = 0;
-    for (let i = 0; i < slots.length; i++) open += Atomics.load(slots, i);
-    if (open >= opts.maxStreams) return false;
-    Atomics.add(slots, slot, 1);
-    return true;
-  };
-  const release = (): void => {
-    if (opts.maxStreams !== undefined) Atomics.sub(slots, slot, 1);
-  };
-  const debug = opts.log.isLevelEnabled('debug');
-  const sotwType = requestType(DISCOVERY_REQUEST);
-  const deltaType = requestType(DELTA_DISCOVERY_REQUEST);
+  admit(): boolean;
+  release(): void;
+  maxUnread: number;
+  debug: boolean;
+  sotwType: ReturnType<typeof requestType>;
+  deltaType: ReturnType<typeof requestType>;
+}
 
-  const serve =
-    (spec: ServiceSpec): MethodHandler =>
-    (call) => {
-      if (!admit()) {
-        // Above its share, a replica sheds new streams: the proxy retries and lands on another.
-        call.end(
-          Status.RESOURCE_EXHAUSTED,
-          `this fleetxds serves its maximum of ${opts.maxStreams} streams; connect to another replica`,
+/** The handler of one xDS method: each call is a SotW or delta stream of its transport. */
+function xdsMethod(spec: ServiceSpec, ctx: MethodContext): MethodHandler {
+  const { opts } = ctx;
+  return (call) => {
+    if (!ctx.admit()) {
+      // Above its share, a replica sheds new streams: the proxy retries and lands on another.
+      call.end(
+        Status.RESOURCE_EXHAUSTED,
+        `this fleetxds serves its maximum of ${opts.maxStreams} streams; connect to another replica`,
+      );
+      return undefined;
+    }
+    const reqType = spec.delta ? ctx.deltaType : ctx.sotwType;
+    const peer = call.peer;
+    // A child logger per stream costs its bindings' serialization at every (re)connect; made when one is logged.
+    let child: Logger | undefined;
+    const log = () => (child ??= opts.log.child({ transport: spec.transport, peer }));
+    let finished = false;
+    const prefix = opts.identityPrefix;
+    const peerCert = call.peerCertificate();
+    /** Ends the call with a status and lets the stream go (its close event may come later). */
+    const fail = (code: StatusCode, details: string) => {
+      call.end(code, details);
+      finish();
+    };
+    const streamOpts = {
+      authorize: prefix ? (node: NodeIdentity) => checkNodeIdentity(node, peerCert, prefix) : undefined,
+      clientCertificate: peerCert && clientCertificateOf(peerCert),
+      cache: opts.cache,
+      registry: opts.registry,
+      acks: opts.acks,
+      transport: spec.transport,
+      peer,
+      fixedKind: spec.kind,
+      secretsAllowed: opts.secretsAllowed ?? false,
+      onRefusal: (reason: string) => log().warn({ node: stream.streamStatus?.nodeId }, reason),
+      // A per-type client has no ADS: point references at the same services over its own xDS cluster.
+      variantFor: spec.kind
+        ? (node: NodeIdentity) =>
+            grpcVariant(xdsClusterName(node.metadata, call.authority, GRPC_XDS_CLUSTER), spec.delta)
+        : undefined,
+      maxBehindMs: opts.maxBehindMs ?? DEFAULT_MAX_BEHIND_MS,
+      warmingHoldMs: opts.warmingHoldMs,
+      onStuck: (behindMs: number) => {
+        log().warn(
+          { node: stream.streamStatus?.nodeId, behindMs },
+          'client has not read its responses for too long; ending the stream',
         );
-        return undefined;
-      }
-      const reqType = spec.delta ? deltaType : sotwType;
-      const peer = call.peer;
-      // A child logger per stream costs its bindings' serialization at every (re)connect; made when one is logged.
-      let child: Logger | undefined;
-      const log = () => (child ??= opts.log.child({ transport: spec.transport, peer }));
-      let finished = false;
-      const prefix = opts.identityPrefix;
-      const peerCert = call.peerCertificate();
-      /** Ends the call with a status and lets the stream go (its close event may come later). */
-      const fail = (code: StatusCode, details: string) => {
-        call.end(code, details);
-        finish();
-      };
-      const streamOpts = {
-        authorize: prefix ? (node: NodeIdentity) => checkNodeIdentity(node, peerCert, prefix) : undefined,
-        clientCertificate: peerCert && clientCertificateOf(peerCert),
-        cache: opts.cache,
-        registry: opts.registry,
-        acks: opts.acks,
-        transport: spec.transport,
-        peer,
-        fixedKind: spec.kind,
-        secretsAllowed: opts.secretsAllowed ?? false,
-        onRefusal: (reason: string) => log().warn({ node: stream.streamStatus?.nodeId }, reason),
-        // A per-type client has no ADS: point references at the same services over its own xDS cluster.
-        variantFor: spec.kind
-          ? (node: NodeIdentity) =>
-              grpcVariant(xdsClusterName(node.metadata, call.authority, GRPC_XDS_CLUSTER), spec.delta)
-          : undefined,
-        maxBehindMs: opts.maxBehindMs ?? DEFAULT_MAX_BEHIND_MS,
-        warmingHoldMs: opts.warmingHoldMs,
-        onStuck: (behindMs: number) => {
+        fail(
+          Status.RESOURCE_EXHAUSTED,
+          `responses unread for ${Math.round(behindMs / 1000)} s; reconnect to get the current state`,
+        );
+      },
+      send: (parts: readonly Buffer[], flushed: () => void) => {
+        let length = 0;
+        for (const p of parts) length += p.length;
+        // A client that does not read must not make us buffer push after push without bound.
+        if (call.pendingBytes + length > ctx.maxUnread) {
+          if (!call.writable) return;
           log().warn(
-            { node: stream.streamStatus?.nodeId, behindMs },
-            'client has not read its responses for too long; ending the stream',
+            { node: stream.streamStatus?.nodeId, unreadBytes: call.pendingBytes },
+            'client is not reading its responses; ending the stream',
           );
           fail(
             Status.RESOURCE_EXHAUSTED,
-            `responses unread for ${Math.round(behindMs / 1000)} s; reconnect to get the current state`,
+            `more than ${ctx.maxUnread} bytes of responses unread; reconnect to get the current state`,
           );
-        },
-        send: (parts: readonly Buffer[], flushed: () => void) => {
-          let length = 0;
-          for (const p of parts) length += p.length;
-          // A client that does not read must not make us buffer push after push without bound.
-          if (call.pendingBytes + length > maxUnread) {
-            if (!call.writable) return;
-            log().warn(
-              { node: stream.streamStatus?.nodeId, unreadBytes: call.pendingBytes },
-              'client is not reading its responses; ending the stream',
-            );
-            fail(
-              Status.RESOURCE_EXHAUSTED,
-              `more than ${maxUnread} bytes of responses unread; reconnect to get the current state`,
-            );
-            return;
-          }
-          call.write(parts, length, flushed);
-        },
-      };
-      const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
-      const finish = () => {
-        if (finished) return;
-        finished = true;
-        release();
-        const s = stream.streamStatus;
-        // Per-stream lines are debug: thousands of proxies reconnecting must not flood (or block on) the log.
-        if (s && debug) log().debug({ node: s.nodeId, group: s.group }, 'stream closed');
-        stream.close();
-      };
-      return {
-        message: (bytes) => {
-          try {
-            const opened = stream.streamStatus !== undefined;
-            if (spec.delta) (stream as DeltaStream).handle(decodeDeltaRequest(reqType, bytes, !opened));
-            else {
-              const sotw = stream as SotwStream;
-              sotw.handle(decodeSotwRequest(reqType, bytes, !opened, (typeUrl) => sotw.subscriptionOf(typeUrl)));
-            }
-            const s = stream.streamStatus;
-            if (debug && !opened && s) log().debug({ node: s.nodeId, group: s.group }, 'stream opened');
-          } catch (err) {
-            if (!(err instanceof FleetError)) log().error({ err }, 'stream failed');
-            else log().warn({ reason: err.message }, 'protocol error; closing stream');
-            fail(err instanceof FleetError ? Status[err.grpcStatus] : Status.INTERNAL, (err as Error).message);
-          }
-        },
-        // The client is done: end with OK, as a gRPC server does when its handler ends the call.
-        halfClose: () => fail(Status.OK, ''),
-        closed: finish,
-      };
+          return;
+        }
+        call.write(parts, length, flushed);
+      },
     };
+    const stream: StreamBase = spec.delta ? new DeltaStream(streamOpts) : new SotwStream(streamOpts);
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      ctx.release();
+      const s = stream.streamStatus;
+      // Per-stream lines are debug: thousands of proxies reconnecting must not flood (or block on) the log.
+      if (s && ctx.debug) log().debug({ node: s.nodeId, group: s.group }, 'stream closed');
+      stream.close();
+    };
+    return {
+      message: (bytes) => {
+        try {
+          const opened = stream.streamStatus !== undefined;
+          if (spec.delta) (stream as DeltaStream).handle(decodeDeltaRequest(reqType, bytes, !opened));
+          else {
+            const sotw = stream as SotwStream;
+            sotw.handle(decodeSotwRequest(reqType, bytes, !opened, (typeUrl) => sotw.subscriptionOf(typeUrl)));
+          }
+          const s = stream.streamStatus;
+          if (ctx.debug && !opened && s) log().debug({ node: s.nodeId, group: s.group }, 'stream opened');
+        } catch (err) {
+          if (!(err instanceof FleetError)) log().error({ err }, 'stream failed');
+          else log().warn({ reason: err.message }, 'protocol error; closing stream');
+          fail(err instanceof FleetError ? Status[err.grpcStatus] : Status.INTERNAL, (err as Error).message);
+        }
+      },
+      // The client is done: end with OK, as a gRPC server does when its handler ends the call.
+      halfClose: () => fail(Status.OK, ''),
+      closed: finish,
+    };
+  };
+}
 
+export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
+  const { slots, slot } = opts.streamCount ?? { slots: sharedStreamSlots(1), slot: 0 };
+  const ctx: MethodContext = {
+    opts,
+    admit: () => {
+      if (opts.maxStreams === undefined) return true;
+      let open = 0;
+      for (let i = 0; i < slots.length; i++) open += Atomics.load(slots, i);
+      if (open >= opts.maxStreams) return false;
+      Atomics.add(slots, slot, 1);
+      return true;
+    },
+    release: () => {
+      if (opts.maxStreams !== undefined) Atomics.sub(slots, slot, 1);
+    },
+    maxUnread: opts.maxUnreadBytes ?? DEFAULT_MAX_UNREAD_BYTES,
+    debug: opts.log.isLevelEnabled('debug'),
+    sotwType: requestType(DISCOVERY_REQUEST),
+    deltaType: requestType(DELTA_DISCOVERY_REQUEST),
+  };
   const server = createCallServer({
-    methods: new Map(SERVICES.map((spec) => [`/${spec.service}/${spec.method}`, serve(spec)])),
+    methods: new Map(SERVICES.map((spec) => [`/${spec.service}/${spec.method}`, xdsMethod(spec, ctx)])),
     maxReceiveBytes: opts.maxReceiveBytes ?? 16 * 1024 * 1024,
     // Per-type xDS opens a stream per resource type on one connection, an ADS client one: a client
     // that opens thousands is not an xDS client, and each stream holds memory here.
