@@ -12,15 +12,9 @@ import type { Pin } from '../store/pins.ts';
 import type { Rejection } from '../store/rejections.ts';
 import type { GroupChanges, VersionRecord } from '../store/revisions.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
+import type { ServedPatchInfo } from '../served/served-state.ts';
 
-export interface ServedPatchInfo {
-  name: string;
-  groups: readonly string[] | 'all';
-  /** `kind/name-or-glob`. */
-  target: string;
-  form: 'merge' | 'jsonPatch' | 'filters';
-  description?: string;
-}
+export type { ServedPatchInfo } from '../served/served-state.ts';
 
 export interface RegistrationInfo {
   service: string;

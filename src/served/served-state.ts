@@ -4,7 +4,6 @@
  * registered endpoints, a restart) changes some inputs through `update`, which reconciles them
  * (src/snapshot/reconcile.ts) and publishes the result. Nothing else publishes.
  */
-import type { ServedPatchInfo } from '../admin/control.ts';
 import type { Membership } from '../membership/membership.ts';
 import type { ServiceDoc } from '../model/schema.ts';
 import type { SecretMaterial } from '../model/types.ts';
@@ -16,6 +15,21 @@ import type { Revision } from '../snapshot/revision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { buildLoadAssignment } from '../translate/endpoints.ts';
 
+/** An EnvoyPatch document of the served version, as the status shows it. */
+export interface ServedPatchInfo {
+  name: string;
+  groups: readonly string[] | 'all';
+  /** `kind/name-or-glob`. */
+  target: string;
+  form: 'merge' | 'jsonPatch' | 'filters';
+  description?: string;
+}
+
+/** A change to what is served: reconcile's inputs, and the TLS material the served secrets were built from. */
+export interface ServedChange extends Partial<ServedInputs> {
+  material?: ReadonlyMap<string, SecretMaterial>;
+}
+
 export interface ServedSecret {
   name: string;
   fingerprint: string;
@@ -26,8 +40,8 @@ export interface ServedSecret {
 export class ServedState {
   /** The inputs of what is served; undefined until a version exists. */
   private inputs?: ServedInputs;
-  /** TLS material of the served model's secrets (in memory only, never stored). */
-  material = new Map<string, SecretMaterial>();
+  /** TLS material of the served model's secrets (in memory only, never stored): status and rotation read it. */
+  private material: ReadonlyMap<string, SecretMaterial> = new Map();
 
   constructor(
     private readonly cache: SnapshotCache,
@@ -46,10 +60,11 @@ export class ServedState {
   }
 
   /** The one publish path: replaces some inputs, reconciles, publishes. */
-  update(change: Partial<ServedInputs>): void {
+  update(change: ServedChange): void {
     const base = this.inputs;
     const revision = change.revision ?? base?.revision;
     if (!revision) return;
+    if (change.material) this.material = change.material;
     this.inputs = {
       revision,
       pins: change.pins ?? base?.pins ?? new Map(),
@@ -63,6 +78,11 @@ export class ServedState {
   /** The group's snapshot in the newest applied version, as if nothing held it back (no pin, no stage). */
   newestGroup(group: string): GroupSnapshot | undefined {
     return this.inputs && newestGroup(this.inputs, group, this.cache.current);
+  }
+
+  /** The material a served secret was built from. */
+  materialOf(name: string): SecretMaterial | undefined {
+    return this.material.get(name);
   }
 
   get secretFiles(): string[] {

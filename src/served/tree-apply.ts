@@ -121,7 +121,6 @@ export class TreeApply {
       versionManifest(groups),
       appliedAt,
     );
-    state.material = check.secrets ?? new Map<string, SecretMaterial>();
     const revision = makeRevision({
       id,
       modelHash: hash,
@@ -136,7 +135,12 @@ export class TreeApply {
     // What the change cost before any proxy was sent anything, and what handing it to every stream took.
     const cpu = process.cpuUsage(cpuAtStart);
     const publishing = performance.now();
-    state.update({ revision, secrets: secretResources, rollout: servedRollout(rollout) });
+    state.update({
+      revision,
+      secrets: secretResources,
+      material: check.secrets ?? new Map<string, SecretMaterial>(),
+      rollout: servedRollout(rollout),
+    });
     const ms = performance.now() - started;
     log.info(
       {
@@ -176,11 +180,11 @@ export class TreeApply {
     const record = stores.revisions.latest();
     if (!record) return false;
     // TLS material is never in the store: read it again from its files.
-    const secrets = await this.readSecrets(
+    const { secrets, material } = await this.readSecrets(
       record.head,
       'secrets of the stored version cannot be loaded; they are not served',
     );
-    const revision = this.p.revisions.fromRecord(record, state.material);
+    const revision = this.p.revisions.fromRecord(record, material);
     if (!revision) return false;
     suppression.restore();
     decisions.restoreRollout(revision);
@@ -188,6 +192,7 @@ export class TreeApply {
       revision,
       pins: decisions.restorePins(),
       secrets: secrets ?? new Map(),
+      material,
       rollout: servedRollout(decisions.active),
     });
     log.info(
@@ -221,12 +226,11 @@ export class TreeApply {
       return 'rejected';
     }
     const changed = [...loaded.materials.values()].filter(
-      (m) => state.material.get(m.name)?.fingerprint !== m.fingerprint,
+      (m) => state.materialOf(m.name)?.fingerprint !== m.fingerprint,
     );
     this.refusedNow = false;
     if (!changed.length) return 'unchanged';
-    state.material = loaded.materials;
-    state.update({ secrets: built.secrets });
+    state.update({ secrets: built.secrets, material: loaded.materials });
     const rotated = changed.map((m) => ({
       name: m.name,
       fingerprint: m.fingerprint.slice(0, 16),
@@ -245,16 +249,18 @@ export class TreeApply {
    * Restart: reads and builds the model's secrets. Secrets whose files fail are left out (and
    * logged); the others are served, as they were before the restart.
    */
-  private async readSecrets(model: Model, failure: string): Promise<Map<string, EncodedResource> | undefined> {
+  private async readSecrets(
+    model: Model,
+    failure: string,
+  ): Promise<{ secrets?: Map<string, EncodedResource>; material: ReadonlyMap<string, SecretMaterial> }> {
     const loaded = await this.loadSecretFiles(model);
     if (hasErrors(loaded.diagnostics))
       this.p.log.error({ problems: loaded.diagnostics.map(formatDiagnostic) }, failure);
     const built = buildSecrets(model, loaded.materials, this.p.caches);
     if (!built.secrets) {
       this.p.log.error({ problems: built.diagnostics.map(formatDiagnostic) }, failure);
-      return undefined;
+      return { material: new Map() };
     }
-    this.p.served.material = loaded.materials;
-    return built.secrets;
+    return { secrets: built.secrets, material: loaded.materials };
   }
 }

@@ -71,6 +71,12 @@ test('no import cycles between the files of src/ either', () => {
   assert.equal(cycles, [], `cycles:\n${cycles.map((c) => `  ${c.join('\n    then ')}`).join('\n')}`);
 });
 
+test('the write path imports nothing of the admin API: it serves, the API reads', () => {
+  const graph = importGraph(folderOf);
+  for (const folder of ['served', 'snapshot', 'compile', 'transports'])
+    assert.is(graph.get(folder)?.get('admin'), undefined, `${folder}/ imports admin/`);
+});
+
 test('the cycle finder reports a cycle (self-check on a made-up graph)', () => {
   const g = new Map([
     ['a', new Map([['b', 'a/x.ts -> b/y.ts']])],
