@@ -5,393 +5,43 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { TlsProtocolSettings } from '../security/listener-tls.ts';
 import { parse } from '../shared/yaml.ts';
+import { FilesSchema, RestSchema, ServerConfigSchema, TlsFiles, WatchSchema } from './settings-schema.ts';
 
-const TokenList = Type.Array(
-  Type.Object(
-    {
-      name: Type.String({ minLength: 1 }),
-      sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
-      role: Type.Union([Type.Literal('read'), Type.Literal('admin')]),
-    },
-    { additionalProperties: false },
-  ),
-  { description: 'Bearer tokens, by sha256 digest (fleetxds token prints a token and its digest).' },
-);
-/** Bounds of one log table (src/store/retention.ts). */
-const LogRetentionFields = {
-  rows: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })),
-  days: Type.Optional(Type.Integer({ minimum: 1, maximum: 36_500 })),
-};
+export { ServerConfigSchema } from './settings-schema.ts';
 
-const TlsFiles = Type.Object(
-  {
-    certFile: Type.String({ minLength: 1 }),
-    keyFile: Type.String({ minLength: 1 }),
-    clientCaFile: Type.Optional(
-      Type.String({ minLength: 1, description: 'Require client certificates signed by this CA (mTLS).' }),
-    ),
-    identityPrefix: Type.Optional(
-      Type.String({
-        minLength: 1,
-        description:
-          'URI SAN prefix binding node ids to client certificates, e.g. spiffe://fleet.example/ (needs clientCaFile).',
-      }),
-    ),
-    minVersion: Type.Optional(
-      Type.Union([Type.Literal('TLSv1.2'), Type.Literal('TLSv1.3')], {
-        description: 'The oldest TLS version accepted (default TLSv1.2).',
-      }),
-    ),
-    ciphers: Type.Optional(
-      Type.String({
-        minLength: 1,
-        description:
-          "OpenSSL cipher list for TLS 1.2 connections, e.g. ECDHE-ECDSA-AES256-GCM-SHA384 (default: Node's list).",
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-const Listen = Type.String({
-  pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):[0-9]{1,5}$',
-  description: 'host:port; port 0 picks a free port',
-});
+/** Fields whose default the schema gives: present once the settings are loaded. */
+type Defaulted<T, K extends keyof T> = Omit<T, K> & Required<Pick<T, K>>;
 
-export const ServerConfigSchema = Type.Object(
-  {
-    configDir: Type.String({ minLength: 1, description: 'The operator YAML tree (services, listeners, ...).' }),
-    database: Type.String({ minLength: 1, description: 'SQLite file for versions and history.' }),
-    grpc: Type.Object(
-      {
-        listen: Listen,
-        maxReceiveBytes: Type.Optional(Type.Integer({ minimum: 65536, maximum: 268435456 })),
-        maxUnreadBytes: Type.Optional(
-          Type.Integer({
-            minimum: 65536,
-            maximum: 1073741824,
-            description:
-              'Responses a stream may leave unread before it is ended with RESOURCE_EXHAUSTED (default 32 MiB).',
-          }),
-        ),
-        maxStreams: Type.Optional(
-          Type.Integer({
-            minimum: 1,
-            maximum: 10_000_000,
-            description:
-              'Streams this replica serves at most; more are refused with RESOURCE_EXHAUSTED so proxies retry ' +
-              'elsewhere (default: no limit).',
-          }),
-        ),
-        maxConnectionAgeMs: Type.Optional(
-          Type.Integer({
-            minimum: 1000,
-            maximum: 604_800_000,
-            description:
-              'Connections older than this (with ±10% jitter) are asked to go away, so proxies spread again over ' +
-              'the replicas, e.g. after one restarted (default: never).',
-          }),
-        ),
-        maxConnectionAgeGraceMs: Type.Optional(
-          Type.Integer({
-            minimum: 0,
-            maximum: 3_600_000,
-            description: 'After the GOAWAY, how long streams may stay before they are ended (default 10 s).',
-          }),
-        ),
-        maxBehindMs: Type.Optional(
-          Type.Integer({
-            minimum: 100,
-            maximum: 86_400_000,
-            description:
-              'A client that stopped reading gets no new pushes (it catches up from the newest version once it ' +
-              'reads again); after this long without reading it is ended with RESOURCE_EXHAUSTED (default 60 s).',
-          }),
-        ),
-        warmingHoldMs: Type.Optional(
-          Type.Integer({
-            minimum: 0,
-            maximum: 60_000,
-            description:
-              'On ADS, listeners and routes that follow clusters added by the same change wait until the stream ' +
-              "has sent those clusters' endpoints (Envoy asks for them once it applied the clusters), at most this " +
-              'long (default 5 s; 0 turns the wait off).',
-          }),
-        ),
-        tls: Type.Optional(TlsFiles),
-        threads: Type.Optional(
-          Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal('auto')], {
-            description:
-              'Threads serving xDS streams on the gRPC port (SO_REUSEPORT spreads connections over them); ' +
-              "'auto': one per core. 1 (the default) serves in the main thread, beside the config pipeline.",
-          }),
-        ),
-        serveLastAckedOnNack: Type.Optional(
-          Type.Boolean({
-            description:
-              "NACK containment: a node connecting while its group's newest version of a type stands NACKed " +
-              'first gets the last version the group ACKed.',
-          }),
-        ),
-      },
-      { additionalProperties: false },
-    ),
-    admin: Type.Object({ listen: Listen, tokens: Type.Optional(TokenList) }, { additionalProperties: false }),
-    rest: Type.Optional(
-      Type.Object(
-        {
-          listen: Listen,
-          holdMs: Type.Optional(
-            Type.Integer({
-              minimum: 0,
-              maximum: 600000,
-              description: "How long an unchanged poll is held; keep it below Envoy's request_timeout.",
-            }),
-          ),
-          refreshDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
-          requestTimeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 600000 })),
-          bodyLimit: Type.Optional(Type.Integer({ minimum: 1024, maximum: 67108864 })),
-          maxHeld: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000000 })),
-          maxCachedBytes: Type.Optional(
-            Type.Integer({
-              minimum: 0,
-              maximum: 17179869184,
-              description:
-                'Response bodies kept per type and version for reuse by other polls, in bytes (default 64 MiB). ' +
-                'What is kept is keyed by what pollers send, so it is bounded; a body past the bound is made for ' +
-                'its poll alone.',
-            }),
-          ),
-          pollerExpiryMs: Type.Optional(
-            Type.Integer({
-              minimum: 100,
-              maximum: 86400000,
-              description:
-                'A REST node silent this long leaves the status (and its subscriptions are forgotten); default ' +
-                'max(60 s, twice the hold plus two refresh delays).',
-            }),
-          ),
-          tokens: Type.Optional(TokenList),
-          tls: Type.Optional(TlsFiles),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    files: Type.Optional(
-      Type.Object(
-        {
-          enabled: Type.Optional(Type.Boolean()),
-          dir: Type.String({ minLength: 1 }),
-          envoyDir: Type.Optional(
-            Type.String({ minLength: 1, description: 'The directory as the proxies see it, if different.' }),
-          ),
-          format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('yaml')])),
-          layout: Type.Optional(Type.Union([Type.Literal('files'), Type.Literal('watched_directory')])),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    watch: Type.Optional(
-      Type.Object(
-        {
-          enabled: Type.Optional(Type.Boolean()),
-          debounceMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60000 })),
-          maxWaitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600000 })),
-          reconcileMs: Type.Optional(
-            Type.Integer({
-              minimum: 0,
-              maximum: 86400000,
-              description: 'Full re-read this often, in case inotify dropped events (0 = never).',
-            }),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    sds: Type.Optional(
-      Type.Object(
-        {
-          insecureLoopbackOnly: Type.Optional(
-            Type.Boolean({
-              description:
-                'Serve TLS secrets to clients the transport does not authenticate. Accepted only while every xDS ' +
-                'port listens on loopback (a lab, the bundled example); never in production.',
-            }),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    envoyCheck: Type.Optional(
-      Type.Object(
-        {
-          binaries: Type.Array(Type.String({ minLength: 1 }), {
-            minItems: 1,
-            description:
-              "Envoy binaries (the releases the fleet runs) that must accept every group's resources before a " +
-              'tree is applied.',
-          }),
-          timeoutMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 600000 })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    replica: Type.Optional(
-      Type.Object(
-        {
-          name: Type.String({
-            pattern: '^[A-Za-z0-9._-]{1,63}$',
-            description: "This replica's name: on the nodes it serves and as the replica label of its metrics.",
-          }),
-          peers: Type.Optional(
-            Type.Array(Type.String({ pattern: '^https?://[^\\s/]+/?$' }), {
-              maxItems: 64,
-              description: 'Admin API base URLs of the other replicas; their proxies show in this status too.',
-            }),
-          ),
-          token: Type.Optional(Type.String({ minLength: 1, description: "A token the peers' admin APIs accept." })),
-          postgres: Type.Optional(
-            Type.Object(
-              {
-                url: Type.String({
-                  pattern: '^postgres(ql)?://',
-                  description:
-                    'Where operator decisions (rollback, pins, rollout commands) are shared between replicas: a ' +
-                    'PostgreSQL connection URL (FLEETXDS_POSTGRES_URL overrides it, to keep a password out of the ' +
-                    'file).',
-                }),
-                pollMs: Type.Optional(
-                  Type.Integer({
-                    minimum: 100,
-                    maximum: 60_000,
-                    description:
-                      'Backstop for a missed notification: how often to look for new decisions (default 1 s).',
-                  }),
-                ),
-                queryTimeoutMs: Type.Optional(
-                  Type.Integer({
-                    minimum: 100,
-                    maximum: 60_000,
-                    description: 'A store that does not answer within this counts as unreachable (default 3 s).',
-                  }),
-                ),
-                notReadyWhileUnknown: Type.Optional(
-                  Type.Boolean({
-                    description:
-                      'Answer /readyz with 503 while this replica cannot know whether it missed decisions (the ' +
-                      'store unreachable, or not read to its end since it was reached). Either way the replica ' +
-                      'serves the decisions it applied last (default false: it stays ready).',
-                  }),
-                ),
-              },
-              { additionalProperties: false },
-            ),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    retention: Type.Optional(
-      Type.Object(
-        {
-          nacks: Type.Optional(
-            Type.Object(
-              {
-                ...LogRetentionFields,
-                perNode: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Default 20.' })),
-                perVersion: Type.Optional(
-                  Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Default 1,000.' }),
-                ),
-              },
-              {
-                additionalProperties: false,
-                description: 'NACKs (default 10,000 rows, 30 days): one per node, type and version.',
-              },
-            ),
-          ),
-          rejections: Type.Optional(
-            Type.Object(LogRetentionFields, {
-              additionalProperties: false,
-              description: 'Rejected trees (default 1,000 rows, 90 days).',
-            }),
-          ),
-          audit: Type.Optional(
-            Type.Object(LogRetentionFields, {
-              additionalProperties: false,
-              description: 'Operator decisions (default 100,000 rows, 400 days).',
-            }),
-          ),
-        },
-        { additionalProperties: false, description: 'How much of each log the database keeps.' },
-      ),
-    ),
-    log: Type.Optional(
-      Type.Object(
-        {
-          level: Type.Optional(
-            Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-  },
-  { additionalProperties: false },
-);
+export type TlsSettings = Static<typeof TlsFiles>;
 
-export interface TlsSettings extends TlsProtocolSettings {
-  certFile: string;
-  keyFile: string;
-  clientCaFile?: string;
-  identityPrefix?: string;
-}
+export type RestSettings = Defaulted<
+  Static<typeof RestSchema>,
+  'holdMs' | 'refreshDelayMs' | 'requestTimeoutMs' | 'bodyLimit' | 'maxHeld' | 'maxCachedBytes'
+>;
 
-export interface RestSettings {
-  listen: string;
-  tokens?: { name: string; sha256: string; role: 'read' | 'admin' }[];
-  tls?: TlsSettings;
-  holdMs: number;
-  refreshDelayMs: number;
-  requestTimeoutMs: number;
-  bodyLimit: number;
-  maxHeld: number;
-  maxCachedBytes: number;
-  pollerExpiryMs?: number;
-}
+export type FilesSettings = Defaulted<Static<typeof FilesSchema>, 'enabled' | 'envoyDir' | 'format' | 'layout'>;
 
-export interface FilesSettings {
-  enabled: boolean;
-  dir: string;
-  envoyDir: string;
-  format: 'json' | 'yaml';
-  layout: 'files' | 'watched_directory';
-}
+export type WatchSettings = Defaulted<Static<typeof WatchSchema>, 'enabled' | 'debounceMs' | 'maxWaitMs'>;
 
-export type ServerConfig = Omit<Static<typeof ServerConfigSchema>, 'rest' | 'files' | 'watch' | 'log'> & {
-  watch: { enabled: boolean; debounceMs: number; maxWaitMs: number; reconcileMs?: number };
+type Settings = Static<typeof ServerConfigSchema>;
+
+export type ServerConfig = Omit<Settings, 'rest' | 'files' | 'watch' | 'log'> & {
+  watch: WatchSettings;
   log: { level: string };
   rest?: RestSettings;
   files?: FilesSettings;
 };
 
-/** Envoy's REST request_timeout must exceed the hold, or every held poll counts as a failure. */
-export function restSettings(r: Partial<RestSettings> & { listen: string }): RestSettings {
-  const requestTimeoutMs = r.requestTimeoutMs ?? 30_000;
-  return {
-    listen: r.listen,
-    requestTimeoutMs,
-    holdMs: r.holdMs ?? Math.max(0, requestTimeoutMs - 5_000),
-    refreshDelayMs: r.refreshDelayMs ?? 1_000,
-    bodyLimit: r.bodyLimit ?? 1024 * 1024,
-    maxHeld: r.maxHeld ?? 100_000,
-    maxCachedBytes: r.maxCachedBytes ?? 64 << 20,
-    pollerExpiryMs: r.pollerExpiryMs,
-    tokens: r.tokens,
-    tls: r.tls,
-  };
+/**
+ * The REST settings with the schema's defaults. The hold's default follows the request timeout:
+ * Envoy's request_timeout must exceed the hold, or every held poll counts as a failure.
+ */
+export function restSettings(r: Static<typeof RestSchema>): RestSettings {
+  const d = Value.Default(RestSchema, structuredClone(r)) as Static<typeof RestSchema> & Omit<RestSettings, 'holdMs'>;
+  return { ...d, holdMs: d.holdMs ?? Math.max(0, d.requestTimeoutMs - 5_000) };
 }
 
 export const ENV_OVERRIDES = {
@@ -434,7 +84,8 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
         errors.map((e) => `  ${e.path.slice(1).replace(/\//g, '.') || '(root)'}: ${e.message}`).join('\n'),
     );
   }
-  const cfg: Static<typeof ServerConfigSchema> = raw0;
+  // The schema's defaults, for what the file leaves out (watch, log, a listener's bounds).
+  const cfg = Value.Default(ServerConfigSchema, raw0) as Settings & { watch: WatchSettings; log: { level: string } };
   const base = dirname(resolve(file));
   const tlsPaths = (t: TlsSettings | undefined): TlsSettings | undefined =>
     t && {
@@ -454,15 +105,12 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
       `${file}: rest.holdMs (${rest.holdMs}) must be below rest.requestTimeoutMs (${rest.requestTimeoutMs}), ` +
         `Envoy's request_timeout`,
     );
-  const files: FilesSettings | undefined = cfg.files
-    ? {
-        enabled: cfg.files.enabled ?? true,
-        dir: resolve(base, cfg.files.dir),
-        envoyDir: cfg.files.envoyDir ?? resolve(base, cfg.files.dir),
-        format: cfg.files.format ?? 'json',
-        layout: cfg.files.layout ?? 'files',
-      }
-    : undefined;
+  // The proxies see the files where fleetxds writes them unless envoyDir says otherwise.
+  const files: FilesSettings | undefined = cfg.files && {
+    ...(cfg.files as Omit<FilesSettings, 'envoyDir'>),
+    dir: resolve(base, cfg.files.dir),
+    envoyDir: cfg.files.envoyDir ?? resolve(base, cfg.files.dir),
+  };
   if (cfg.sds?.insecureLoopbackOnly) {
     const open = [cfg.grpc.listen, cfg.rest?.listen].filter(
       (l): l is string => typeof l === 'string' && !isLoopback(splitListen(l).host),
@@ -481,13 +129,6 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
     files,
     configDir: resolve(base, cfg.configDir),
     database: cfg.database === ':memory:' ? ':memory:' : resolve(base, cfg.database),
-    watch: {
-      enabled: cfg.watch?.enabled ?? true,
-      debounceMs: cfg.watch?.debounceMs ?? 200,
-      maxWaitMs: cfg.watch?.maxWaitMs ?? 2000,
-      reconcileMs: cfg.watch?.reconcileMs ?? 60_000,
-    },
-    log: { level: cfg.log?.level ?? 'info' },
   };
 }
 
