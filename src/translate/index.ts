@@ -22,9 +22,7 @@ import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
 import { TranslationMemo } from './memo.ts';
-import { protectionServices } from './protection.ts';
-import { tracingServices } from './traffic.ts';
-import { accessLogServices } from './access-log.ts';
+import { featureServices } from './http-features.ts';
 import { secretResource } from './secret.ts';
 
 export interface TranslatedResource {
@@ -310,14 +308,7 @@ function targetsOf(
 
 /** The services a listener itself sends to: its TCP proxying, passthrough, and protections' services. */
 function listenerTargets(l: ListenerDoc): string[] {
-  return [
-    ...new Set([
-      ...targetsOf([...(l.tcp ? [l.tcp] : []), ...(l.passthrough ?? [])]),
-      ...protectionServices(l),
-      ...tracingServices(l.tracing),
-      ...accessLogServices(l.accessLog),
-    ]),
-  ];
+  return [...new Set([...targetsOf([...(l.tcp ? [l.tcp] : []), ...(l.passthrough ?? [])]), ...featureServices(l)])];
 }
 
 function grpcRouteConfiguration(g: GrpcServiceDoc): JsonObject {

@@ -4,8 +4,9 @@ import { accessLogs } from './access-log.ts';
 import { httpSettingsFields } from './http-settings.ts';
 import { adsConfigSource, compact, faultFilter, routerFilter, TYPE, type JsonObject } from './common.ts';
 import { trustsForwardedAddress } from '../model/protection-checks.ts';
-import { networkRbacFilter, protectionFilters, protectionsUsed, type Used } from './protection.ts';
-import { tracingConfig, trafficFilters } from './traffic.ts';
+import { httpFilters } from './http-features.ts';
+import { networkRbacFilter, protectionsUsed, type Used } from './protection.ts';
+import { tracingConfig } from './traffic.ts';
 
 /**
  * `websocket`: for Envoy's listeners, whether upgrades are on; routes may override it only when the
@@ -33,12 +34,6 @@ function httpConnectionManager(
       upgrade_configs: [{ upgrade_type: 'websocket', ...(!websocket && { enabled: false }) }],
     }),
   };
-}
-
-/** The HTTP filters before the router: CORS, the protections, then the compressors. */
-function httpFilters(l: ListenerDoc, used: Used, vhosts: readonly VirtualHostDoc[]): JsonObject[] {
-  const traffic = trafficFilters(l, vhosts);
-  return [...traffic.first, ...protectionFilters(l, used), ...traffic.last];
 }
 
 /**

@@ -12,8 +12,9 @@ import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { compact, FAULT_FILTER, headerMatcher, perMillion, queryMatcher, TYPE, type JsonObject } from './common.ts';
 import { trustsForwardedAddress } from '../model/protection-checks.ts';
-import { perFilterConfig, routeRateLimits, virtualHostRateLimits } from './protection.ts';
-import { mirrorPolicies, trafficPerFilterConfig } from './traffic.ts';
+import { filterConfigs } from './http-features.ts';
+import { routeRateLimits, virtualHostRateLimits } from './protection.ts';
+import { mirrorPolicies } from './traffic.ts';
 
 const REDIRECT_CODE: Record<number, string | undefined> = {
   301: undefined, // MOVED_PERMANENTLY is the proto default
@@ -67,12 +68,6 @@ function httpRetryPolicy(r: RetriesDoc): JsonObject {
     host_selection_retry_max_attempts:
       r.hostSelectionAttempts === undefined ? undefined : String(r.hostSelectionAttempts),
   });
-}
-
-/** The per-filter configurations of a virtual host or route: its protections and HTTP features. */
-function filterConfigs(o: RouteDoc | VirtualHostDoc, forwarded: boolean): JsonObject | undefined {
-  const all = { ...perFilterConfig(o, forwarded), ...trafficPerFilterConfig(o) };
-  return Object.keys(all).length ? all : undefined;
 }
 
 function regexRewrite(r: { pattern: string; substitution: string }): JsonObject {
@@ -161,7 +156,7 @@ export function buildRouteConfiguration(
     virtual_hosts: vhosts.map((v) => virtualHost(v, forwarded)),
     ...headerFields(listener?.headers),
     typed_per_filter_config:
-      listener && perFilterConfig({ access: listener.access, rateLimit: listener.rateLimit }, forwarded),
+      listener && filterConfigs({ access: listener.access, rateLimit: listener.rateLimit }, forwarded),
   });
 }
 

@@ -3,7 +3,7 @@
  * listeners whose virtual hosts or routes set it, the policy per virtual host or route), response
  * compressors (one filter per algorithm, off per route), and the connection manager's tracing.
  */
-import type { ListenerDoc, VirtualHostDoc } from '../model/schema.ts';
+import type { VirtualHostDoc } from '../model/schema.ts';
 import type { CompressionDoc, CorsDoc, MirrorDoc, TracingDoc } from '../model/traffic-schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
 import { compact, perMillion, stringMatcher, TYPE, type JsonObject } from './common.ts';
@@ -42,14 +42,18 @@ function corsPolicy(c: CorsDoc): JsonObject {
   });
 }
 
-/** What a virtual host or route sets: its CORS policy, or compression off. */
-export function trafficPerFilterConfig(o: { cors?: CorsDoc | false; compression?: false }): JsonObject {
+/** What a virtual host or route sets for CORS: its policy, or (a route's false) none of its virtual host's. */
+export function corsPerFilterConfig(o: { cors?: CorsDoc | false }): JsonObject | undefined {
+  if (o.cors) return { [CORS_FILTER]: corsPolicy(o.cors) };
+  if (o.cors === false) return { [CORS_FILTER]: { '@type': TYPE.corsPolicy, filter_enabled: OFF } };
+  return undefined;
+}
+
+/** A virtual host or route with compression off: every compressor off. */
+export function compressionPerFilterConfig(o: { compression?: false }): JsonObject | undefined {
+  if (o.compression !== false) return undefined;
   const out: JsonObject = {};
-  // A route's false: the preflight and response headers of its virtual host's policy do not apply.
-  if (o.cors) out[CORS_FILTER] = corsPolicy(o.cors);
-  else if (o.cors === false) out[CORS_FILTER] = { '@type': TYPE.corsPolicy, filter_enabled: OFF };
-  if (o.compression === false)
-    for (const a of ALGORITHMS) out[compressorName(a)] = { '@type': TYPE.compressorPerRoute, disabled: true };
+  for (const a of ALGORITHMS) out[compressorName(a)] = { '@type': TYPE.compressorPerRoute, disabled: true };
   return out;
 }
 
@@ -67,16 +71,14 @@ function hasCors(v: VirtualHostDoc): boolean {
   return has;
 }
 
-/** The HTTP filters of these features, in order: CORS first (preflights never need a token), compressors last. */
-export function trafficFilters(
-  l: ListenerDoc,
-  vs: readonly VirtualHostDoc[],
-): { first: JsonObject[]; last: JsonObject[] } {
-  const first = usesCors(vs) ? [{ name: CORS_FILTER, typed_config: { '@type': TYPE.cors } }] : [];
-  return { first, last: l.compression ? compressorFilters(l.compression) : [] };
+/** The CORS filter, on a listener some of whose virtual hosts or routes set a policy. */
+export function corsFilters(vs: readonly VirtualHostDoc[]): JsonObject[] {
+  return usesCors(vs) ? [{ name: CORS_FILTER, typed_config: { '@type': TYPE.cors } }] : [];
 }
 
-function compressorFilters(c: CompressionDoc): JsonObject[] {
+/** One compressor filter per algorithm the listener's compression names. */
+export function compressorFilters(c: CompressionDoc | undefined): JsonObject[] {
+  if (!c) return [];
   return c.algorithms.map((a) => ({
     name: compressorName(a),
     typed_config: {

@@ -1,0 +1,69 @@
+/**
+ * The HTTP features of a connection manager in one ordered list (src/translate/http-features.ts):
+ * the filters in Envoy's order, the per-filter configurations of each feature merged, the services
+ * each calls. Table-driven on listeners and overrides.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { ListenerDoc } from '../../src/model/schema.ts';
+import { featureServices, filterConfigs, httpFilters, HTTP_FEATURES } from '../../src/translate/http-features.ts';
+import { protectionsUsed } from '../../src/translate/protection.ts';
+
+const CORS_VHOST = { name: 'v', domains: ['*'], cors: { origins: ['https://a.example'] }, routes: [{ to: 's' }] };
+
+const LISTENERS: { name: string; listener: object; vhosts: object[]; filters: string[]; services: string[] }[] = [
+  { name: 'nothing', listener: {}, vhosts: [], filters: [], services: [] },
+  {
+    name: 'every feature',
+    listener: {
+      access: { deny: { addresses: ['10.0.0.0/8'] } },
+      extAuth: { service: 'authz' },
+      rateLimit: { requestsPerUnit: 10, unit: 'second' },
+      rateLimitService: { service: 'rls', domain: 'edge' },
+      compression: { algorithms: ['gzip', 'brotli'] },
+      tracing: { zipkin: { service: 'zipkin' } },
+      accessLog: [{ to: { service: 'als' } }],
+    },
+    vhosts: [CORS_VHOST],
+    filters: [
+      'envoy.filters.http.cors',
+      'envoy.filters.http.rbac',
+      'envoy.filters.http.ext_authz',
+      'envoy.filters.http.local_ratelimit',
+      'envoy.filters.http.ratelimit',
+      'envoy.filters.http.compressor.gzip',
+      'envoy.filters.http.compressor.brotli',
+    ],
+    services: ['authz', 'rls', 'zipkin', 'als'],
+  },
+];
+
+for (const c of LISTENERS)
+  test(`a listener with ${c.name}: its filters in Envoy's order and the services they call`, () => {
+    const l = { name: 'l', port: 8080, virtualHosts: ['v'], ...c.listener } as unknown as ListenerDoc;
+    const vhosts = c.vhosts as never[];
+    assert.equal(
+      httpFilters(l, protectionsUsed(vhosts), vhosts).map((f) => f.name),
+      c.filters,
+    );
+    assert.equal(featureServices(l), c.services);
+  });
+
+test('per-filter configurations: each feature adds its own entries, nothing set is nothing', () => {
+  assert.is(filterConfigs({}, false), undefined);
+  const off = filterConfigs({ access: false, cors: false, compression: false, extAuth: false }, false)!;
+  assert.equal(Object.keys(off), [
+    'envoy.filters.http.cors',
+    'envoy.filters.http.rbac',
+    'envoy.filters.http.ext_authz',
+    'envoy.filters.http.compressor.gzip',
+    'envoy.filters.http.compressor.brotli',
+    'envoy.filters.http.compressor.zstd',
+  ]);
+  assert.equal(
+    HTTP_FEATURES.map((f) => f.name),
+    ['cors', 'protection', 'compression', 'tracing', 'access-log'],
+  );
+});
+
+test.run();
