@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { AdminControl } from './control.ts';
 import { servedVersionOf } from './explain.ts';
-import { peerNodes, type ReplicaNode, type ReplicaSettings } from './peers.ts';
+import { peerNodes, type PeerNodes, type ReplicaNode, type ReplicaSettings } from './peers.ts';
 import { nodeRow, whereNodeIs, type NodeRow } from './fleet-view.ts';
 import type { Metrics } from '../status/metrics.ts';
 import type { TokenAuth } from '../security/tokens.ts';
@@ -38,16 +38,25 @@ export interface AdminDeps {
   listenerCertificates?: () => { listener: string; subject: string; fingerprint: string; notAfter: Date }[];
 }
 
+/**
+ * The one node list every view starts from: this replica's proxies (streams and pollers, each
+ * labelled with the replica's name), and, unless `local` (a peer asking), its peers'.
+ */
+export async function fleetNodes(
+  deps: AdminDeps,
+  opts: { local?: boolean } = {},
+): Promise<{ mine: ReplicaNode[]; peers: PeerNodes[] }> {
+  const replica = deps.replica?.name;
+  const mine = [...deps.registry.connected(), ...deps.registry.polling()].map((s) => (replica ? { ...s, replica } : s));
+  return { mine, peers: opts.local ? [] : await peerNodes(deps.replica) };
+}
+
 /** Every proxy of the fleet (this replica's and its peers'), each with its state. */
 export async function fleetRows(deps: AdminDeps): Promise<NodeRow[]> {
   const cur = deps.cache.current;
-  const replica = deps.replica?.name;
-  const local: ReplicaNode[] = [...deps.registry.connected(), ...deps.registry.polling()].map((s) =>
-    replica ? { ...s, replica } : s,
-  );
-  const peers = (await peerNodes(deps.replica)).flatMap((p) => p.nodes);
+  const { mine, peers } = await fleetNodes(deps);
   const pins = new Map(deps.control.pins().map((p) => [p.group, p]));
-  return [...local, ...peers].map((s) => {
+  return [...mine, ...peers.flatMap((p) => p.nodes)].map((s) => {
     const served =
       cur && groupSnapshotFor(cur, { id: s.nodeId, cluster: s.nodeCluster, metadata: {} }, s.group).snapshot;
     return nodeRow({
@@ -76,9 +85,12 @@ export function nodeView(s: ReplicaNode): object {
   };
 }
 
-export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<string, unknown> {
+/** The status document of this replica's proxies (`streams`: fleetNodes' `mine`). */
+export function fleetStatus(
+  deps: AdminDeps,
+  streams: readonly ReplicaNode[],
+): { nodes: object[] } & Record<string, unknown> {
   const cur = deps.cache.current;
-  const streams = [...deps.registry.connected(), ...deps.registry.polling()];
   const rollout: object[] = [];
   if (cur) {
     // What each node is served (during a staged rollout, its stage's version): resolved once per node.
@@ -111,7 +123,7 @@ export function fleetStatus(deps: AdminDeps): { nodes: object[] } & Record<strin
       }
     }
   }
-  const nodes = streams.map((s) => nodeView({ ...s, ...(deps.replica ? { replica: deps.replica.name } : {}) }));
+  const nodes = streams.map((s) => nodeView(s));
   const history = deps.control.versions(20);
   return {
     version: cur

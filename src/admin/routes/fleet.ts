@@ -3,9 +3,8 @@ import type { Static } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import { fleetSummary, nodePage } from '../fleet-view.ts';
-import { peerNodes } from '../peers.ts';
 import { FleetNodesQuery } from '../route-schemas.ts';
-import { fleetRows, fleetStatus, nodeView, servedView, type AdminDeps } from '../views.ts';
+import { fleetNodes, fleetRows, fleetStatus, nodeView, servedView, type AdminDeps } from '../views.ts';
 
 export const fleetRoutes: FastifyPluginAsync<AdminDeps> = async (app, deps) => {
   // The fleet at a glance and the node list, filtered and paged here (admin/fleet-view.ts).
@@ -83,8 +82,8 @@ export const fleetRoutes: FastifyPluginAsync<AdminDeps> = async (app, deps) => {
   });
   app.get('/api/v1/served', async () => servedView(deps));
   app.get('/api/v1/status', async () => {
-    const status = fleetStatus(deps);
-    const peers = await peerNodes(deps.replica);
+    const { mine, peers } = await fleetNodes(deps);
+    const status = fleetStatus(deps, mine);
     if (!peers.length) return status;
     // Every proxy of the fleet, whichever replica serves it.
     const more = peers.flatMap((p) => p.nodes.map((n) => nodeView(n)));

@@ -2,11 +2,9 @@
 import type { Static } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
-import type { StreamStatus } from '../../status/node-registry.ts';
 import { explainNode, gatherFacts } from '../explain.ts';
-import { peerNodes } from '../peers.ts';
 import { ExplainQuery, LimitQuery, NodeParams, NodesQuery } from '../route-schemas.ts';
-import { clampLimit, type AdminDeps } from '../views.ts';
+import { clampLimit, fleetNodes, type AdminDeps } from '../views.ts';
 
 export const nodeRoutes: FastifyPluginAsync<AdminDeps> = async (app, deps) => {
   // Paged: a fleet of thousands must not become one huge response. `limit` per list (default 1000).
@@ -18,13 +16,12 @@ export const nodeRoutes: FastifyPluginAsync<AdminDeps> = async (app, deps) => {
       const offset = Math.max(0, Number.parseInt(req.query.offset ?? '0', 10) || 0);
       const page = <T>(all: T[]) => all.slice(offset, offset + limit);
       const replica = deps.replica?.name;
-      const mine = (list: StreamStatus[]) => (replica ? list.map((s) => ({ ...s, replica })) : list);
       // Peers' proxies too, unless a peer is asking (local=1) or there are none.
-      const peers = req.query.local ? [] : await peerNodes(deps.replica);
-      const theirs = peers.flatMap((p) => p.nodes);
+      const { mine, peers } = await fleetNodes(deps, { local: Boolean(req.query.local) });
+      const all = [...mine, ...peers.flatMap((p) => p.nodes)];
       const [connected, polling, gone] = [
-        [...mine(deps.registry.connected()), ...theirs.filter((n) => n.transport !== 'rest')],
-        [...mine(deps.registry.polling()), ...theirs.filter((n) => n.transport === 'rest')],
+        all.filter((n) => n.transport !== 'rest'),
+        all.filter((n) => n.transport === 'rest'),
         deps.registry.recentlyDisconnected(),
       ];
       return {
