@@ -207,15 +207,20 @@ function report(label, r) {
 /** One worker: takes the next file until none is left. Its number keeps its ports apart (freePort). */
 async function worker(n) {
   for (let run = queue.shift(); run; run = queue.shift()) {
-    const r = await runFile(run.file, { ...run.env, FLEETXDS_TEST_WORKER: String(n) });
+    const r = await runFile(run.file, {
+      ...run.env,
+      FLEETXDS_TEST_WORKER: String(n),
+      FLEETXDS_TEST_WORKERS: String(workers),
+    });
     report(run.label, r);
   }
 }
-await Promise.all(Array.from({ length: Math.min(jobs, runs.length) }, (_, n) => worker(n)));
+const workers = Math.min(jobs, runs.length);
+await Promise.all(Array.from({ length: workers }, (_, n) => worker(n)));
 
 mkdirSync(dirname(durationsFile), { recursive: true });
 writeFileSync(durationsFile, JSON.stringify(timed, null, 1));
 const seconds = Math.round((Date.now() - started) / 1000);
-console.log(`${runs.length} files in ${seconds} s, ${jobs} at a time`);
+console.log(`${runs.length} files in ${seconds} s, ${workers} at a time`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed ? 1 : 0;

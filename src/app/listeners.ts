@@ -26,7 +26,7 @@ export interface ListenerParts {
   teardown: Teardown;
 }
 
-/** The listener's bound address, as `host:port` for the log and the port alone for callers. */
+/** Listens on `host:port` (port 0: a free one) and resolves the port bound. */
 async function listen(app: FastifyInstance, address: string): Promise<number> {
   const { host, port } = splitListen(address);
   await app.listen({ host, port });

@@ -31,13 +31,17 @@ const handedOut = new Set<number>();
 /**
  * The ports this process may hand out: below Linux's ephemeral range (32768-60999), since a port
  * from `listen(0)` can be handed again by the kernel to an outbound connection or another
- * `listen(0)` before Envoy binds it. Test files running at once (test/run.mjs numbers its workers
- * in FLEETXDS_TEST_WORKER) each draw from a range of their own.
+ * `listen(0)` before Envoy binds it. Test files running at once each draw from a range of their own:
+ * test/run.mjs numbers its workers (FLEETXDS_TEST_WORKER, of FLEETXDS_TEST_WORKERS), and the 12,000
+ * ports are split among them however many there are.
  */
 const PORT_RANGE = (() => {
   const worker = Number(process.env.FLEETXDS_TEST_WORKER);
-  if (!Number.isInteger(worker) || worker < 0 || worker > 5) return { from: 20_000, size: 12_000 };
-  return { from: 20_000 + worker * 2_000, size: 2_000 };
+  const workers = Number(process.env.FLEETXDS_TEST_WORKERS);
+  if (!Number.isInteger(worker) || !Number.isInteger(workers) || worker < 0 || worker >= workers)
+    return { from: 20_000, size: 12_000 };
+  const size = Math.floor(12_000 / workers);
+  return { from: 20_000 + worker * size, size };
 })();
 
 /** A port for a listener that someone (Envoy) binds later. */
