@@ -187,8 +187,8 @@ const started = Date.now();
 const queue = [...runs];
 const timed = { ...durations };
 
-function report(label, r) {
-  const name = relative(root, r.file) + label;
+function report(run, r) {
+  const name = key(run);
   timed[name] = r.ms;
   if (Number.isNaN(r.total)) {
     failed += 1;
@@ -212,7 +212,7 @@ async function worker(n) {
       FLEETXDS_TEST_WORKER: String(n),
       FLEETXDS_TEST_WORKERS: String(workers),
     });
-    report(run.label, r);
+    report(run, r);
   }
 }
 const workers = Math.min(jobs, runs.length);
