@@ -10,7 +10,8 @@ import {
   checkVirtualHostProtection,
 } from './protection-checks.ts';
 import { checkGrpcServers, checkGrpcTargets, type GrpcCheckContext } from './grpc-checks.ts';
-import { checkRetryBudget, checkTrafficListener, checkTrafficVirtualHost } from './traffic-checks.ts';
+import { checkRetryBudget } from './traffic-checks.ts';
+import { checkListenerFeatures, checkVirtualHostFeatures, featureCheck } from './feature-checks.ts';
 import { Codes } from '../shared/diagnostics.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
@@ -19,13 +20,7 @@ import { DEFAULT_GROUP, groupNames, LIST_OF, type DocKind, type Model } from './
 import { editDistance } from '../shared/edit-distance.ts';
 import { checkService } from './service-checks.ts';
 import { checkGrpcRoute, checkHeaders, checkHttpRoute, checkShadowedRoutes, checkStringMatch } from './route-checks.ts';
-import {
-  checkTcpListener,
-  checkAccessLog,
-  checkDomainClashes,
-  checkGroupConflicts,
-  checkPatchShape,
-} from './listener-checks.ts';
+import { checkTcpListener, checkDomainClashes, checkGroupConflicts, checkPatchShape } from './listener-checks.ts';
 
 /** The model's definition of a document (src/model/assemble.ts). */
 type Lookup = (kind: string, name: string) => { doc: object; ref: DocRef } | undefined;
@@ -253,9 +248,8 @@ function checkListeners(c: ModelRefs): Set<string> {
         ['headers'],
         'headers apply to HTTP requests: this listener has no virtualHosts',
       );
-    l.accessLog?.forEach((a, i) => checkAccessLog(a, ['accessLog', i], !!l.tcp, r, sink, needService));
+    checkListenerFeatures(l, featureCheck(r, sink, needService));
     checkListenerProtection(l, r, sink, needService);
-    checkTrafficListener(l, r, sink, needService);
     (l.virtualHosts ?? []).forEach((v, i) => {
       usedVhosts.add(v);
       const vdoc = vhosts.get(v);
@@ -327,7 +321,7 @@ function checkVirtualHosts(c: ModelRefs, carried: ReadonlySet<string>): void {
       v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, need));
       checkHeaders(v.headers, ['headers'], r, sink);
       checkVirtualHostProtection(v, r, sink);
-      checkTrafficVirtualHost(v, r, sink);
+      checkVirtualHostFeatures(v, featureCheck(r, sink, need));
       checkShadowedRoutes(v.routes, r, sink);
     });
   });

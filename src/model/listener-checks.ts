@@ -5,11 +5,11 @@
 import { Codes } from '../shared/diagnostics.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
-import type { AccessLogDoc, GrpcServiceDoc, ListenerDoc, VirtualHostDoc } from './schema.ts';
+import type { GrpcServiceDoc, ListenerDoc, VirtualHostDoc } from './schema.ts';
 import type { EnvoyPatchDoc } from './patch-schema.ts';
 import { listenerGroups, type Model } from './types.ts';
 
-import { badOperators, checkTargets } from './route-checks.ts';
+import { checkTargets } from './route-checks.ts';
 
 /** One form per patch; filters go to listeners, at one anchor each, with a typed config naming its type. */
 export function checkPatchShape(p: EnvoyPatchDoc, r: DocRef, sink: DiagnosticSink): void {
@@ -97,59 +97,6 @@ export function checkTcpListener(l: ListenerDoc, r: DocRef, sink: DiagnosticSink
       passed.set(key, i);
     });
   });
-}
-
-export function checkAccessLog(
-  a: AccessLogDoc,
-  path: PathSegment[],
-  tcp: boolean,
-  r: DocRef,
-  sink: DiagnosticSink,
-  needService: NeedService,
-): void {
-  if (typeof a.to === 'object') {
-    const s = needService(r, [...path, 'to', 'service'], a.to.service);
-    if (s && s.protocol !== 'grpc' && s.protocol !== 'http2')
-      sink.error(
-        Codes.INVALID_VALUE,
-        r,
-        [...path, 'to', 'service'],
-        `the access log service protocol is gRPC: service "${s.name}" needs protocol: grpc`,
-      );
-    for (const k of ['format', 'fields', 'text'] as const)
-      if (a[k] !== undefined)
-        sink.error(Codes.INVALID_VALUE, r, [...path, k], 'a gRPC access log service gets every field, structured');
-  } else if (a.to !== 'stdout' && a.to !== 'stderr' && !a.to.startsWith('/'))
-    sink.error(Codes.INVALID_VALUE, r, [...path, 'to'], `"${a.to}" is not stdout, stderr or an absolute file path`);
-  const format = a.format ?? 'json';
-  if (format === 'text' && a.text === undefined)
-    sink.error(Codes.INVALID_VALUE, r, [...path, 'text'], 'format text needs the line to write (text)');
-  if (format === 'json' && a.text !== undefined)
-    sink.error(Codes.INVALID_VALUE, r, [...path, 'text'], 'text goes with format: text (json takes fields)');
-  if (format === 'text' && a.fields !== undefined)
-    sink.error(Codes.INVALID_VALUE, r, [...path, 'fields'], 'fields go with format: json (text takes text)');
-  const formats: [PathSegment[], string][] = [
-    ...(a.text !== undefined ? [[[...path, 'text'], a.text] as [PathSegment[], string]] : []),
-    ...Object.entries(a.fields ?? {}).map(([k, v]) => [[...path, 'fields', k], v] as [PathSegment[], string]),
-  ];
-  for (const [at, f] of formats)
-    for (const bad of badOperators(f))
-      sink.error(
-        Codes.INVALID_VALUE,
-        r,
-        at,
-        `"${bad}" is not an Envoy format operator (%NAME%, %NAME(arg)%, %NAME:len%)`,
-      );
-  const status = a.filter?.status;
-  if (status?.min !== undefined && status.max !== undefined && status.min > status.max)
-    sink.error(Codes.INVALID_VALUE, r, [...path, 'filter', 'status'], `min ${status.min} is above max ${status.max}`);
-  if (tcp && (status || a.filter?.notHealthCheck))
-    sink.error(
-      Codes.INVALID_VALUE,
-      r,
-      [...path, 'filter'],
-      'a TCP listener logs connections: they have no status and are no health checks',
-    );
 }
 
 export function checkDomainClashes(

@@ -4,7 +4,7 @@
  * or filters added at a stated position.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { Enum, Name, strict } from './schema-primitives.ts';
+import { Enum, Name, strict } from '../features/kit/schema-primitives.ts';
 
 const Json = Type.Unknown();
 

@@ -5,7 +5,7 @@
  * sets it), and the names an upstream's certificate must carry.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Enum, Name, PositiveInt, strict } from './schema-primitives.ts';
+import { Duration, Enum, Name, PositiveInt, strict } from '../features/kit/schema-primitives.ts';
 
 const Cidr = Type.String({
   minLength: 2,

@@ -3,7 +3,9 @@ import { parseDurationMs } from '../shared/duration.ts';
 import { checkRegex } from './regex-check.ts';
 import { GRPC_FEATURES, supportedFrom } from './grpc-compat.ts';
 import { checkGrpcHashPolicy, checkTrafficRoute } from './traffic-checks.ts';
+import { checkRouteFeatures, featureCheck } from './feature-checks.ts';
 import { Codes } from '../shared/diagnostics.ts';
+import { badOperators } from '../features/kit/format-operators.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
 import type {
@@ -173,6 +175,7 @@ export function checkHttpRoute(
   checkRetries(route.retries, ENVOY_RETRY_ON, 'Envoy', path, r, sink);
   const targets = checkTargets(route, path, r, sink, needService);
   checkTrafficRoute(route, path, r, sink, needService, targets);
+  checkRouteFeatures(route, path, featureCheck(r, sink, needService));
   route.hashPolicy?.forEach((h, i) => {
     const set = (['header', 'cookie', 'sourceIp', 'query'] as const).filter((k) => h[k] !== undefined);
     if (set.length !== 1)
@@ -386,23 +389,4 @@ export function checkHeaders(h: HeadersDoc | undefined, path: PathSegment[], r: 
       }
     e.remove?.forEach((n, i) => name(n, [...path, side, 'remove', i]));
   }
-}
-
-/** An Envoy format operator: %NAME%, %NAME(arguments)%, optionally :length. */
-const FORMAT_OPERATOR = /^%[A-Z][A-Z0-9_]*(\([^()%]*\))?(:[0-9]+)?%$/;
-
-/** The `%...%` pieces of an access log format that are not operators Envoy could parse. */
-export function badOperators(format: string): string[] {
-  const bad: string[] = [];
-  for (let at = format.indexOf('%'); at >= 0;) {
-    const end = format.indexOf('%', at + 1);
-    if (end < 0) {
-      bad.push(format.slice(at));
-      break;
-    }
-    const piece = format.slice(at, end + 1);
-    if (piece !== '%%' && !FORMAT_OPERATOR.test(piece)) bad.push(piece);
-    at = format.indexOf('%', end + 1);
-  }
-  return bad;
 }

@@ -5,7 +5,16 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
-import { Duration, Enum, Name, NAME_PATTERN, NonEmpty, Port, PositiveInt, strict } from './schema-primitives.ts';
+import {
+  Duration,
+  Enum,
+  Name,
+  NAME_PATTERN,
+  NonEmpty,
+  Port,
+  PositiveInt,
+  strict,
+} from '../features/kit/schema-primitives.ts';
 import {
   Access,
   ExtAuth,
@@ -17,7 +26,8 @@ import {
   SanMatch,
   ClientName,
 } from './protection-schema.ts';
-import { Compression, Cors, Mirror, RegexRewrite, Tracing } from './traffic-schema.ts';
+import { Mirror, RegexRewrite } from './traffic-schema.ts';
+import { LISTENER_FIELDS, ROUTE_FIELDS, VIRTUAL_HOST_FIELDS } from '../features/registry.ts';
 import { EnvoyPatch } from './patch-schema.ts';
 
 export { Duration, Name, NAME_PATTERN };
@@ -442,64 +452,6 @@ export const HttpSettings = Type.Object(
   { ...strict, description: "HTTP: the connection manager's settings." },
 );
 
-/** Where a listener logs each request (HTTP) or connection (TCP), and which. */
-export const AccessLog = Type.Object(
-  {
-    to: Type.Union(
-      [
-        Type.String({ minLength: 1 }),
-        Type.Object(
-          {
-            service: Name,
-            logName: Type.Optional(
-              Type.String({ minLength: 1, maxLength: 256, description: 'Default: the listener.' }),
-            ),
-          },
-          strict,
-        ),
-      ],
-      {
-        description:
-          "stdout, stderr, an absolute file path on the proxy host, or { service }: Envoy's gRPC access log " +
-          'service (every field, structured).',
-      },
-    ),
-    format: Type.Optional(
-      Type.Union([Type.Literal('json'), Type.Literal('text')], {
-        description: 'json (default): one object per line; text: `text` with Envoy format operators.',
-      }),
-    ),
-    fields: Type.Optional(
-      Type.Record(Type.String({ minLength: 1, maxLength: 64 }), Type.String({ minLength: 1 }), {
-        description: 'json: the fields, name -> Envoy format operator (default: a set to debug with).',
-      }),
-    ),
-    text: Type.Optional(
-      Type.String({ minLength: 1, description: 'text: the line, e.g. "%START_TIME% %RESPONSE_CODE%".' }),
-    ),
-    filter: Type.Optional(
-      Type.Object(
-        {
-          status: Type.Optional(
-            Type.Object(
-              {
-                min: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
-                max: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
-              },
-              strict,
-            ),
-          ),
-          minDuration: Type.Optional(Duration),
-          notHealthCheck: Type.Optional(Type.Boolean()),
-          samplePercent: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 100 })),
-        },
-        { ...strict, description: 'Log only these (all must hold).' },
-      ),
-    ),
-  },
-  strict,
-);
-
 /** A TCP listener's proxying (Envoy's tcp_proxy): to one service, or split by weight. */
 export const TcpProxy = Type.Object(
   {
@@ -604,13 +556,12 @@ export const Route = Type.Object(
       ),
     ),
     mirror: Type.Optional(Mirror),
-    cors: Type.Optional(Type.Union([Cors, Type.Literal(false)])),
-    compression: Type.Optional(Type.Literal(false, { description: 'No response compression here.' })),
     access: Type.Optional(Type.Union([Access, Type.Literal(false)])),
     jwt: Type.Optional(Type.Union([JwtRequirement, Type.Literal(false)])),
     extAuth: Type.Optional(Type.Literal(false, { description: 'No external authorization here.' })),
     rateLimit: Type.Optional(Type.Union([RateLimit, Type.Literal(false)])),
     globalRateLimit: Type.Optional(GlobalRateLimit),
+    ...ROUTE_FIELDS,
   },
   strict,
 );
@@ -760,14 +711,12 @@ export const Listener = Type.Object(
         description: 'HTTP: WebSocket upgrades (default true); a route may turn them off, or on when this is false.',
       }),
     ),
-    accessLog: Type.Optional(Type.Array(AccessLog, { minItems: 1, maxItems: 4 })),
     access: Type.Optional(Access),
     jwt: Type.Optional(Jwt),
     extAuth: Type.Optional(ExtAuth),
     rateLimit: Type.Optional(RateLimit),
     rateLimitService: Type.Optional(RateLimitService),
-    compression: Type.Optional(Compression),
-    tracing: Type.Optional(Tracing),
+    ...LISTENER_FIELDS,
     passthrough: Type.Optional(
       Type.Array(
         Type.Object(
@@ -807,8 +756,7 @@ export const VirtualHost = Type.Object(
     extAuth: Type.Optional(Type.Literal(false, { description: 'No external authorization here.' })),
     rateLimit: Type.Optional(Type.Union([RateLimit, Type.Literal(false)])),
     globalRateLimit: Type.Optional(GlobalRateLimit),
-    cors: Type.Optional(Cors),
-    compression: Type.Optional(Type.Literal(false, { description: 'No response compression here.' })),
+    ...VIRTUAL_HOST_FIELDS,
   },
   strict,
 );
@@ -1098,7 +1046,6 @@ export const KINDS = {
 export type KindName = keyof typeof KINDS;
 export type ServiceDoc = Static<typeof Service>;
 export type ListenerDoc = Static<typeof Listener>;
-export type AccessLogDoc = Static<typeof AccessLog>;
 export type HeadersDoc = Static<typeof Headers>;
 export type HashPolicyDoc = Static<typeof HashPolicy>;
 export type HttpSettingsDoc = Static<typeof HttpSettings>;

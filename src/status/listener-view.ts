@@ -3,7 +3,7 @@
  * proxies get): HTTP, TCP, TLS passthrough only, or a proxyless gRPC target; where it listens;
  * whether it terminates TLS; the server names passed through; the protections in its chain.
  */
-import type { JsonObject } from '../translate/common.ts';
+import type { JsonObject } from '../features/kit/envoy-json.ts';
 import { isGrpcServerListener } from '../translate/grpc-server.ts';
 
 export interface ListenerView {

@@ -1,6 +1,7 @@
 import type { ServiceDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
-import { adsConfigSource, compact, providerInstance, TYPE, type JsonObject } from './common.ts';
+import { adsConfigSource, providerInstance, TYPE } from './common.ts';
+import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 import { nameMatcher, sanMatchers } from './protection.ts';
 
 const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {

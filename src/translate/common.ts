@@ -1,7 +1,6 @@
 /** Small builders shared by the per-type translators. Output is canonical proto3 JSON. */
 import type { HeaderMatchDoc, QueryMatchDoc } from '../model/schema.ts';
-
-export type JsonObject = Record<string, unknown>;
+import { stringMatcher, type JsonObject } from '../features/kit/envoy-json.ts';
 
 export const TYPE = {
   hcm: 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
@@ -28,12 +27,6 @@ export const TYPE = {
   extAuthzPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute',
   localRateLimit: 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit',
   rateLimit: 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit',
-  cors: 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors',
-  corsPolicy: 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy',
-  compressor: 'type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor',
-  compressorPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.compressor.v3.CompressorPerRoute',
-  zipkin: 'type.googleapis.com/envoy.config.trace.v3.ZipkinConfig',
-  openTelemetry: 'type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig',
 } as const;
 
 /** Every dynamic reference goes over the same ADS stream the client opened. */
@@ -49,11 +42,6 @@ export function providerInstance(secret: string): JsonObject {
   return { instance_name: secret };
 }
 
-/** A percentage as Envoy's FractionalPercent per million (the finest denominator). */
-export function perMillion(percent: number): JsonObject {
-  return { numerator: Math.round(percent * 10_000), denominator: 'MILLION' };
-}
-
 export const FAULT_FILTER = 'envoy.filters.http.fault';
 
 /** Fault injection, configured per route (typed_per_filter_config); empty here: no route, no fault. */
@@ -63,13 +51,6 @@ export function faultFilter(): JsonObject {
 
 export function routerFilter(): JsonObject {
   return { name: 'envoy.filters.http.router', typed_config: { '@type': TYPE.router } };
-}
-
-export function stringMatcher(m: { exact?: string; prefix?: string; regex?: string }): JsonObject | undefined {
-  if (m.exact !== undefined) return { exact: m.exact };
-  if (m.prefix !== undefined) return { prefix: m.prefix };
-  if (m.regex !== undefined) return { safe_regex: { regex: m.regex } };
-  return undefined;
 }
 
 export function headerMatcher(h: HeaderMatchDoc): JsonObject {
@@ -84,22 +65,4 @@ export function headerMatcher(h: HeaderMatchDoc): JsonObject {
 export function queryMatcher(q: QueryMatchDoc): JsonObject {
   const sm = stringMatcher(q);
   return sm ? { name: q.name, string_match: sm } : { name: q.name, present_match: q.present ?? true };
-}
-
-/**
- * Without its undefined values, so the JSON is canonical (proto3 omits unset fields). A copy, not
- * `delete`: deleting turns an object into a dictionary, and every later read of it (canonical
- * JSON, conversion, JSON text) is slower; a cold build compacts tens of thousands.
- */
-export function compact<T extends JsonObject>(o: T): T {
-  let unset = false;
-  for (const k in o)
-    if (o[k] === undefined) {
-      unset = true;
-      break;
-    }
-  if (!unset) return o;
-  const out: JsonObject = {};
-  for (const k in o) if (o[k] !== undefined) out[k] = o[k];
-  return out as T;
 }

@@ -1,6 +1,6 @@
 import type { EndpointDoc, ServiceDoc } from '../model/schema.ts';
 import { parseHostPort } from '../model/addresses.ts';
-import { compact, type JsonObject } from './common.ts';
+import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 
 /**
  * Service -> ClusterLoadAssignment, endpoints grouped by (priority, locality). A service with no

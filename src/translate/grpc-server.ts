@@ -7,7 +7,8 @@
  */
 import type { GrpcAccessRuleDoc, GrpcServerDoc } from '../model/schema.ts';
 import { cidrRange } from '../model/addresses.ts';
-import { headerMatcher, providerInstance, routerFilter, TYPE, type JsonObject } from './common.ts';
+import { headerMatcher, providerInstance, routerFilter, TYPE } from './common.ts';
+import { type JsonObject } from '../features/kit/envoy-json.ts';
 import { allPermissions, allPrincipals, anyPermission, anyPrincipal, certificateNamed } from './protection.ts';
 
 /**

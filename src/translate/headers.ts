@@ -3,7 +3,7 @@
  * virtual host, route): set replaces, add appends, remove drops; requests and responses alike.
  */
 import type { HeadersDoc } from '../model/schema.ts';
-import type { JsonObject } from './common.ts';
+import type { JsonObject } from '../features/kit/envoy-json.ts';
 
 function toAdd(set: Record<string, string> | undefined, add: Record<string, string> | undefined): JsonObject[] {
   return [

@@ -17,7 +17,7 @@ import {
 import { buildGrpcServerListener, grpcServerListenerName } from './grpc-server.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
 import { buildCluster } from './cluster.ts';
-import type { JsonObject } from './common.ts';
+import type { JsonObject } from '../features/kit/envoy-json.ts';
 import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';

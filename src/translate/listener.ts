@@ -1,12 +1,11 @@
 import type { GrpcServiceDoc, ListenerDoc, VirtualHostDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
-import { accessLogs } from './access-log.ts';
 import { httpSettingsFields } from './http-settings.ts';
-import { adsConfigSource, compact, faultFilter, routerFilter, TYPE, type JsonObject } from './common.ts';
+import { adsConfigSource, faultFilter, routerFilter, TYPE } from './common.ts';
+import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 import { trustsForwardedAddress } from '../model/protection-checks.ts';
-import { httpFilters } from './http-features.ts';
+import { connectionManagerFields, httpFilters, listenerAccessLogs } from './http-features.ts';
 import { networkRbacFilter, protectionsUsed, type Used } from './protection.ts';
-import { tracingConfig } from './traffic.ts';
 
 /**
  * `websocket`: for Envoy's listeners, whether upgrades are on; routes may override it only when the
@@ -97,7 +96,7 @@ function tcpProxy(
  * `vhosts` are the listener's virtual hosts: the protections they use put filters in its chain.
  */
 export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] = []): JsonObject {
-  const tcpLogs = accessLogs(l.accessLog, l.name, true);
+  const tcpLogs = listenerAccessLogs(l, true);
   // Who may connect is checked before the TCP proxy picks a service.
   const rbac = l.access ? [networkRbacFilter(l.name, l.access)] : [];
   const used = protectionsUsed(vhosts);
@@ -109,10 +108,10 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
           typed_config: httpConnectionManager(
             l.name,
             l.name,
-            accessLogs(l.accessLog, l.name, false),
+            listenerAccessLogs(l, false),
             l.websocket ?? true,
-            { ...clientAddressFields(l, used), ...compact({ tracing: tracingConfig(l.tracing) }) },
-            httpFilters(l, used, vhosts),
+            { ...clientAddressFields(l, used), ...connectionManagerFields(l) },
+            httpFilters(l, vhosts),
           ),
         },
       ];

@@ -19,7 +19,7 @@ import { originKey, originOf, type Model } from '../model/types.ts';
 import { compileGlob } from '../shared/glob.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 import type { ResourceKind } from '../xds/resource-types.ts';
-import type { JsonObject } from './common.ts';
+import type { JsonObject } from '../features/kit/envoy-json.ts';
 import type { GroupResources, TranslatedResource } from './index.ts';
 import type { TranslationMemo } from './memo.ts';
 import { GRPC_XDS_CLUSTER, REST_XDS_CLUSTER } from '../xds/xds-clusters.ts';

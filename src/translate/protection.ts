@@ -23,7 +23,8 @@ import { keyedByClientAddress } from '../model/protection-checks.ts';
 import type { ListenerDoc, RouteDoc, VirtualHostDoc } from '../model/schema.ts';
 import { globToRegex } from '../shared/glob.ts';
 import { durationToProto, parseDurationMs } from '../shared/duration.ts';
-import { compact, TYPE, type JsonObject } from './common.ts';
+import { TYPE } from './common.ts';
+import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 
 export const FILTER = {
   rbac: 'envoy.filters.http.rbac',

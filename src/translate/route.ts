@@ -10,7 +10,8 @@ import {
 } from '../model/schema.ts';
 import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
-import { compact, FAULT_FILTER, headerMatcher, perMillion, queryMatcher, TYPE, type JsonObject } from './common.ts';
+import { FAULT_FILTER, headerMatcher, queryMatcher, TYPE } from './common.ts';
+import { compact, perMillion, type JsonObject } from '../features/kit/envoy-json.ts';
 import { trustsForwardedAddress } from '../model/protection-checks.ts';
 import { filterConfigs } from './http-features.ts';
 import { routeRateLimits, virtualHostRateLimits } from './protection.ts';

@@ -1,13 +1,20 @@
 /**
- * The HTTP features of a connection manager in one ordered list (src/translate/http-features.ts):
- * the filters in Envoy's order, the per-filter configurations of each feature merged, the services
- * each calls. Table-driven on listeners and overrides.
+ * What the features add to a listener, from the registry (src/features/registry.ts) and edge
+ * protection (src/translate/http-features.ts): the filters in Envoy's order, the per-filter
+ * configurations of each feature merged, connection-manager fields, access logs, the services each
+ * calls. Table-driven on listeners and overrides.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ListenerDoc } from '../../src/model/schema.ts';
-import { featureServices, filterConfigs, httpFilters, HTTP_FEATURES } from '../../src/translate/http-features.ts';
-import { protectionsUsed } from '../../src/translate/protection.ts';
+import {
+  connectionManagerFields,
+  featureServices,
+  filterConfigs,
+  httpFilters,
+  LISTENER_HOOKS,
+  listenerAccessLogs,
+} from '../../src/translate/http-features.ts';
 
 const CORS_VHOST = { name: 'v', domains: ['*'], cors: { origins: ['https://a.example'] }, routes: [{ to: 's' }] };
 
@@ -43,7 +50,7 @@ for (const c of LISTENERS)
     const l = { name: 'l', port: 8080, virtualHosts: ['v'], ...c.listener } as unknown as ListenerDoc;
     const vhosts = c.vhosts as never[];
     assert.equal(
-      httpFilters(l, protectionsUsed(vhosts), vhosts).map((f) => f.name),
+      httpFilters(l, vhosts).map((f) => f.name),
       c.filters,
     );
     assert.equal(featureServices(l), c.services);
@@ -61,8 +68,28 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
     'envoy.filters.http.compressor.zstd',
   ]);
   assert.equal(
-    HTTP_FEATURES.map((f) => f.name),
+    LISTENER_HOOKS.map((f) => f.name),
     ['cors', 'protection', 'compression', 'tracing', 'access-log'],
+  );
+});
+
+test('connection-manager fields and access logs: each from its feature, none when unset', () => {
+  const bare = { name: 'l', port: 8080, virtualHosts: ['v'] } as unknown as ListenerDoc;
+  assert.equal(connectionManagerFields(bare), {});
+  assert.equal(listenerAccessLogs(bare, false), []);
+  const l = {
+    ...bare,
+    tracing: { zipkin: { service: 'zipkin' } },
+    accessLog: [{ to: 'stdout' }, { to: { service: 'als' } }],
+  } as unknown as ListenerDoc;
+  assert.equal(Object.keys(connectionManagerFields(l)), ['tracing']);
+  assert.equal(
+    listenerAccessLogs(l, false).map((a) => a.name),
+    ['envoy.access_loggers.stdout', 'envoy.access_loggers.http_grpc'],
+  );
+  assert.equal(
+    listenerAccessLogs(l, true).map((a) => a.name),
+    ['envoy.access_loggers.stdout', 'envoy.access_loggers.tcp_grpc'],
   );
 });
 

@@ -1,6 +1,6 @@
 /** The building blocks every part of the YAML model's schema uses. */
 import { Type } from '@sinclair/typebox';
-import { DURATION_PATTERN } from '../shared/duration.ts';
+import { DURATION_PATTERN } from '../../shared/duration.ts';
 
 export const strict = { additionalProperties: false } as const;
 

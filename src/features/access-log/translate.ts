@@ -4,9 +4,9 @@
  * proxy (one per connection). Filters that need a runtime key get one of fleetxds's that nothing
  * sets, so their default value is what applies.
  */
-import type { AccessLogDoc } from '../model/schema.ts';
-import { parseDurationMs } from '../shared/duration.ts';
-import { perMillion, type JsonObject } from './common.ts';
+import { parseDurationMs } from '../../shared/duration.ts';
+import { perMillion, type JsonObject } from '../kit/envoy-json.ts';
+import type { AccessLogDoc } from './schema.ts';
 
 /** What an operator debugs a request with. */
 export const DEFAULT_HTTP_FIELDS: Readonly<Record<string, string>> = {

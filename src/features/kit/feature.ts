@@ -1,0 +1,94 @@
+/**
+ * What a feature of the YAML model is: the fields it adds to documents, the rules a schema cannot
+ * express, and what it adds to Envoy's resources at the few places a feature reaches (HTTP filters
+ * and their per-route settings, connection-manager fields, access logs, the services it calls). A
+ * feature sees only its own fields: its hooks are typed by the part of a document they read, so a
+ * listener, virtual host or route document fits them all and no feature reaches into another's.
+ */
+import type { TSchema } from '@sinclair/typebox';
+import type { DiagnosticCode, PathSegment } from '../../shared/diagnostics.ts';
+import type { JsonObject } from './envoy-json.ts';
+
+/** TypeBox properties a feature adds to one kind of document. */
+export type FieldSchemas = Readonly<Record<string, TSchema>>;
+
+export interface FeatureFields {
+  readonly listener?: FieldSchemas;
+  readonly virtualHost?: FieldSchemas;
+  readonly route?: FieldSchemas;
+}
+
+/** A service as a feature's checks see it. */
+export interface ServiceView {
+  readonly name: string;
+  readonly protocol?: string;
+}
+
+/**
+ * How a feature's checks report on the document they check: a path is the document's (as in the
+ * YAML), and the diagnostic lands at its file:line:column.
+ */
+export interface FeatureCheck {
+  error(code: DiagnosticCode, path: readonly PathSegment[], message: string): void;
+  warn(code: DiagnosticCode, path: readonly PathSegment[], message: string): void;
+  /** Refuses a regex Envoy's RE2 refuses, or whose program exceeds Envoy's size limit. */
+  regex(pattern: string, path: readonly PathSegment[]): void;
+  /** The named service; a missing one is reported at `path` (with a suggestion). */
+  service(path: readonly PathSegment[], name: string): ServiceView | undefined;
+}
+
+/**
+ * Where a feature's HTTP filters run in Envoy's chain, first to last on a request (responses pass
+ * them in reverse). The listener builder orders filters by this, then by the registry's order.
+ */
+export const HTTP_PHASES = [
+  // Answered before anything asks for credentials: a browser's preflight carries none.
+  'preflight',
+  // Who may call, and how often: address rules, tokens, external authorization, rate limits.
+  'protection',
+  // Last before the router, so the first to see a response: compression.
+  'response',
+] as const;
+export type HttpPhase = (typeof HTTP_PHASES)[number];
+
+/** Which proxyless gRPC clients honour the feature (fleetxds sends them API listeners and routes). */
+export type GrpcSupport =
+  | { readonly kind: 'envoy-only'; readonly why: string }
+  /** A row of the gRPC feature table (`GRPC_FEATURES` in src/model/grpc-compat.ts). */
+  | { readonly kind: 'grpc'; readonly row: string };
+
+/** `L`, `V`, `R`: the parts of a listener, virtual host and route the feature reads. */
+export interface Feature<L = never, V = never, R = never> {
+  /** Its folder under src/features/. */
+  readonly name: string;
+  /** Where operators read about it: a page of docs/ and a heading's anchor. */
+  readonly docs: string;
+  readonly fields: FeatureFields;
+  readonly grpc: GrpcSupport;
+  readonly checks?: {
+    readonly listener?: (l: L, c: FeatureCheck) => void;
+    readonly virtualHost?: (v: V, c: FeatureCheck) => void;
+    /** `path`: where the route is in its virtual host (`['routes', 3]`). */
+    readonly route?: (r: R, path: readonly PathSegment[], c: FeatureCheck) => void;
+  };
+  readonly http?: {
+    readonly phase: HttpPhase;
+    /** Its filters on this listener, given the virtual hosts the listener carries. */
+    readonly filters?: (l: L, vhosts: readonly V[]) => JsonObject[];
+    /** What a virtual host or route sets for its filters (typed_per_filter_config entries). */
+    readonly perFilterConfig?: (o: V | R) => JsonObject | undefined;
+  };
+  /** Fields of an HTTP listener's connection manager. */
+  readonly connectionManager?: (l: L) => JsonObject | undefined;
+  /** Envoy `access_log` entries; `tcp`: for the TCP proxy (a connection, not a request). */
+  readonly accessLog?: (l: L, tcp: boolean) => JsonObject[];
+  /** The services the listener's use of it calls (each gets a cluster). */
+  readonly services?: (l: L) => string[];
+}
+
+/** Names a feature with its types inferred from its hooks. */
+export function defineFeature<L, V, R, const F extends FeatureFields>(
+  f: Feature<L, V, R> & { readonly fields: F },
+): Feature<L, V, R> & { readonly fields: F } {
+  return f;
+}

@@ -1,0 +1,33 @@
+/**
+ * The features of the YAML model that live in a folder of their own, in one list: the schema takes
+ * their fields from it, the checker runs their checks, and the listener, route and cluster builders
+ * add what they produce. A new feature is its folder and one line here (HTTP filters are ordered by
+ * their phase, then by this list).
+ */
+import type { TProperties } from '@sinclair/typebox';
+import { accessLog } from './access-log/index.ts';
+import { compression } from './compression/index.ts';
+import { cors } from './cors/index.ts';
+import type { FeatureFields } from './kit/feature.ts';
+import { tracing } from './tracing/index.ts';
+
+export const FEATURES = [cors, compression, tracing, accessLog] as const;
+
+type Registered = (typeof FEATURES)[number];
+type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
+
+/** The fields every feature adds to one kind of document, as one set of TypeBox properties. */
+export type FieldsAt<K extends keyof FeatureFields> = UnionToIntersection<
+  Registered extends infer F ? (F extends { fields: { [P in K]: infer X } } ? X : never) : never
+> &
+  TProperties;
+
+function fieldsAt<K extends keyof FeatureFields>(at: K): FieldsAt<K> {
+  const out: TProperties = {};
+  for (const f of FEATURES as readonly { fields: FeatureFields }[]) Object.assign(out, f.fields[at]);
+  return out as FieldsAt<K>;
+}
+
+export const LISTENER_FIELDS = fieldsAt('listener');
+export const VIRTUAL_HOST_FIELDS = fieldsAt('virtualHost');
+export const ROUTE_FIELDS = fieldsAt('route');
