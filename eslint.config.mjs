@@ -15,6 +15,8 @@ export default tseslint.config(
       '.tmp/',
       '.grpc-go/',
       'test/golden/',
+      'src/features/*/golden/',
+      'src/features/*/rejected/',
     ],
   },
   js.configs.recommended,

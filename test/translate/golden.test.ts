@@ -1,5 +1,6 @@
 /**
- * Golden files: YAML in (test/golden/cases/<case>/input, plus the bundled example config),
+ * Golden files: YAML in (a feature's src/features/<name>/golden/<variant>/input, the others'
+ * test/golden/cases/<case>/input, plus the bundled example config),
  * Envoy JSON out (expected/<group>.<type>.json). UPDATE_GOLDEN=1 rewrites them; review the diff
  * like code. Each case also checks determinism and that the encoded bytes decode to the JSON.
  */
@@ -13,14 +14,10 @@ import { projectPath } from '../../src/shared/paths.ts';
 import { decodeToJson, encodeObject, jsonToObject } from '../../src/xds/proto-json.ts';
 import { messageName, RESOURCE_KINDS, TypeUrls } from '../../src/xds/resource-types.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
+import { acceptedCases } from '../helpers/golden-cases.ts';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
-const casesDir = projectPath('test', 'golden', 'cases');
-const cases: { name: string; input: string; expected: string }[] = readdirSync(casesDir).map((name) => ({
-  name,
-  input: join(casesDir, name, 'input'),
-  expected: join(casesDir, name, 'expected'),
-}));
+const cases = acceptedCases();
 cases.push({
   name: 'example-config',
   input: projectPath('config', 'services'),
