@@ -11,8 +11,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { FileDescriptorSetSchema } from '@bufbuild/protobuf/wkt';
 import { encodeJson } from '../src/xds/proto-json.ts';
 import { protoRoot } from '../src/xds/proto-root.ts';
-import { projectPath } from '../src/shared/paths.ts';
 import { descriptorSet } from './lib/descriptor-set.ts';
+import { acceptedCases } from '../test/helpers/golden-cases.ts';
 
 interface Resource {
   file: string;
@@ -22,16 +22,15 @@ interface Resource {
 
 function goldenResources(): Resource[] {
   const out: Resource[] = [];
-  const cases = projectPath('test', 'golden', 'cases');
-  for (const c of readdirSync(cases))
-    for (const f of readdirSync(join(cases, c, 'expected'))) {
+  for (const c of acceptedCases())
+    for (const f of readdirSync(c.expected)) {
       if (!f.endsWith('.json')) continue;
-      const response = JSON.parse(readFileSync(join(cases, c, 'expected', f), 'utf8')) as {
+      const response = JSON.parse(readFileSync(join(c.expected, f), 'utf8')) as {
         resources?: Record<string, unknown>[];
       };
       for (const r of response.resources ?? []) {
         const { '@type': typeUrl, ...json } = r as { '@type': string };
-        out.push({ file: `${c}/${f}`, typeName: typeUrl.slice(typeUrl.lastIndexOf('/') + 1), json });
+        out.push({ file: `${c.name}/${f}`, typeName: typeUrl.slice(typeUrl.lastIndexOf('/') + 1), json });
       }
     }
   return out;

@@ -8,7 +8,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { join } from 'node:path';
-import { parseHostPort } from '../model/addresses.ts';
+import { parseHostPort } from '../shared/addresses.ts';
 import { parseDurationMs } from '../shared/duration.ts';
 
 export interface RegisterOptions {

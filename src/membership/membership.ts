@@ -10,7 +10,7 @@
  * that changes nothing is neither: many heartbeats, one push only when something changed.
  */
 import { BlockList, isIP } from 'node:net';
-import { canonicalEndpoint, canonicalIp, cidrRange, parseHostPort } from '../model/addresses.ts';
+import { canonicalEndpoint, canonicalIp, cidrRange, parseHostPort } from '../shared/addresses.ts';
 import type { RegistrationDoc } from '../model/schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
 import { ErrorCodes, FleetError } from '../shared/errors.ts';

@@ -3,22 +3,21 @@
  * "did you mean"), per-group conflicts, and what proxyless gRPC clients can consume.
  */
 import { isIP } from 'node:net';
-import {
-  checkCarriedProtection,
-  checkListenerProtection,
-  checkUpstreamNames,
-  checkVirtualHostProtection,
-} from './protection-checks.ts';
 import { checkGrpcServers, checkGrpcTargets, type GrpcCheckContext } from './grpc-checks.ts';
 import { checkRetryBudget } from './traffic-checks.ts';
-import { checkListenerFeatures, checkVirtualHostFeatures, featureCheck } from './feature-checks.ts';
+import {
+  checkCarriedFeatures,
+  checkListenerFeatures,
+  checkVirtualHostFeatures,
+  featureCheck,
+} from './feature-checks.ts';
 import { Codes } from '../shared/diagnostics.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
 import type { ListenerDoc, SecretDoc, ServiceDoc, VirtualHostDoc } from './schema.ts';
 import { DEFAULT_GROUP, groupNames, LIST_OF, type DocKind, type Model } from './types.ts';
 import { editDistance } from '../shared/edit-distance.ts';
-import { checkService } from './service-checks.ts';
+import { checkService, checkUpstreamNames } from './service-checks.ts';
 import { checkGrpcRoute, checkHeaders, checkHttpRoute, checkShadowedRoutes, checkStringMatch } from './route-checks.ts';
 import { checkTcpListener, checkDomainClashes, checkGroupConflicts, checkPatchShape } from './listener-checks.ts';
 
@@ -249,11 +248,10 @@ function checkListeners(c: ModelRefs): Set<string> {
         'headers apply to HTTP requests: this listener has no virtualHosts',
       );
     checkListenerFeatures(l, featureCheck(r, sink, needService));
-    checkListenerProtection(l, r, sink, needService);
     (l.virtualHosts ?? []).forEach((v, i) => {
       usedVhosts.add(v);
       const vdoc = vhosts.get(v);
-      if (vdoc) checkCarriedProtection(l, vdoc, ref('VirtualHost', v), sink);
+      if (vdoc) checkCarriedFeatures(l, vdoc, featureCheck(ref('VirtualHost', v), sink));
       else
         sink.error(
           Codes.UNKNOWN_REFERENCE,
@@ -320,7 +318,6 @@ function checkVirtualHosts(c: ModelRefs, carried: ReadonlySet<string>): void {
       const r = ref('VirtualHost', v.name);
       v.routes.forEach((route, i) => checkHttpRoute(route, ['routes', i], r, sink, need));
       checkHeaders(v.headers, ['headers'], r, sink);
-      checkVirtualHostProtection(v, r, sink);
       checkVirtualHostFeatures(v, featureCheck(r, sink, need));
       checkShadowedRoutes(v.routes, r, sink);
     });

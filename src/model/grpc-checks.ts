@@ -6,7 +6,8 @@
 import { isIP } from 'node:net';
 import { Codes, type PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
-import { checkCidrs, checkNameMatch } from './protection-checks.ts';
+import { checkCidrs, checkNameMatch } from '../features/protection/checks.ts';
+import { featureCheck } from './feature-checks.ts';
 import type { GrpcAccessRuleDoc, GrpcServerDoc, GrpcServiceDoc, HeaderMatchDoc, ServiceDoc } from './schema.ts';
 import { connectedServices, isProxylessGroup, listenerGroups, routeTargets, type Model } from './types.ts';
 
@@ -51,6 +52,7 @@ export function checkGrpcServers(model: Model, sink: DiagnosticSink, cx: GrpcChe
 }
 
 function checkAccessRules(s: GrpcServerDoc, r: DocRef, sink: DiagnosticSink, cx: GrpcCheckContext): void {
+  const c = featureCheck(r, sink);
   if (s.access && !s.access.allow && !s.access.deny)
     sink.error(Codes.INVALID_VALUE, r, ['access'], 'access needs allow, deny or both');
   for (const list of ['deny', 'allow'] as const) {
@@ -69,7 +71,7 @@ function checkAccessRules(s: GrpcServerDoc, r: DocRef, sink: DiagnosticSink, cx:
           sink.error(Codes.CONFLICT, r, [...path, 'name'], `another ${list} rule is named "${rule.name}"`);
         names.add(rule.name);
       }
-      rule.principals?.forEach((p, j) => checkNameMatch(p, [...path, 'principals', j], r, sink));
+      rule.principals?.forEach((p, j) => checkNameMatch(p, [...path, 'principals', j], c));
       if (rule.principals && !s.tls?.clientCa)
         sink.error(
           Codes.INVALID_VALUE,
@@ -77,7 +79,7 @@ function checkAccessRules(s: GrpcServerDoc, r: DocRef, sink: DiagnosticSink, cx:
           [...path, 'principals'],
           'principals are client certificate names: without tls.clientCa no client presents one',
         );
-      checkCidrs(rule.addresses, [...path, 'addresses'], r, sink);
+      checkCidrs(rule.addresses, [...path, 'addresses'], c);
       rule.headers?.forEach((h, j) => cx.checkHeader(h, [...path, 'headers', j], r));
     });
   }

@@ -15,17 +15,7 @@ import {
   PositiveInt,
   strict,
 } from '../features/kit/schema-primitives.ts';
-import {
-  Access,
-  ExtAuth,
-  GlobalRateLimit,
-  Jwt,
-  JwtRequirement,
-  RateLimit,
-  RateLimitService,
-  SanMatch,
-  ClientName,
-} from './protection-schema.ts';
+import { ClientName, SanMatch } from '../features/protection/schema.ts';
 import { Mirror, RegexRewrite } from './traffic-schema.ts';
 import { LISTENER_FIELDS, ROUTE_FIELDS, VIRTUAL_HOST_FIELDS } from '../features/registry.ts';
 import { EnvoyPatch } from './patch-schema.ts';
@@ -556,11 +546,6 @@ export const Route = Type.Object(
       ),
     ),
     mirror: Type.Optional(Mirror),
-    access: Type.Optional(Type.Union([Access, Type.Literal(false)])),
-    jwt: Type.Optional(Type.Union([JwtRequirement, Type.Literal(false)])),
-    extAuth: Type.Optional(Type.Literal(false, { description: 'No external authorization here.' })),
-    rateLimit: Type.Optional(Type.Union([RateLimit, Type.Literal(false)])),
-    globalRateLimit: Type.Optional(GlobalRateLimit),
     ...ROUTE_FIELDS,
   },
   strict,
@@ -711,11 +696,6 @@ export const Listener = Type.Object(
         description: 'HTTP: WebSocket upgrades (default true); a route may turn them off, or on when this is false.',
       }),
     ),
-    access: Type.Optional(Access),
-    jwt: Type.Optional(Jwt),
-    extAuth: Type.Optional(ExtAuth),
-    rateLimit: Type.Optional(RateLimit),
-    rateLimitService: Type.Optional(RateLimitService),
     ...LISTENER_FIELDS,
     passthrough: Type.Optional(
       Type.Array(
@@ -751,11 +731,6 @@ export const VirtualHost = Type.Object(
     }),
     routes: Type.Array(Route, { minItems: 1 }),
     headers: Type.Optional(Headers),
-    access: Type.Optional(Type.Union([Access, Type.Literal(false)])),
-    jwt: Type.Optional(Type.Union([JwtRequirement, Type.Literal(false)])),
-    extAuth: Type.Optional(Type.Literal(false, { description: 'No external authorization here.' })),
-    rateLimit: Type.Optional(Type.Union([RateLimit, Type.Literal(false)])),
-    globalRateLimit: Type.Optional(GlobalRateLimit),
     ...VIRTUAL_HOST_FIELDS,
   },
   strict,

@@ -4,7 +4,9 @@ import { parseDurationMs } from '../shared/duration.ts';
 import { Codes } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef } from './diagnostic-sink.ts';
 import type { ServiceDoc } from './schema.ts';
-import { cidrRange, parseHostPort } from './addresses.ts';
+import { cidrRange, parseHostPort } from '../shared/addresses.ts';
+import { checkNameMatch } from '../features/protection/checks.ts';
+import { featureCheck } from './feature-checks.ts';
 
 /** Registration needs a way to authenticate, addresses that parse, and times Envoy can act on. */
 function checkRegistration(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
@@ -138,4 +140,32 @@ export function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): vo
   }
   if (s.tls?.caFile && !s.tls.caFile.startsWith('/'))
     sink.error(Codes.INVALID_VALUE, r, ['tls', 'caFile'], 'caFile is a path on the proxy host and must be absolute');
+}
+
+/** Upstream identity: the names checked need a CA to check them with; TLS without them is warned. */
+export function checkUpstreamNames(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
+  if (!s.tls) return;
+  const c = featureCheck(r, sink);
+  s.tls.subjectAltNames?.forEach((m, i) => checkNameMatch(m, ['tls', 'subjectAltNames', i], c));
+  if (s.tls.subjectAltNames && !s.tls.caFile && !s.tls.caSecret)
+    sink.error(
+      Codes.INVALID_VALUE,
+      r,
+      ['tls', 'subjectAltNames'],
+      'names are checked on a certificate the CA verified: set caFile or caSecret',
+    );
+  else if (!s.tls.caFile && !s.tls.caSecret)
+    sink.warn(
+      Codes.INVALID_VALUE,
+      r,
+      ['tls'],
+      "the upstream's certificate is not verified: set caFile or caSecret, and subjectAltNames",
+    );
+  else if (!s.tls.subjectAltNames)
+    sink.warn(
+      Codes.INVALID_VALUE,
+      r,
+      ['tls'],
+      'no subjectAltNames: any certificate the CA ever signed is accepted as this service',
+    );
 }

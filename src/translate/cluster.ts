@@ -2,7 +2,7 @@ import type { ServiceDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { adsConfigSource, providerInstance, TYPE } from './common.ts';
 import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
-import { nameMatcher, sanMatchers } from './protection.ts';
+import { nameMatcher, sanMatchers } from '../features/protection/translate.ts';
 
 const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
   round_robin: undefined, // proto default

@@ -19,14 +19,6 @@ export const TYPE = {
   tcpProxy: 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy',
   previousHosts: 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
   rbac: 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC',
-  rbacPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute',
-  networkRbac: 'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC',
-  jwtAuthn: 'type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication',
-  jwtPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig',
-  extAuthz: 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
-  extAuthzPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute',
-  localRateLimit: 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit',
-  rateLimit: 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit',
 } as const;
 
 /** Every dynamic reference goes over the same ADS stream the client opened. */

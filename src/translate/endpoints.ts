@@ -1,5 +1,5 @@
 import type { EndpointDoc, ServiceDoc } from '../model/schema.ts';
-import { parseHostPort } from '../model/addresses.ts';
+import { parseHostPort } from '../shared/addresses.ts';
 import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 
 /**

@@ -6,10 +6,16 @@
  * application's certificate providers (gRFC A29).
  */
 import type { GrpcAccessRuleDoc, GrpcServerDoc } from '../model/schema.ts';
-import { cidrRange } from '../model/addresses.ts';
+import { cidrRange } from '../shared/addresses.ts';
 import { headerMatcher, providerInstance, routerFilter, TYPE } from './common.ts';
 import { type JsonObject } from '../features/kit/envoy-json.ts';
-import { allPermissions, allPrincipals, anyPermission, anyPrincipal, certificateNamed } from './protection.ts';
+import {
+  allPermissions,
+  allPrincipals,
+  anyPermission,
+  anyPrincipal,
+  certificateNamed,
+} from '../features/protection/translate.ts';
 
 /**
  * The template fleetxds writes into every gRPC bootstrap, as gRPC's own examples spell it; `%s` is

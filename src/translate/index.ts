@@ -22,7 +22,7 @@ import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
 import { TranslationMemo } from './memo.ts';
-import { featureServices } from './http-features.ts';
+import { featureServices } from './features.ts';
 import { secretResource } from './secret.ts';
 
 export interface TranslatedResource {

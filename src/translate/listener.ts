@@ -3,9 +3,7 @@ import { durationToProto } from '../shared/duration.ts';
 import { httpSettingsFields } from './http-settings.ts';
 import { adsConfigSource, faultFilter, routerFilter, TYPE } from './common.ts';
 import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
-import { trustsForwardedAddress } from '../model/protection-checks.ts';
-import { connectionManagerFields, httpFilters, listenerAccessLogs } from './http-features.ts';
-import { networkRbacFilter, protectionsUsed, type Used } from './protection.ts';
+import { connectionManagerFields, httpFilters, listenerAccessLogs, networkFilters } from './features.ts';
 
 /**
  * `websocket`: for Envoy's listeners, whether upgrades are on; routes may override it only when the
@@ -33,19 +31,6 @@ function httpConnectionManager(
       upgrade_configs: [{ upgrade_type: 'websocket', ...(!websocket && { enabled: false }) }],
     }),
   };
-}
-
-/**
- * The connection manager's client-address settings. Limits and hashes keyed by the client's
- * address read Envoy's downstream remote address, which Envoy takes from x-forwarded-for unless
- * use_remote_address is on: a listener that uses them and trusts no forwarding proxy takes the
- * connection's address. What the operator set is kept (validation warns about it).
- */
-function clientAddressFields(l: ListenerDoc, used: Used): JsonObject {
-  const own = httpSettingsFields(l.http);
-  if (used.clientAddress && l.http?.useRemoteAddress === undefined && !trustsForwardedAddress(l))
-    return { ...own, use_remote_address: true };
-  return own;
 }
 
 /** `http`: the chain speaks HTTP and offers h2 and http/1.1 by ALPN; a TCP chain offers none. */
@@ -97,11 +82,9 @@ function tcpProxy(
  */
 export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] = []): JsonObject {
   const tcpLogs = listenerAccessLogs(l, true);
-  // Who may connect is checked before the TCP proxy picks a service.
-  const rbac = l.access ? [networkRbacFilter(l.name, l.access)] : [];
-  const used = protectionsUsed(vhosts);
+  const network = networkFilters(l);
   const filters = l.tcp
-    ? [...rbac, tcpProxy(l.name, l.tcp, tcpLogs)]
+    ? [...network, tcpProxy(l.name, l.tcp, tcpLogs)]
     : [
         {
           name: 'envoy.filters.network.http_connection_manager',
@@ -110,7 +93,7 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
             l.name,
             listenerAccessLogs(l, false),
             l.websocket ?? true,
-            { ...clientAddressFields(l, used), ...connectionManagerFields(l) },
+            { ...httpSettingsFields(l.http), ...connectionManagerFields(l, vhosts) },
             httpFilters(l, vhosts),
           ),
         },
@@ -120,7 +103,7 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
     chains.push({
       name: `passthrough-${i}`,
       filter_chain_match: { server_names: p.serverNames, transport_protocol: 'tls' },
-      filters: [...rbac, tcpProxy(`${l.name}.passthrough`, { to: p.to }, tcpLogs)],
+      filters: [...network, tcpProxy(`${l.name}.passthrough`, { to: p.to }, tcpLogs)],
     }),
   );
   for (const e of l.tls?.sni ?? []) {

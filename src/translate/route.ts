@@ -12,9 +12,8 @@ import { headerFields } from './headers.ts';
 import { durationToProto } from '../shared/duration.ts';
 import { FAULT_FILTER, headerMatcher, queryMatcher, TYPE } from './common.ts';
 import { compact, perMillion, type JsonObject } from '../features/kit/envoy-json.ts';
-import { trustsForwardedAddress } from '../model/protection-checks.ts';
-import { filterConfigs } from './http-features.ts';
-import { routeRateLimits, virtualHostRateLimits } from './protection.ts';
+import { trustsForwardedAddress } from '../features/protection/checks.ts';
+import { filterConfigs, routeActionFields, virtualHostFields } from './features.ts';
 import { mirrorPolicies } from './traffic.ts';
 
 const REDIRECT_CODE: Record<number, string | undefined> = {
@@ -75,8 +74,8 @@ function regexRewrite(r: { pattern: string; substitution: string }): JsonObject 
   return { pattern: { regex: r.pattern }, substitution: r.substitution };
 }
 
-/** `vhostRateLimits`: the virtual host's rate-limit actions (a route with its own replaces them). */
-function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[], forwarded: boolean): JsonObject {
+/** `v`: the route's virtual host (a feature's route settings may depend on it). */
+function httpRoute(r: RouteDoc, v: VirtualHostDoc, forwarded: boolean): JsonObject {
   const m = r.match ?? {};
   const match: JsonObject = {};
   if (m.path !== undefined) match.path = m.path;
@@ -119,7 +118,7 @@ function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[], forwarde
       retry_policy: r.retries && httpRetryPolicy(r.retries),
       hash_policy: r.hashPolicy?.map(hashPolicy),
       upgrade_configs: r.websocket !== undefined ? [{ upgrade_type: 'websocket', enabled: r.websocket }] : undefined,
-      rate_limits: routeRateLimits(r, vhostRateLimits),
+      ...routeActionFields(r, v),
       request_mirror_policies: mirrorPolicies(r.mirror),
     });
   }
@@ -128,13 +127,12 @@ function httpRoute(r: RouteDoc, vhostRateLimits: readonly JsonObject[], forwarde
 
 /** `forwarded`: the listener carrying it trusts x-forwarded-for for client addresses. */
 export function buildVirtualHost(v: VirtualHostDoc, forwarded: boolean): JsonObject {
-  const rateLimits = virtualHostRateLimits(v);
   return compact({
     name: v.name,
     domains: v.domains,
-    routes: v.routes.map((r) => httpRoute(r, rateLimits, forwarded)),
+    routes: v.routes.map((r) => httpRoute(r, v, forwarded)),
     ...headerFields(v.headers),
-    rate_limits: rateLimits.length ? rateLimits : undefined,
+    ...virtualHostFields(v),
     typed_per_filter_config: filterConfigs(v, forwarded),
   });
 }

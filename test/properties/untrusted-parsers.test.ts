@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import YAML from 'yaml';
-import { canonicalEndpoint } from '../../src/model/addresses.ts';
+import { canonicalEndpoint } from '../../src/shared/addresses.ts';
 import { loadPlainYaml } from '../../src/source/fast-yaml.ts';
 import { MessageReader, MessageTooLarge } from '../../src/transports/grpc/message-reader.ts';
 import { decodeSotwRequest } from '../../src/transports/grpc/requests.ts';

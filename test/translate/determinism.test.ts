@@ -6,10 +6,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { projectPath } from '../../src/shared/paths.ts';
+import { acceptedCases } from '../helpers/golden-cases.ts';
 import { tempDir } from '../helpers/tree.ts';
 
 function digest(dir: string, env: Record<string, string> = {}): { treeHash: string; groups: Record<string, unknown> } {
@@ -46,10 +47,7 @@ function reversedCopy(dir: string): string {
 /** A folder to copy whole, and the config tree inside it (the example's secrets live beside its tree). */
 const cases = [
   { root: projectPath('config'), tree: 'services' },
-  ...readdirSync(projectPath('test', 'golden', 'cases')).map((c) => ({
-    root: projectPath('test', 'golden', 'cases', c),
-    tree: 'input',
-  })),
+  ...acceptedCases().map((c) => ({ root: dirname(c.input), tree: basename(c.input) })),
 ];
 
 for (const { root, tree } of cases) {

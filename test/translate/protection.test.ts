@@ -5,7 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cidrRange } from '../../src/model/addresses.ts';
+import { cidrRange } from '../../src/shared/addresses.ts';
 import type { RouteDoc, VirtualHostDoc } from '../../src/model/schema.ts';
 import { globToRegex } from '../../src/shared/glob.ts';
 import {
@@ -13,7 +13,7 @@ import {
   requirementName,
   routeRateLimits,
   virtualHostRateLimits,
-} from '../../src/translate/protection.ts';
+} from '../../src/features/protection/translate.ts';
 
 test('cidrRange: addresses and blocks, IPv4 and IPv6; malformed ones refused', () => {
   const cases: [string, ReturnType<typeof cidrRange>][] = [

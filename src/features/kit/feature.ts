@@ -70,16 +70,27 @@ export interface Feature<L = never, V = never, R = never> {
     readonly virtualHost?: (v: V, c: FeatureCheck) => void;
     /** `path`: where the route is in its virtual host (`['routes', 3]`). */
     readonly route?: (r: R, path: readonly PathSegment[], c: FeatureCheck) => void;
+    /** What a virtual host asks of each listener that carries it; `c` reports on the virtual host. */
+    readonly carried?: (l: L, v: V, c: FeatureCheck) => void;
   };
   readonly http?: {
     readonly phase: HttpPhase;
     /** Its filters on this listener, given the virtual hosts the listener carries. */
     readonly filters?: (l: L, vhosts: readonly V[]) => JsonObject[];
-    /** What a virtual host or route sets for its filters (typed_per_filter_config entries). */
-    readonly perFilterConfig?: (o: V | R) => JsonObject | undefined;
+    /**
+     * What a route configuration, virtual host or route sets for its filters (typed_per_filter_config
+     * entries); `forwarded`: the listener carrying it takes client addresses from x-forwarded-for.
+     */
+    readonly perFilterConfig?: (o: V | R, forwarded: boolean) => JsonObject | undefined;
   };
-  /** Fields of an HTTP listener's connection manager. */
-  readonly connectionManager?: (l: L) => JsonObject | undefined;
+  /** Fields of an HTTP listener's connection manager, given the virtual hosts it carries. */
+  readonly connectionManager?: (l: L, vhosts: readonly V[]) => JsonObject | undefined;
+  /** Network filters of a TCP listener's chains, before its TCP proxy. */
+  readonly networkFilters?: (l: L) => JsonObject[];
+  /** Fields of an Envoy VirtualHost. */
+  readonly virtualHostFields?: (v: V) => JsonObject | undefined;
+  /** Fields of a route's action (where it forwards), given its virtual host. */
+  readonly routeAction?: (r: R, v: V) => JsonObject | undefined;
   /** Envoy `access_log` entries; `tcp`: for the TCP proxy (a connection, not a request). */
   readonly accessLog?: (l: L, tcp: boolean) => JsonObject[];
   /** The services the listener's use of it calls (each gets a cluster). */

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Credentials, Membership, Origin, RegisterRequest } from '../../membership/membership.ts';
 import { sanNames, verifiedPeerCertificate } from '../../security/node-identity.ts';
 import { bearerDigest } from '../../security/tokens.ts';
-import { canonicalEndpoint } from '../../model/addresses.ts';
+import { canonicalEndpoint } from '../../shared/addresses.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 
 export type RegistrationAction = 'register' | 'drain' | 'deregister';

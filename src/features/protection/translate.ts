@@ -8,6 +8,9 @@
  */
 import type {
   AccessDoc,
+  ProtectionListener,
+  ProtectionOverrides,
+  ProtectionVirtualHost,
   ClientNameDoc,
   ExtAuthDoc,
   GlobalRateLimitDoc,
@@ -17,14 +20,24 @@ import type {
   RateLimitDoc,
   RateLimitServiceDoc,
   SanMatchDoc,
-} from '../model/protection-schema.ts';
-import { cidrRange } from '../model/addresses.ts';
-import { keyedByClientAddress } from '../model/protection-checks.ts';
-import type { ListenerDoc, RouteDoc, VirtualHostDoc } from '../model/schema.ts';
-import { globToRegex } from '../shared/glob.ts';
-import { durationToProto, parseDurationMs } from '../shared/duration.ts';
-import { TYPE } from './common.ts';
-import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
+} from './schema.ts';
+import { cidrRange } from '../../shared/addresses.ts';
+import { durationToProto, parseDurationMs } from '../../shared/duration.ts';
+import { globToRegex } from '../../shared/glob.ts';
+import { compact, type JsonObject } from '../kit/envoy-json.ts';
+import { keyedByClientAddress } from './checks.ts';
+
+const TYPE = {
+  rbac: 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC',
+  rbacPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute',
+  networkRbac: 'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC',
+  jwtAuthn: 'type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication',
+  jwtPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig',
+  extAuthz: 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
+  extAuthzPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute',
+  localRateLimit: 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit',
+  rateLimit: 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit',
+} as const;
 
 export const FILTER = {
   rbac: 'envoy.filters.http.rbac',
@@ -288,7 +301,7 @@ function globalRateLimitConfig(s: RateLimitServiceDoc): JsonObject {
 // Where the filters go
 
 /** What a route configuration, virtual host or route sets (an override) or turns off (`false`). */
-type Overrides = Pick<RouteDoc, 'access' | 'jwt' | 'extAuth' | 'rateLimit' | 'globalRateLimit'>;
+type Overrides = ProtectionOverrides;
 
 /**
  * The per-filter configurations of a route configuration, virtual host or route
@@ -321,8 +334,13 @@ export function routeRateLimits(route: Overrides, vhost: readonly JsonObject[]):
   return [...own, ...vhost.filter((a) => !stages.has(a.stage ?? 0))];
 }
 
+/** By document: each route of a virtual host asks for them. */
+const vhostRateLimits = new WeakMap<Overrides, JsonObject[]>();
+
 export function virtualHostRateLimits(v: Overrides): JsonObject[] {
-  return rateLimitActions(v.rateLimit, v.globalRateLimit);
+  let limits = vhostRateLimits.get(v);
+  if (!limits) vhostRateLimits.set(v, (limits = rateLimitActions(v.rateLimit, v.globalRateLimit)));
+  return limits;
 }
 
 /** The protections a listener's virtual hosts and their routes use, and their JWT requirements. */
@@ -335,9 +353,9 @@ export interface Used {
 }
 
 /** What one virtual host uses, by document: a listener rebuilt after an edit reads the others as they were. */
-const usedByVhost = new WeakMap<VirtualHostDoc, Used>();
+const usedByVhost = new WeakMap<ProtectionVirtualHost, Used>();
 
-function usedBy(v: VirtualHostDoc): Used {
+function usedBy(v: ProtectionVirtualHost): Used {
   let used = usedByVhost.get(v);
   if (used) return used;
   used = { rbac: false, localRateLimit: false, clientAddress: false, requirements: new Map() };
@@ -356,7 +374,7 @@ function usedBy(v: VirtualHostDoc): Used {
   return used;
 }
 
-export function protectionsUsed(vs: readonly VirtualHostDoc[]): Used {
+export function protectionsUsed(vs: readonly ProtectionVirtualHost[]): Used {
   const used: Used = { rbac: false, localRateLimit: false, clientAddress: false, requirements: new Map() };
   for (const v of vs) {
     const u = usedBy(v);
@@ -373,7 +391,7 @@ export function protectionsUsed(vs: readonly VirtualHostDoc[]): Used {
  * rules and local rate limit are not here but in its route configuration (perFilterConfig): the
  * filters here pass every request no route configuration, virtual host or route sets them for.
  */
-export function protectionFilters(l: ListenerDoc, used: Used): JsonObject[] {
+export function protectionFilters(l: ProtectionListener, used: Used): JsonObject[] {
   const out: JsonObject[] = [];
   if (l.access || used.rbac) out.push({ name: FILTER.rbac, typed_config: { '@type': TYPE.rbac } });
   if (l.jwt) {
@@ -391,7 +409,7 @@ export function protectionFilters(l: ListenerDoc, used: Used): JsonObject[] {
 }
 
 /** The services a listener's protections call (external authorization, rate limits, JWKS). */
-export function protectionServices(l: ListenerDoc): string[] {
+export function protectionServices(l: ProtectionListener): string[] {
   const out: string[] = [];
   if (l.extAuth) out.push(l.extAuth.service);
   if (l.rateLimitService) out.push(l.rateLimitService.service);

@@ -1,20 +1,21 @@
 /**
- * What the features add to a listener, from the registry (src/features/registry.ts) and edge
- * protection (src/translate/http-features.ts): the filters in Envoy's order, the per-filter
- * configurations of each feature merged, connection-manager fields, access logs, the services each
- * calls. Table-driven on listeners and overrides.
+ * What the features of the registry (src/features/registry.ts) add, as the builders call them
+ * (src/translate/features.ts): the filters in Envoy's order, the per-filter configurations of each
+ * feature merged, connection-manager fields, access logs, network filters, the services each calls.
+ * Table-driven on listeners and overrides.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { ListenerDoc } from '../../src/model/schema.ts';
+import type { ListenerDoc, VirtualHostDoc } from '../../src/model/schema.ts';
 import {
   connectionManagerFields,
   featureServices,
   filterConfigs,
   httpFilters,
-  LISTENER_HOOKS,
+  BUILT_FEATURES,
   listenerAccessLogs,
-} from '../../src/translate/http-features.ts';
+  networkFilters,
+} from '../../src/translate/features.ts';
 
 const CORS_VHOST = { name: 'v', domains: ['*'], cors: { origins: ['https://a.example'] }, routes: [{ to: 's' }] };
 
@@ -68,21 +69,35 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
     'envoy.filters.http.compressor.zstd',
   ]);
   assert.equal(
-    LISTENER_HOOKS.map((f) => f.name),
+    BUILT_FEATURES.map((f) => f.name),
     ['cors', 'protection', 'compression', 'tracing', 'access-log'],
   );
 });
 
-test('connection-manager fields and access logs: each from its feature, none when unset', () => {
+test('connection-manager fields, access logs and network filters: each from its feature, none when unset', () => {
   const bare = { name: 'l', port: 8080, virtualHosts: ['v'] } as unknown as ListenerDoc;
-  assert.equal(connectionManagerFields(bare), {});
+  assert.equal(connectionManagerFields(bare, []), {});
+  assert.equal(networkFilters(bare), []);
   assert.equal(listenerAccessLogs(bare, false), []);
   const l = {
     ...bare,
     tracing: { zipkin: { service: 'zipkin' } },
     accessLog: [{ to: 'stdout' }, { to: { service: 'als' } }],
   } as unknown as ListenerDoc;
-  assert.equal(Object.keys(connectionManagerFields(l)), ['tracing']);
+  assert.equal(Object.keys(connectionManagerFields(l, [])), ['tracing']);
+  // A virtual host that limits per client address: the connection's address, not x-forwarded-for.
+  const perClient = {
+    name: 'v',
+    domains: ['*'],
+    rateLimit: { requests: 10, per: '1s', by: 'clientAddress' },
+    routes: [{ to: 's' }],
+  } as unknown as VirtualHostDoc;
+  assert.equal(Object.keys(connectionManagerFields(l, [perClient])), ['use_remote_address', 'tracing']);
+  const tcp = { name: 't', port: 5432, tcp: { to: 'db' }, access: { allow: ['10.0.0.0/8'] } } as unknown as ListenerDoc;
+  assert.equal(
+    networkFilters(tcp).map((f) => f.name),
+    ['envoy.filters.network.rbac'],
+  );
   assert.equal(
     listenerAccessLogs(l, false).map((a) => a.name),
     ['envoy.access_loggers.stdout', 'envoy.access_loggers.http_grpc'],

@@ -3,55 +3,55 @@
  * keys that are public and parse, services that speak the protocol a filter needs, and what a
  * virtual host asks of every listener that carries it (JWT providers, a rate-limit service, mTLS).
  */
-import { Codes, type PathSegment } from '../shared/diagnostics.ts';
-import { parseDurationMs } from '../shared/duration.ts';
-import { globToRegex } from '../shared/glob.ts';
-import { cidrRange } from './addresses.ts';
-import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
-import type { AccessDoc, ClientNameDoc, GlobalRateLimitDoc, JwtDoc, RateLimitDoc } from './protection-schema.ts';
-import { checkRegex } from './regex-check.ts';
-import type { ListenerDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from './schema.ts';
+import { cidrRange } from '../../shared/addresses.ts';
+import { Codes, type PathSegment } from '../../shared/diagnostics.ts';
+import { parseDurationMs } from '../../shared/duration.ts';
+import { globToRegex } from '../../shared/glob.ts';
+import type { FeatureCheck, ServiceView } from '../kit/feature.ts';
+import type {
+  AccessDoc,
+  ClientNameDoc,
+  GlobalRateLimitDoc,
+  JwtDoc,
+  ProtectionListener,
+  ProtectionOverrides,
+  ProtectionVirtualHost,
+  RateLimitDoc,
+} from './schema.ts';
 
 /** Members of a JWK that only a private or symmetric key has. */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'] as const;
 /** Envoy's local rate limiter refills no faster than this. */
 const MIN_FILL_MS = 50;
 
-export function checkNameMatch(m: ClientNameDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
+export function checkNameMatch(m: ClientNameDoc, path: readonly PathSegment[], c: FeatureCheck): void {
   const set = (['exact', 'prefix', 'suffix', 'glob'] as const).filter((k) => m[k] !== undefined);
   if (set.length !== 1)
-    sink.error(
+    c.error(
       Codes.INVALID_VALUE,
-      r,
       path,
       set.length
         ? `use only one of exact, prefix, suffix, glob (got ${set.join(', ')})`
         : 'needs one of exact, prefix, suffix, glob',
     );
-  else if (m.glob !== undefined) checkRegex(globToRegex(m.glob), [...path, 'glob'], r, sink);
+  else if (m.glob !== undefined) c.regex(globToRegex(m.glob), [...path, 'glob']);
 }
 
 /** Each entry of `list` (at `path`) is an IP address or a CIDR block. */
-export function checkCidrs(
-  list: readonly string[] | undefined,
-  path: PathSegment[],
-  r: DocRef,
-  sink: DiagnosticSink,
-): void {
-  list?.forEach((c, i) => {
-    if (!cidrRange(c))
-      sink.error(
+export function checkCidrs(list: readonly string[] | undefined, path: readonly PathSegment[], c: FeatureCheck): void {
+  list?.forEach((cidr, i) => {
+    if (!cidrRange(cidr))
+      c.error(
         Codes.INVALID_VALUE,
-        r,
         [...path, i],
-        `"${c}" is not an IP address or CIDR block (e.g. 10.0.0.0/8, 2001:db8::/32)`,
+        `"${cidr}" is not an IP address or CIDR block (e.g. 10.0.0.0/8, 2001:db8::/32)`,
       );
   });
 }
 
-export function checkAccess(a: AccessDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
-  for (const list of ['allow', 'deny'] as const) checkCidrs(a[list], [...path, list], r, sink);
-  a.clientNames?.forEach((n, i) => checkNameMatch(n, [...path, 'clientNames', i], r, sink));
+export function checkAccess(a: AccessDoc, path: readonly PathSegment[], c: FeatureCheck): void {
+  for (const list of ['allow', 'deny'] as const) checkCidrs(a[list], [...path, list], c);
+  a.clientNames?.forEach((n, i) => checkNameMatch(n, [...path, 'clientNames', i], c));
 }
 
 /** A JWKS served to every proxy: JSON with public keys only. */
@@ -77,68 +77,61 @@ function jwksProblem(text: string): string | undefined {
   return undefined;
 }
 
-function needGrpc(s: ServiceDoc | undefined, path: PathSegment[], what: string, r: DocRef, sink: DiagnosticSink) {
+function needGrpc(s: ServiceView | undefined, path: readonly PathSegment[], what: string, c: FeatureCheck) {
   if (s && s.protocol !== 'grpc' && s.protocol !== 'http2')
-    sink.error(
+    c.error(
       Codes.INVALID_VALUE,
-      r,
       path,
       `${what} speaks gRPC: service "${s.name}" needs protocol: grpc (it is ${s.protocol ?? 'http1'})`,
     );
 }
 
-function checkJwtProviders(jwt: JwtDoc, r: DocRef, sink: DiagnosticSink, needService: NeedService): void {
+function checkJwtProviders(jwt: JwtDoc, c: FeatureCheck): void {
   const names = new Set<string>();
   jwt.providers.forEach((p, i) => {
-    const at: PathSegment[] = ['jwt', 'providers', i];
-    if (names.has(p.name)) sink.error(Codes.CONFLICT, r, [...at, 'name'], `provider "${p.name}" is defined twice`);
+    const at: readonly PathSegment[] = ['jwt', 'providers', i];
+    if (names.has(p.name)) c.error(Codes.CONFLICT, [...at, 'name'], `provider "${p.name}" is defined twice`);
     names.add(p.name);
     const sources = (['inline', 'file', 'remote'] as const).filter((k) => p.keys[k] !== undefined);
     if (sources.length !== 1)
-      sink.error(Codes.INVALID_VALUE, r, [...at, 'keys'], 'keys needs exactly one of inline, file, remote');
+      c.error(Codes.INVALID_VALUE, [...at, 'keys'], 'keys needs exactly one of inline, file, remote');
     if (p.keys.inline !== undefined) {
       const problem = jwksProblem(p.keys.inline);
-      if (problem) sink.error(Codes.INVALID_VALUE, r, [...at, 'keys', 'inline'], problem);
+      if (problem) c.error(Codes.INVALID_VALUE, [...at, 'keys', 'inline'], problem);
     }
-    if (p.keys.remote) needService(r, [...at, 'keys', 'remote', 'service'], p.keys.remote.service);
+    if (p.keys.remote) c.service([...at, 'keys', 'remote', 'service'], p.keys.remote.service);
     if (p.clockSkew !== undefined && (parseDurationMs(p.clockSkew) ?? 0) % 1000 !== 0)
-      sink.error(Codes.INVALID_VALUE, r, [...at, 'clockSkew'], 'Envoy counts clock skew in whole seconds');
+      c.error(Codes.INVALID_VALUE, [...at, 'clockSkew'], 'Envoy counts clock skew in whole seconds');
   });
   jwt.require?.forEach((n, i) => {
     if (!names.has(n))
-      sink.error(Codes.UNKNOWN_REFERENCE, r, ['jwt', 'require', i], `provider "${n}" is not in jwt.providers`);
+      c.error(Codes.UNKNOWN_REFERENCE, ['jwt', 'require', i], `provider "${n}" is not in jwt.providers`);
   });
 }
 
-export function checkRateLimit(rl: RateLimitDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink): void {
+export function checkRateLimit(rl: RateLimitDoc, path: readonly PathSegment[], c: FeatureCheck): void {
   if ((parseDurationMs(rl.per) ?? 0) < MIN_FILL_MS)
-    sink.error(Codes.INVALID_VALUE, r, [...path, 'per'], `Envoy refills a bucket at most every ${MIN_FILL_MS}ms`);
+    c.error(Codes.INVALID_VALUE, [...path, 'per'], `Envoy refills a bucket at most every ${MIN_FILL_MS}ms`);
 }
 
-export function checkGlobalRateLimit(g: GlobalRateLimitDoc, path: PathSegment[], r: DocRef, sink: DiagnosticSink) {
+export function checkGlobalRateLimit(g: GlobalRateLimitDoc, path: readonly PathSegment[], c: FeatureCheck) {
   g.forEach((d, i) =>
     d.forEach((e, j) => {
       const n = Object.keys(e).length;
       if (n !== 1)
-        sink.error(Codes.INVALID_VALUE, r, [...path, i, j], 'an entry is one of clientAddress, header, path, generic');
+        c.error(Codes.INVALID_VALUE, [...path, i, j], 'an entry is one of clientAddress, header, path, generic');
     }),
   );
 }
 
 /** A listener's own protections. */
-export function checkListenerProtection(
-  l: ListenerDoc,
-  r: DocRef,
-  sink: DiagnosticSink,
-  needService: NeedService,
-): void {
+export function checkListenerProtection(l: ProtectionListener, c: FeatureCheck): void {
   if (l.access) {
-    checkAccess(l.access, ['access'], r, sink);
-    if (l.access.allow || l.access.deny) warnForwardedAddress(l, ['access'], 'its address rules', r, sink);
+    checkAccess(l.access, ['access'], c);
+    if (l.access.allow || l.access.deny) warnForwardedAddress(l, ['access'], 'its address rules', c);
     if (l.access.clientNames && !l.tls?.clientCa)
-      sink.error(
+      c.error(
         Codes.INVALID_VALUE,
-        r,
         ['access', 'clientNames'],
         'client certificate names need client certificates: set tls.clientCa',
       );
@@ -146,56 +139,44 @@ export function checkListenerProtection(
   if (l.tcp || (!l.virtualHosts && l.passthrough)) {
     for (const k of ['jwt', 'extAuth', 'rateLimit', 'rateLimitService'] as const)
       if (l[k] !== undefined)
-        sink.error(Codes.INVALID_VALUE, r, [k], `${k} protects HTTP requests: this listener proxies TCP`);
+        c.error(Codes.INVALID_VALUE, [k], `${k} protects HTTP requests: this listener proxies TCP`);
     return;
   }
-  if (l.jwt) checkJwtProviders(l.jwt, r, sink, needService);
+  if (l.jwt) checkJwtProviders(l.jwt, c);
   if (l.extAuth) {
     const e = l.extAuth;
-    const s = needService(r, ['extAuth', 'service'], e.service);
+    const s = c.service(['extAuth', 'service'], e.service);
     if ((e.protocol ?? 'grpc') === 'grpc') {
-      needGrpc(s, ['extAuth', 'service'], 'external authorization (protocol grpc)', r, sink);
+      needGrpc(s, ['extAuth', 'service'], 'external authorization (protocol grpc)', c);
       for (const k of ['pathPrefix', 'requestHeaders', 'upstreamHeaders', 'clientHeaders'] as const)
         if (e[k] !== undefined)
-          sink.error(
+          c.error(
             Codes.INVALID_VALUE,
-            r,
             ['extAuth', k],
             `${k} is for protocol http (a gRPC server gets every header and says what to add)`,
           );
     }
   }
   if (l.rateLimit) {
-    checkRateLimit(l.rateLimit, ['rateLimit'], r, sink);
+    checkRateLimit(l.rateLimit, ['rateLimit'], c);
     if (l.rateLimit.by === 'clientAddress' || typeof l.rateLimit.by === 'object')
-      sink.error(
+      c.error(
         Codes.INVALID_VALUE,
-        r,
         ['rateLimit', 'by'],
         'a limit per client address or header value is set on virtual hosts or routes (where Envoy reads the key)',
       );
   }
   if (l.rateLimitService) {
-    const s = needService(r, ['rateLimitService', 'service'], l.rateLimitService.service);
-    needGrpc(s, ['rateLimitService', 'service'], 'the rate-limit service protocol', r, sink);
+    const s = c.service(['rateLimitService', 'service'], l.rateLimitService.service);
+    needGrpc(s, ['rateLimitService', 'service'], 'the rate-limit service protocol', c);
   }
 }
 
 /** What a virtual host or route sets, checked on its own. */
-function checkOverrides(
-  o: Pick<RouteDoc, 'access' | 'rateLimit' | 'globalRateLimit'>,
-  path: PathSegment[],
-  r: DocRef,
-  sink: DiagnosticSink,
-): void {
-  if (o.access) checkAccess(o.access, [...path, 'access'], r, sink);
-  if (o.rateLimit) checkRateLimit(o.rateLimit, [...path, 'rateLimit'], r, sink);
-  if (o.globalRateLimit) checkGlobalRateLimit(o.globalRateLimit, [...path, 'globalRateLimit'], r, sink);
-}
-
-export function checkVirtualHostProtection(v: VirtualHostDoc, r: DocRef, sink: DiagnosticSink): void {
-  checkOverrides(v, [], r, sink);
-  v.routes.forEach((route, i) => checkOverrides(route, ['routes', i], r, sink));
+export function checkOverrides(o: ProtectionOverrides, path: readonly PathSegment[], c: FeatureCheck): void {
+  if (o.access) checkAccess(o.access, [...path, 'access'], c);
+  if (o.rateLimit) checkRateLimit(o.rateLimit, [...path, 'rateLimit'], c);
+  if (o.globalRateLimit) checkGlobalRateLimit(o.globalRateLimit, [...path, 'globalRateLimit'], c);
 }
 
 /**
@@ -204,12 +185,12 @@ export function checkVirtualHostProtection(v: VirtualHostDoc, r: DocRef, sink: D
  * peer (`direct_remote_ip`), since Envoy's own default takes the last x-forwarded-for entry, which
  * any client writes.
  */
-export function trustsForwardedAddress(l: Pick<ListenerDoc, 'http'>): boolean {
+export function trustsForwardedAddress(l: Pick<ProtectionListener, 'http'>): boolean {
   return (l.http?.xffNumTrustedHops ?? 0) > 0;
 }
 
 /** Whether a limit is keyed by the client's address (Envoy's downstream remote address). */
-export function keyedByClientAddress(o: Pick<RouteDoc, 'rateLimit' | 'globalRateLimit'>): boolean {
+export function keyedByClientAddress(o: Pick<ProtectionOverrides, 'rateLimit' | 'globalRateLimit'>): boolean {
   return (
     (o.rateLimit !== undefined && o.rateLimit !== false && o.rateLimit.by === 'clientAddress') ||
     (o.globalRateLimit ?? []).some((d) => d.some((e) => e.clientAddress))
@@ -221,7 +202,7 @@ export function keyedByClientAddress(o: Pick<RouteDoc, 'rateLimit' | 'globalRate
  * x-forwarded-for: warned, since a client that reaches Envoy without passing through the proxies
  * the listener trusts writes that header itself.
  */
-function warnForwardedAddress(l: ListenerDoc, path: PathSegment[], what: string, r: DocRef, sink: DiagnosticSink) {
+function warnForwardedAddress(l: ProtectionListener, path: readonly PathSegment[], what: string, c: FeatureCheck) {
   if (l.tcp) return;
   const hops = l.http?.xffNumTrustedHops ?? 0;
   const source = trustsForwardedAddress(l)
@@ -230,9 +211,8 @@ function warnForwardedAddress(l: ListenerDoc, path: PathSegment[], what: string,
       ? 'the last x-forwarded-for address (http.useRemoteAddress: false)'
       : undefined;
   if (source)
-    sink.warn(
+    c.warn(
       Codes.INVALID_VALUE,
-      r,
       path,
       `listener "${l.name}" matches ${what} against ${source}: a client that reaches Envoy ` +
         'without passing through the trusted proxies chooses that address',
@@ -241,20 +221,20 @@ function warnForwardedAddress(l: ListenerDoc, path: PathSegment[], what: string,
 
 /** What a virtual host needs from each listener carrying it, with where it says so. */
 interface Need {
-  path: PathSegment[];
+  path: readonly PathSegment[];
   clientAddress?: true;
   jwtProviders?: readonly string[];
   rateLimitService?: true;
   clientCertificates?: true;
 }
 
-const NEEDS = new WeakMap<VirtualHostDoc, Need[]>();
+const NEEDS = new WeakMap<ProtectionVirtualHost, Need[]>();
 
-function needsOf(v: VirtualHostDoc): Need[] {
+function needsOf(v: ProtectionVirtualHost): Need[] {
   let needs = NEEDS.get(v);
   if (needs) return needs;
   needs = [];
-  const add = (o: Pick<RouteDoc, 'access' | 'jwt' | 'rateLimit' | 'globalRateLimit'>, path: PathSegment[]) => {
+  const add = (o: ProtectionOverrides, path: readonly PathSegment[]) => {
     if (o.jwt) needs.push({ path: [...path, 'jwt'], jwtProviders: o.jwt.require });
     if (o.globalRateLimit) needs.push({ path: [...path, 'globalRateLimit'], rateLimitService: true });
     if (o.access && o.access.clientNames)
@@ -273,16 +253,15 @@ function needsOf(v: VirtualHostDoc): Need[] {
 }
 
 /** Each listener carrying `v` has what its protections name: JWT providers, a rate-limit service, mTLS. */
-export function checkCarriedProtection(l: ListenerDoc, v: VirtualHostDoc, vref: DocRef, sink: DiagnosticSink): void {
+export function checkCarriedProtection(l: ProtectionListener, v: ProtectionVirtualHost, c: FeatureCheck): void {
   for (const n of needsOf(v)) {
-    if (n.clientAddress) warnForwardedAddress(l, n.path, 'what this virtual host keys by client address', vref, sink);
+    if (n.clientAddress) warnForwardedAddress(l, n.path, 'what this virtual host keys by client address', c);
     if (n.jwtProviders) {
       const known = new Set(l.jwt?.providers.map((p) => p.name));
       n.jwtProviders.forEach((p, i) => {
         if (!known.has(p))
-          sink.error(
+          c.error(
             Codes.UNKNOWN_REFERENCE,
-            vref,
             [...n.path, 'require', i],
             `listener "${l.name}" carries this virtual host and has no JWT provider "${p}" ` +
               '(define it in its jwt.providers)',
@@ -290,45 +269,16 @@ export function checkCarriedProtection(l: ListenerDoc, v: VirtualHostDoc, vref: 
       });
     }
     if (n.rateLimitService && !l.rateLimitService)
-      sink.error(
+      c.error(
         Codes.INVALID_VALUE,
-        vref,
         n.path,
         `listener "${l.name}" carries this virtual host and has no rateLimitService to send descriptors to`,
       );
     if (n.clientCertificates && !l.tls?.clientCa)
-      sink.error(
+      c.error(
         Codes.INVALID_VALUE,
-        vref,
         n.path,
         `listener "${l.name}" carries this virtual host and asks for no client certificate (tls.clientCa)`,
       );
   }
-}
-
-/** Upstream identity: the names checked need a CA to check them with; TLS without them is warned. */
-export function checkUpstreamNames(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
-  if (!s.tls) return;
-  s.tls.subjectAltNames?.forEach((m, i) => checkNameMatch(m, ['tls', 'subjectAltNames', i], r, sink));
-  if (s.tls.subjectAltNames && !s.tls.caFile && !s.tls.caSecret)
-    sink.error(
-      Codes.INVALID_VALUE,
-      r,
-      ['tls', 'subjectAltNames'],
-      'names are checked on a certificate the CA verified: set caFile or caSecret',
-    );
-  else if (!s.tls.caFile && !s.tls.caSecret)
-    sink.warn(
-      Codes.INVALID_VALUE,
-      r,
-      ['tls'],
-      "the upstream's certificate is not verified: set caFile or caSecret, and subjectAltNames",
-    );
-  else if (!s.tls.subjectAltNames)
-    sink.warn(
-      Codes.INVALID_VALUE,
-      r,
-      ['tls'],
-      'no subjectAltNames: any certificate the CA ever signed is accepted as this service',
-    );
 }

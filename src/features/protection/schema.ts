@@ -5,7 +5,7 @@
  * sets it), and the names an upstream's certificate must carry.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { Duration, Enum, Name, PositiveInt, strict } from '../features/kit/schema-primitives.ts';
+import { Duration, Enum, Name, PositiveInt, strict } from '../kit/schema-primitives.ts';
 
 const Cidr = Type.String({
   minLength: 2,
@@ -283,3 +283,61 @@ export type RateLimitServiceDoc = Static<typeof RateLimitService>;
 export type GlobalRateLimitDoc = Static<typeof GlobalRateLimit>;
 export type SanMatchDoc = Static<typeof SanMatch>;
 export type ClientNameDoc = Static<typeof ClientName>;
+
+const Off = (what: string) => Type.Literal(false, { description: what });
+
+export const protectionFields = {
+  listener: {
+    access: Type.Optional(Access),
+    jwt: Type.Optional(Jwt),
+    extAuth: Type.Optional(ExtAuth),
+    rateLimit: Type.Optional(RateLimit),
+    rateLimitService: Type.Optional(RateLimitService),
+  },
+  virtualHost: overrideFields(),
+  route: overrideFields(),
+} as const;
+
+/** What a virtual host or route sets for the listener's protections, or turns off (`false`). */
+function overrideFields() {
+  return {
+    access: Type.Optional(Type.Union([Access, Type.Literal(false)])),
+    jwt: Type.Optional(Type.Union([JwtRequirement, Type.Literal(false)])),
+    extAuth: Type.Optional(Off('No external authorization here.')),
+    rateLimit: Type.Optional(Type.Union([RateLimit, Type.Literal(false)])),
+    globalRateLimit: Type.Optional(GlobalRateLimit),
+  };
+}
+
+/** What edge protection reads of a listener: its own fields, and how it takes client addresses. */
+export interface ProtectionListener {
+  readonly name: string;
+  readonly access?: AccessDoc;
+  readonly jwt?: JwtDoc;
+  readonly extAuth?: ExtAuthDoc;
+  readonly rateLimit?: RateLimitDoc;
+  readonly rateLimitService?: RateLimitServiceDoc;
+  readonly tls?: { readonly clientCa?: string };
+  readonly tcp?: unknown;
+  readonly virtualHosts?: readonly string[];
+  readonly passthrough?: readonly unknown[];
+  readonly http?: { readonly xffNumTrustedHops?: number; readonly useRemoteAddress?: boolean };
+}
+
+/** A route configuration's, virtual host's or route's protections. */
+export interface ProtectionOverrides {
+  readonly access?: AccessDoc | false;
+  readonly jwt?: JwtRequirementDoc | false;
+  readonly extAuth?: false;
+  readonly rateLimit?: RateLimitDoc | false;
+  readonly globalRateLimit?: GlobalRateLimitDoc;
+}
+
+/** A route's protections, and its hashes (a hash by source address keys by client address too). */
+export interface ProtectionRoute extends ProtectionOverrides {
+  readonly hashPolicy?: readonly { readonly sourceIp?: boolean }[];
+}
+
+export interface ProtectionVirtualHost extends ProtectionOverrides {
+  readonly routes: readonly ProtectionRoute[];
+}

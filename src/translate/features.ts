@@ -1,0 +1,67 @@
+/**
+ * What the features (src/features/) add to Envoy's resources, for the builders, which name no
+ * feature: a listener's HTTP filters before the router in Envoy's order (by phase, then in the
+ * registry's order), its connection-manager fields, access logs and TCP network filters; what a route
+ * configuration, virtual host or route sets for the filters (typed_per_filter_config); fields of
+ * virtual hosts and route actions; and the services the features call (which get clusters).
+ */
+import type { JsonObject } from '../features/kit/envoy-json.ts';
+import { HTTP_PHASES, type Feature } from '../features/kit/feature.ts';
+import { FEATURES } from '../features/registry.ts';
+import type { ListenerDoc, RouteDoc, VirtualHostDoc } from '../model/schema.ts';
+
+/** A feature as the builders call it: the model's documents fit every feature's hooks (checked here). */
+type Built = Feature<ListenerDoc, VirtualHostDoc, RouteDoc>;
+
+const rank = (f: Built) => (f.http ? HTTP_PHASES.indexOf(f.http.phase) : HTTP_PHASES.length);
+
+const REGISTERED: readonly Built[] = FEATURES;
+
+/** The features, those with HTTP filters by phase (stable: registry order within one). */
+export const BUILT_FEATURES: readonly Built[] = REGISTERED.map((f, i) => ({ f, i }))
+  .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+  .map(({ f }) => f);
+
+const merged = (parts: (JsonObject | undefined)[]): JsonObject => Object.assign({}, ...parts) as JsonObject;
+
+/** The HTTP filters of a listener before the router, in Envoy's order. */
+export function httpFilters(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): JsonObject[] {
+  return BUILT_FEATURES.flatMap((f) => f.http?.filters?.(l, vhosts) ?? []);
+}
+
+/**
+ * The typed_per_filter_config of a route configuration (the listener's own overrides), virtual host
+ * or route; undefined when empty. `forwarded`: the listener takes client addresses from x-forwarded-for.
+ */
+export function filterConfigs(o: VirtualHostDoc | RouteDoc, forwarded: boolean): JsonObject | undefined {
+  const all = merged(BUILT_FEATURES.map((f) => f.http?.perFilterConfig?.(o, forwarded)));
+  return Object.keys(all).length ? all : undefined;
+}
+
+/** The connection manager's fields the features set. */
+export function connectionManagerFields(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): JsonObject {
+  return merged(BUILT_FEATURES.map((f) => f.connectionManager?.(l, vhosts)));
+}
+
+/** A listener's access_log entries, for its connection manager or (`tcp`) its TCP proxies. */
+export function listenerAccessLogs(l: ListenerDoc, tcp: boolean): JsonObject[] {
+  return BUILT_FEATURES.flatMap((f) => f.accessLog?.(l, tcp) ?? []);
+}
+
+/** The network filters of a TCP listener's chains before the TCP proxy. */
+export function networkFilters(l: ListenerDoc): JsonObject[] {
+  return BUILT_FEATURES.flatMap((f) => f.networkFilters?.(l) ?? []);
+}
+
+export function virtualHostFields(v: VirtualHostDoc): JsonObject {
+  return merged(BUILT_FEATURES.map((f) => f.virtualHostFields?.(v)));
+}
+
+export function routeActionFields(r: RouteDoc, v: VirtualHostDoc): JsonObject {
+  return merged(BUILT_FEATURES.map((f) => f.routeAction?.(r, v)));
+}
+
+/** The services a listener's features call. */
+export function featureServices(l: ListenerDoc): string[] {
+  return BUILT_FEATURES.flatMap((f) => f.services?.(l) ?? []);
+}
