@@ -9,10 +9,11 @@ import { accessLog } from './access-log/index.ts';
 import { compression } from './compression/index.ts';
 import { cors } from './cors/index.ts';
 import type { FeatureFields } from './kit/feature.ts';
+import { mirror } from './mirror/index.ts';
 import { protection } from './protection/index.ts';
 import { tracing } from './tracing/index.ts';
 
-export const FEATURES = [cors, protection, compression, tracing, accessLog] as const;
+export const FEATURES = [cors, protection, compression, tracing, accessLog, mirror] as const;
 
 type Registered = (typeof FEATURES)[number];
 type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;

@@ -16,7 +16,7 @@ import {
   strict,
 } from '../features/kit/schema-primitives.ts';
 import { ClientName, SanMatch } from '../features/protection/schema.ts';
-import { Mirror, RegexRewrite } from './traffic-schema.ts';
+import { RegexRewrite } from './traffic-schema.ts';
 import { LISTENER_FIELDS, ROUTE_FIELDS, VIRTUAL_HOST_FIELDS } from '../features/registry.ts';
 import { EnvoyPatch } from './patch-schema.ts';
 
@@ -545,7 +545,6 @@ export const Route = Type.Object(
         strict,
       ),
     ),
-    mirror: Type.Optional(Mirror),
     ...ROUTE_FIELDS,
   },
   strict,

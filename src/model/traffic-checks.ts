@@ -1,5 +1,5 @@
 /**
- * Rules for mirroring, rewrites, redirects, gRPC hash policies and retry budgets that a schema
+ * Rules for rewrites, redirects, gRPC hash policies and retry budgets that a schema
  * cannot express: one way to say each thing, regexes Envoy accepts, services that exist, and
  * settings that only make sense together.
  */
@@ -8,7 +8,7 @@ import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
 import { checkRegex } from './regex-check.ts';
 import type { GrpcRouteDoc, RouteDoc, ServiceDoc } from './schema.ts';
 
-/** A route's mirrors, rewrites and redirect. `targets`: the services it forwards to. */
+/** A route's rewrites and redirect. `targets`: the services it forwards to. */
 export function checkTrafficRoute(
   route: RouteDoc,
   path: PathSegment[],
@@ -17,13 +17,6 @@ export function checkTrafficRoute(
   needService: NeedService,
   targets: readonly ServiceDoc[],
 ): void {
-  route.mirror?.forEach((m, i) => {
-    needService(r, [...path, 'mirror', i, 'to'], m.to);
-    if (route.to === m.to)
-      sink.warn(Codes.INVALID_VALUE, r, [...path, 'mirror', i, 'to'], `"${m.to}" gets the request already`);
-  });
-  if (route.mirror && route.to === undefined && route.split === undefined)
-    sink.error(Codes.INVALID_VALUE, r, [...path, 'mirror'], 'mirroring copies requests a route forwards (to or split)');
   const rw = route.rewrite;
   if (rw) {
     if (rw.prefix !== undefined && rw.regex)

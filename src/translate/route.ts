@@ -14,7 +14,6 @@ import { FAULT_FILTER, headerMatcher, queryMatcher, TYPE } from './common.ts';
 import { compact, perMillion, type JsonObject } from '../features/kit/envoy-json.ts';
 import { trustsForwardedAddress } from '../features/protection/checks.ts';
 import { filterConfigs, routeActionFields, virtualHostFields } from './features.ts';
-import { mirrorPolicies } from './traffic.ts';
 
 const REDIRECT_CODE: Record<number, string | undefined> = {
   301: undefined, // MOVED_PERMANENTLY is the proto default
@@ -119,7 +118,6 @@ function httpRoute(r: RouteDoc, v: VirtualHostDoc, forwarded: boolean): JsonObje
       hash_policy: r.hashPolicy?.map(hashPolicy),
       upgrade_configs: r.websocket !== undefined ? [{ upgrade_type: 'websocket', enabled: r.websocket }] : undefined,
       ...routeActionFields(r, v),
-      request_mirror_policies: mirrorPolicies(r.mirror),
     });
   }
   return out;
