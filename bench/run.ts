@@ -412,6 +412,28 @@ if (selected.includes('peers')) {
   }
 }
 
+if (selected.includes('grpc-server')) {
+  // fleetxds over its own node:http2 gRPC server and over grpc-js's, with both client shapes: the
+  // figures the choice of gRPC server is made on (docs/architecture.md).
+  const bin = buildGoHarness();
+  const peerRuns = Number(values.runs ?? 1);
+  const servers = ['fleetxds', 'fleetxds-grpc-js'] as const;
+  for (const shape of CLIENT_SHAPES.filter((c) => !values.client || c === values.client))
+    for (const [point, [services, n]] of (quick ? [[100, 1000] as const] : PEER_POINTS).entries()) {
+      const results = new Map<PeerName, PeerResult[]>(servers.map((p) => [p, []]));
+      for (let r = 0; r < peerRuns; r++)
+        for (const name of r % 2 === point % 2 ? servers : [...servers].reverse())
+          results.get(name)!.push(await peerRun(name, n, services, bin, ONE_CORE, changes, shape));
+      const [own, lib] = servers.map((p) => medianOfRuns(results.get(p)!));
+      table(
+        `gRPC server: node:http2 (fleetxds) against grpc-js, ${services} services, ${n} SotW ADS streams, ` +
+          `${shape} client (median of ${peerRuns} run(s), ${changes} changes each): p99 ms, server CPU s, ` +
+          'KB RSS per stream',
+        [own!, lib!, ratioRow({ server: 'node:http2 / grpc-js', client: shape, services, n }, own!, lib!)],
+      );
+    }
+}
+
 // Every target beside its figure; a target whose scenario did not run here says which to run.
 table(
   'Against the targets (the floor: the same figure for the bare server of this machine, where the run measured one)',

@@ -121,10 +121,16 @@ const ON_THREADS = [
   'security/security.test.ts',
   'security/listener-certificates.test.ts',
 ];
+// The protocol suites run a third time over grpc-js's server (grpc.implementation: grpc-js), which
+// the settings keep to measure the two servers side by side: it must speak xDS the same way.
+const ON_GRPC_JS = ['sotw-protocol.test.ts', 'delta-protocol.test.ts'];
 const runs = files.flatMap((file) => [
   { file, env: {}, label: '' },
   ...(ON_THREADS.some((f) => file.endsWith(f))
     ? [{ file, env: { FLEETXDS_TEST_GRPC_THREADS: '2' }, label: ' (grpc.threads: 2)' }]
+    : []),
+  ...(ON_GRPC_JS.some((f) => file.endsWith(f))
+    ? [{ file, env: { FLEETXDS_TEST_GRPC_IMPLEMENTATION: 'grpc-js' }, label: ' (grpc.implementation: grpc-js)' }]
     : []),
 ]);
 

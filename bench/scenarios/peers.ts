@@ -28,7 +28,7 @@ import { benchServer } from '../lib/server.ts';
 import { EventProcess, libHarness } from '../lib/event-process.ts';
 import type { ClientShape } from '../lib/targets.ts';
 
-export type PeerName = 'fleetxds' | 'go-control-plane' | 'bare-http2';
+export type PeerName = 'fleetxds' | 'go-control-plane' | 'bare-http2' | 'fleetxds-grpc-js';
 export const PEERS: PeerName[] = ['fleetxds', 'go-control-plane', 'bare-http2'];
 
 /**
@@ -223,8 +223,13 @@ async function startPeer(
   bin: { gcpServer: string },
   layout: FleetxdsLayout,
 ): Promise<Running> {
-  if (name === 'fleetxds') {
-    const { server, cfg } = await benchServer(services, '', `{ listen: 127.0.0.1:0, threads: ${layout.threads} }`);
+  if (name === 'fleetxds' || name === 'fleetxds-grpc-js') {
+    // fleetxds-grpc-js: the same server with grpc-js's gRPC server under the xDS methods (bench grpc-server).
+    const grpc =
+      name === 'fleetxds'
+        ? `{ listen: 127.0.0.1:0, threads: ${layout.threads} }`
+        : '{ listen: 127.0.0.1:0, implementation: grpc-js }';
+    const { server, cfg } = await benchServer(services, '', grpc);
     pin(server.child.pid!, layout.cores);
     return {
       pid: server.child.pid!,

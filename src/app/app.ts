@@ -142,6 +142,7 @@ async function startGrpc(
       maxConnectionAgeGraceMs: config.grpc.maxConnectionAgeGraceMs,
       identityPrefix: config.grpc.tls?.identityPrefix,
       secretsAllowed: secretsAllowedHere,
+      implementation: config.grpc.implementation,
     },
     cache: parts.cache,
     registry: parts.registry,

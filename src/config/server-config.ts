@@ -99,6 +99,14 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
   for (const t of [cfg.grpc?.tls, cfg.rest?.tls])
     if (t?.identityPrefix && !t.clientCaFile)
       throw new ConfigError(`${file}: tls.identityPrefix needs tls.clientCaFile (client certificates)`);
+  if (
+    cfg.grpc.implementation === 'grpc-js' &&
+    ((cfg.grpc.threads !== undefined && cfg.grpc.threads !== 1) || cfg.grpc.tls)
+  )
+    throw new ConfigError(
+      `${file}: grpc.implementation grpc-js serves in one thread without TLS (it cannot share a port between ` +
+        'threads nor take a renewed certificate); drop grpc.threads and grpc.tls, or use node-http2',
+    );
   const rest = cfg.rest ? restSettings(cfg.rest) : undefined;
   if (rest && rest.holdMs >= rest.requestTimeoutMs)
     throw new ConfigError(

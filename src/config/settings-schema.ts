@@ -209,6 +209,13 @@ export const ServerConfigSchema = Type.Object(
               "'auto': one per core. 1 (the default) serves in the main thread, beside the config pipeline.",
           }),
         ),
+        implementation: Type.Optional(
+          Type.Union([Type.Literal('node-http2'), Type.Literal('grpc-js')], {
+            description:
+              "The gRPC server under the xDS methods: fleetxds's own over node:http2 (default), or @grpc/grpc-js's, " +
+              'kept to measure the two side by side (no certificate reload, one thread only).',
+          }),
+        ),
         serveLastAckedOnNack: Type.Optional(
           Type.Boolean({
             description:

@@ -56,4 +56,18 @@ test("a file's own values stay; the hold follows the request timeout unless set"
   assert.equal([r.holdMs, r.requestTimeoutMs, r.maxHeld], [100, 30_000, 100_000]);
 });
 
+test('grpc-js as the gRPC server: one thread, no TLS, refused otherwise with what to drop', () => {
+  const gjs = (more: string) => `configDir: x\ndatabase: y\nadmin: { listen: 127.0.0.1:0 }\n${more}`;
+  assert.is(
+    load(gjs('grpc: { listen: 127.0.0.1:0, implementation: grpc-js }\n')).config.grpc.implementation,
+    'grpc-js',
+  );
+  for (const bad of [
+    'grpc: { listen: 127.0.0.1:0, implementation: grpc-js, threads: 2 }\n',
+    'grpc: { listen: 127.0.0.1:0, implementation: grpc-js, threads: auto }\n',
+    'grpc: { listen: 127.0.0.1:0, implementation: grpc-js, tls: { certFile: c, keyFile: k } }\n',
+  ])
+    assert.throws(() => load(gjs(bad)), /grpc\.implementation grpc-js serves in one thread without TLS/, bad);
+});
+
 test.run();

@@ -39,6 +39,11 @@ export interface StartOptions {
   retention?: ServerConfig['retention'];
 }
 
+function grpcImplementation(v: string | undefined): ServerConfig['grpc']['implementation'] {
+  if (v === undefined || v === 'node-http2' || v === 'grpc-js') return v;
+  throw new Error(`FLEETXDS_TEST_GRPC_IMPLEMENTATION: "${v}" is neither node-http2 nor grpc-js`);
+}
+
 export async function startServer(configDir: string, opts: StartOptions = {}): Promise<RunningApp> {
   const config: ServerConfig = {
     rest: opts.rest ? restSettings({ listen: '127.0.0.1:0', ...opts.rest }) : undefined,
@@ -55,6 +60,8 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
       maxBehindMs: opts.maxBehindMs,
       // The protocol suites can be run against serving threads: FLEETXDS_TEST_GRPC_THREADS=2.
       threads: Number(process.env.FLEETXDS_TEST_GRPC_THREADS) || undefined,
+      // ... and over grpc-js's server: FLEETXDS_TEST_GRPC_IMPLEMENTATION=grpc-js.
+      implementation: grpcImplementation(process.env.FLEETXDS_TEST_GRPC_IMPLEMENTATION),
       ...opts.grpc,
     },
     admin: { listen: opts.adminListen ?? '127.0.0.1:0' },

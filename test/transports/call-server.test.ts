@@ -17,7 +17,7 @@ import {
   type CallListener,
   type CallServerOptions,
   type MethodHandler,
-  type ServerCall,
+  type GrpcCall,
 } from '../../src/transports/grpc/call-server.ts';
 import { Status, type StatusCode } from '../../src/transports/grpc/status.ts';
 import { waitFor } from '../helpers/process.ts';
@@ -524,7 +524,7 @@ test('listening on localhost takes its IPv4 address, and its IPv6 one where the 
 
 test('shutdown: open calls end with its status and details; each call is closed once', async () => {
   let closedCalls = 0;
-  const calls: ServerCall[] = [];
+  const calls: GrpcCall[] = [];
   const counting: MethodHandler = (call) => {
     calls.push(call);
     const l = echo(call) as CallListener;

@@ -45,8 +45,29 @@ export interface CallListener {
   closed(): void;
 }
 
+/** One call as a method's handler sees it, whichever server carries it. */
+export interface GrpcCall {
+  /** The `:authority` the client sent (Envoy: the name of its xDS cluster). */
+  readonly authority: string;
+  /** `address:port` of the client. */
+  readonly peer: string;
+  /** The client certificate of a TLS connection that was verified against the CA, else undefined. */
+  peerCertificate(): PeerCertificate | undefined;
+  /** Bytes of messages written and not yet handed to the connection. */
+  readonly pendingBytes: number;
+  /** Whether a message written now can still reach the client. */
+  readonly writable: boolean;
+  /**
+   * Writes one response message made of `parts` (`length` bytes in all); `done` once it was handed to
+   * the connection. Returns whether it was written (false: the call can no longer write).
+   */
+  write(parts: readonly Buffer[], length: number, done: () => void): boolean;
+  /** Ends the call with a status (after the messages written, or alone). Later calls do nothing. */
+  end(code: StatusCode, details?: string): void;
+}
+
 /** A method: given a new call, returns what listens to it (or ends the call and returns nothing). */
-export type MethodHandler = (call: ServerCall) => CallListener | undefined;
+export type MethodHandler = (call: GrpcCall) => CallListener | undefined;
 
 export interface CallServerOptions {
   /** Path (`/package.Service/Method`) -> handler. */
@@ -105,7 +126,7 @@ const noop = () => {};
 const SMALL_HEAD = 256;
 
 /** One gRPC call on its HTTP/2 stream. */
-export class ServerCall {
+export class ServerCall implements GrpcCall {
   private headersSent = false;
   private statusSent = false;
   private listener: CallListener | undefined;
@@ -374,7 +395,7 @@ export interface CallServer {
   /** Listens on host:port (port 0: a free one; `localhost`: its IPv4 and IPv6 addresses); resolves the port. */
   listen(host: string, port: number, opts?: { reusePort?: boolean }): Promise<number>;
   /** Open calls. */
-  readonly calls: ReadonlySet<ServerCall>;
+  readonly calls: ReadonlySet<GrpcCall>;
   /**
    * Ends every open call with `code`, gives the statuses `flushMs` to go out, then stops listening
    * and destroys every connection.

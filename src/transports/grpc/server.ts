@@ -24,6 +24,7 @@ import type { StreamBase } from '../stream-base.ts';
 import { grpcVariant, xdsClusterName } from '../../snapshot/config-sources.ts';
 import { GRPC_XDS_CLUSTER } from '../../xds/xds-clusters.ts';
 import { decodeDeltaRequest, decodeSotwRequest } from './requests.ts';
+import { createGrpcJsCallServer } from './grpc-js-call-server.ts';
 import { createCallServer, type CallServerOptions, type MethodHandler } from './call-server.ts';
 import { Status, type StatusCode } from './status.ts';
 
@@ -60,6 +61,8 @@ export interface GrpcServerOptions {
   maxConnectionAgeGraceMs?: number;
   /** TLS (see grpcTls); with a CA, client certificates are required. */
   tls?: CallServerOptions['tls'];
+  /** Which gRPC server carries the calls: fleetxds's own over node:http2 (the default), or grpc-js's. */
+  implementation?: 'node-http2' | 'grpc-js';
 }
 
 /** Enough for several full-state pushes of a large config; a client far behind reconnects. */
@@ -252,7 +255,8 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
     sotwType: requestType(DISCOVERY_REQUEST),
     deltaType: requestType(DELTA_DISCOVERY_REQUEST),
   };
-  const server = createCallServer({
+  const create = opts.implementation === 'grpc-js' ? createGrpcJsCallServer : createCallServer;
+  const server = create({
     methods: new Map(SERVICES.map((spec) => [`/${spec.service}/${spec.method}`, xdsMethod(spec, ctx)])),
     maxReceiveBytes: opts.maxReceiveBytes ?? 16 * 1024 * 1024,
     // Per-type xDS opens a stream per resource type on one connection, an ADS client one: a client
