@@ -39,7 +39,7 @@ const { values, positionals } = parseArgs({
     client: { type: 'string' },
   },
 });
-// `peers` and `threads` need Go and the Go module proxy: run them by name.
+// `peers`, `grpc-server` and `threads` need Go and the Go module proxy: run them by name.
 const all = ['pipeline', 'restart', 'fanout', 'push-loop', 'rollout', 'rest', 'registration', 'files', 'envoy-check'];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);

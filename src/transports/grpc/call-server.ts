@@ -124,6 +124,11 @@ const MAX_AGE_DEBUG = Buffer.from('max_age');
 const noop = () => {};
 /** A first part up to this size is copied next to the message's prefix rather than written on its own. */
 const SMALL_HEAD = 256;
+/**
+ * A message up to this size is copied whole into the prefix's buffer: one write to the stream costs
+ * more than copying a few KB, so a small push (an endpoint change) is one write per stream.
+ */
+const SMALL_MESSAGE = 4096;
 
 /** One gRPC call on its HTTP/2 stream. */
 export class ServerCall implements GrpcCall {
@@ -192,11 +197,12 @@ export class ServerCall implements GrpcCall {
   }
 
   /**
-   * Writes one response message made of `parts` (`length` bytes in all) without copying the shared
-   * ones: the prefix and the parts go to the HTTP/2 stream in one corked batch (one writev; nghttp2
-   * reads the shared buffers in place). A small first part (a stream's own fields) is copied into
-   * the prefix's buffer instead, one write fewer. `done` once the message was handed to the
-   * connection. Returns whether the message was written (false: the call can no longer write).
+   * Writes one response message made of `parts` (`length` bytes in all). A small message is copied
+   * whole behind its prefix and written once. A larger one is written without copying the shared
+   * parts: the prefix and the parts go to the HTTP/2 stream in one corked batch (one writev; nghttp2
+   * reads the shared buffers in place), a small first part (a stream's own fields) copied into the
+   * prefix's buffer, one write fewer. `done` once the message was handed to the connection.
+   * Returns whether the message was written (false: the call can no longer write).
    */
   write(parts: readonly Buffer[], length: number, done: () => void): boolean {
     const s = this.stream;
@@ -205,18 +211,26 @@ export class ServerCall implements GrpcCall {
       this.headersSent = true;
       s.respond(responseHeaders(), { waitForTrailers: true });
     }
+    this.writing.push(done);
+    this.writingLengths.push(length);
+    this.pending += length;
+    if (length <= SMALL_MESSAGE) {
+      const whole = Buffer.allocUnsafe(5 + length);
+      whole[0] = 0; // not compressed
+      whole.writeUInt32BE(length, 1);
+      let at = 5;
+      for (const p of parts) {
+        whole.set(p, at);
+        at += p.length;
+      }
+      s.write(whole, this.written);
+      return true;
+    }
     const head = parts.length > 1 && parts[0]!.length <= SMALL_HEAD ? parts[0] : undefined;
     const prefix = Buffer.allocUnsafe(5 + (head?.length ?? 0));
     prefix[0] = 0; // not compressed
     prefix.writeUInt32BE(length, 1);
     if (head) prefix.set(head, 5);
-    this.writing.push(done);
-    this.writingLengths.push(length);
-    this.pending += length;
-    if (parts.length === 0) {
-      s.write(prefix, this.written);
-      return true;
-    }
     s.cork();
     s.write(prefix);
     for (let i = head ? 1 : 0; i < parts.length - 1; i++) s.write(parts[i]);
