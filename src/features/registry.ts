@@ -6,14 +6,27 @@
  */
 import type { TProperties } from '@sinclair/typebox';
 import { accessLog } from './access-log/index.ts';
+import { circuitBreaker } from './circuit-breaker/index.ts';
 import { compression } from './compression/index.ts';
 import { cors } from './cors/index.ts';
+import { healthCheck } from './health-check/index.ts';
 import type { FeatureFields } from './kit/feature.ts';
 import { mirror } from './mirror/index.ts';
+import { outlierDetection } from './outlier-detection/index.ts';
 import { protection } from './protection/index.ts';
 import { tracing } from './tracing/index.ts';
 
-export const FEATURES = [cors, protection, compression, tracing, accessLog, mirror] as const;
+export const FEATURES = [
+  cors,
+  protection,
+  compression,
+  tracing,
+  accessLog,
+  mirror,
+  healthCheck,
+  circuitBreaker,
+  outlierDetection,
+] as const;
 
 type Registered = (typeof FEATURES)[number];
 type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
@@ -33,3 +46,4 @@ function fieldsAt<K extends keyof FeatureFields>(at: K): FieldsAt<K> {
 export const LISTENER_FIELDS = fieldsAt('listener');
 export const VIRTUAL_HOST_FIELDS = fieldsAt('virtualHost');
 export const ROUTE_FIELDS = fieldsAt('route');
+export const SERVICE_FIELDS = fieldsAt('service');

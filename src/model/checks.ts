@@ -4,10 +4,10 @@
  */
 import { isIP } from 'node:net';
 import { checkGrpcServers, checkGrpcTargets, type GrpcCheckContext } from './grpc-checks.ts';
-import { checkRetryBudget } from './traffic-checks.ts';
 import {
   checkCarriedFeatures,
   checkListenerFeatures,
+  checkServiceFeatures,
   checkVirtualHostFeatures,
   featureCheck,
 } from './feature-checks.ts';
@@ -129,7 +129,7 @@ function checkServices(c: ModelRefs): void {
     once(memo?.service, s, sink, () => {
       checkService(s, ref('Service', s.name), sink);
       checkUpstreamNames(s, ref('Service', s.name), sink);
-      checkRetryBudget(s, ref('Service', s.name), sink);
+      checkServiceFeatures(s, featureCheck(ref('Service', s.name), sink));
     });
     if (s.tls?.caSecret !== undefined) needSecret(ref('Service', s.name), ['tls', 'caSecret'], s.tls.caSecret, 'ca');
     if (s.tls?.clientSecret !== undefined)

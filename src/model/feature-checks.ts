@@ -7,7 +7,7 @@ import { FEATURES } from '../features/registry.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
 import { checkRegex } from './regex-check.ts';
-import type { ListenerDoc, RouteDoc, VirtualHostDoc } from './schema.ts';
+import type { ListenerDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from './schema.ts';
 
 /**
  * A feature's view of the checker, for document `r`; `need` looks services up and records those it
@@ -26,7 +26,7 @@ export function featureCheck(r: DocRef, sink: DiagnosticSink, need?: NeedService
 }
 
 /** The features as the checker runs them: the model's documents fit every feature's checks (checked here). */
-const CHECKED: readonly Feature<ListenerDoc, VirtualHostDoc, RouteDoc>[] = FEATURES;
+const CHECKED: readonly Feature<ListenerDoc, VirtualHostDoc, RouteDoc, ServiceDoc>[] = FEATURES;
 
 export function checkListenerFeatures(l: ListenerDoc, c: FeatureCheck): void {
   for (const f of CHECKED) f.checks?.listener?.(l, c);
@@ -39,6 +39,10 @@ export function checkVirtualHostFeatures(v: VirtualHostDoc, c: FeatureCheck): vo
 /** What each virtual host asks of each listener that carries it, reported on the virtual host (`c`). */
 export function checkCarriedFeatures(l: ListenerDoc, v: VirtualHostDoc, c: FeatureCheck): void {
   for (const f of CHECKED) f.checks?.carried?.(l, v, c);
+}
+
+export function checkServiceFeatures(s: ServiceDoc, c: FeatureCheck): void {
+  for (const f of CHECKED) f.checks?.service?.(s, c);
 }
 
 export function checkRouteFeatures(route: RouteDoc, path: readonly PathSegment[], c: FeatureCheck): void {

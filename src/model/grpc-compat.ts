@@ -8,7 +8,9 @@
  */
 import { Codes, type Diagnostic, type PathSegment } from '../shared/diagnostics.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
-import type { ServiceDoc } from './schema.ts';
+import type { ListenerDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from './schema.ts';
+import type { Feature } from '../features/kit/feature.ts';
+import { FEATURES } from '../features/registry.ts';
 import { connectedServices, docOf, listenerGroups, originOf, routeTargets, type Model } from './types.ts';
 
 export const GRPC_CLIENT_KINDS = ['core', 'java', 'go', 'node'] as const;
@@ -182,6 +184,11 @@ export interface FeatureUse {
   groups: readonly string[];
 }
 
+/** The features with a row of the table, and what of a service uses it (their own rule). */
+const WITH_GRPC_ROWS: readonly Feature<ListenerDoc, VirtualHostDoc, RouteDoc, ServiceDoc>[] = FEATURES.filter(
+  (f) => f.grpc.kind === 'grpc',
+);
+
 function serviceUses(s: ServiceDoc, at: Omit<FeatureUse, 'feature'>): FeatureUse[] {
   const out: FeatureUse[] = [];
   const use = (feature: GrpcFeatureName) => out.push({ feature, ...at });
@@ -190,8 +197,7 @@ function serviceUses(s: ServiceDoc, at: Omit<FeatureUse, 'feature'>): FeatureUse
   if (s.lb === 'ring_hash') use('ringHash');
   if (s.lb === 'least_request') use('leastRequest');
   if (s.lb === 'weighted_by_load') use('weightedByLoad');
-  if (s.outlierDetection?.successRate || s.outlierDetection?.failurePercentage) use('outlierDetection');
-  if (s.circuitBreaker?.maxRequests !== undefined) use('circuitBreaker');
+  for (const f of WITH_GRPC_ROWS) if (f.grpc.kind === 'grpc' && f.grpc.uses(s)) use(f.grpc.row as GrpcFeatureName);
   if (s.tls) use('tls');
   return out;
 }

@@ -5,19 +5,10 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
-import {
-  Duration,
-  Enum,
-  Name,
-  NAME_PATTERN,
-  NonEmpty,
-  Port,
-  PositiveInt,
-  strict,
-} from '../features/kit/schema-primitives.ts';
+import { Duration, Enum, Name, NAME_PATTERN, NonEmpty, Port, strict } from '../features/kit/schema-primitives.ts';
 import { ClientName, SanMatch } from '../features/protection/schema.ts';
 import { RegexRewrite } from './traffic-schema.ts';
-import { LISTENER_FIELDS, ROUTE_FIELDS, VIRTUAL_HOST_FIELDS } from '../features/registry.ts';
+import { LISTENER_FIELDS, ROUTE_FIELDS, SERVICE_FIELDS, VIRTUAL_HOST_FIELDS } from '../features/registry.ts';
 import { EnvoyPatch } from './patch-schema.ts';
 
 export { Duration, Name, NAME_PATTERN };
@@ -49,79 +40,6 @@ export const Endpoint = Type.Object(
         maximum: 127,
         description: 'Failover priority; 0 is used first. Priorities must be contiguous.',
       }),
-    ),
-  },
-  strict,
-);
-
-export const HealthCheck = Type.Object(
-  {
-    type: Enum(['http', 'grpc', 'tcp'] as const),
-    path: Type.Optional(Type.String({ pattern: '^/', description: 'HTTP path (http checks only).' })),
-    host: Type.Optional(NonEmpty),
-    serviceName: Type.Optional(Type.String({ description: 'gRPC health service name (grpc checks only).' })),
-    interval: Type.Optional(Duration),
-    timeout: Type.Optional(Duration),
-    healthyThreshold: Type.Optional(PositiveInt),
-    unhealthyThreshold: Type.Optional(PositiveInt),
-  },
-  strict,
-);
-
-export const CircuitBreaker = Type.Object(
-  {
-    maxConnections: Type.Optional(PositiveInt),
-    maxPendingRequests: Type.Optional(PositiveInt),
-    maxRequests: Type.Optional(PositiveInt),
-    maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295 })),
-    retryBudget: Type.Optional(
-      Type.Object(
-        {
-          percent: Type.Number({ exclusiveMinimum: 0, maximum: 100, description: 'Of active requests (20).' }),
-          minConcurrent: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295, description: 'Default 3.' })),
-        },
-        { ...strict, description: 'Retries at once as a share of active requests (instead of maxRetries).' },
-      ),
-    ),
-  },
-  strict,
-);
-
-export const OutlierDetection = Type.Object(
-  {
-    consecutive5xx: Type.Optional(PositiveInt),
-    consecutiveGatewayFailure: Type.Optional(PositiveInt),
-    interval: Type.Optional(Duration),
-    baseEjectionTime: Type.Optional(Duration),
-    maxEjectionPercent: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
-    maxEjectionTime: Type.Optional(Duration),
-    successRate: Type.Optional(
-      Type.Object(
-        {
-          minimumHosts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, description: 'Default 5.' })),
-          requestVolume: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000, description: 'Default 100.' })),
-          stdevFactor: Type.Optional(
-            Type.Number({
-              exclusiveMinimum: 0,
-              maximum: 100,
-              description: 'Ejected below mean - factor x stdev (1.9).',
-            }),
-          ),
-          enforcingPercent: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: 'Default 100.' })),
-        },
-        { ...strict, description: "Eject hosts whose success rate is far below the others' (gRPC honours it)." },
-      ),
-    ),
-    failurePercentage: Type.Optional(
-      Type.Object(
-        {
-          threshold: Type.Integer({ minimum: 0, maximum: 100, description: 'Eject at this failure percentage (85).' }),
-          minimumHosts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, description: 'Default 5.' })),
-          requestVolume: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000, description: 'Default 50.' })),
-          enforcingPercent: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: 'Default 100.' })),
-        },
-        { ...strict, description: 'Eject hosts failing at least this share of requests (gRPC honours it).' },
-      ),
     ),
   },
   strict,
@@ -286,9 +204,7 @@ export const Service = Type.Object(
           'it off (no healthy endpoint: 503). Envoy only; gRPC clients never send to unhealthy endpoints.',
       }),
     ),
-    healthCheck: Type.Optional(HealthCheck),
-    circuitBreaker: Type.Optional(CircuitBreaker),
-    outlierDetection: Type.Optional(OutlierDetection),
+    ...SERVICE_FIELDS,
     tls: Type.Optional(UpstreamTls),
     registration: Type.Optional(Registration),
     aggregate: Type.Optional(

@@ -7,6 +7,7 @@ import type { ServiceDoc } from './schema.ts';
 import { cidrRange, parseHostPort } from '../shared/addresses.ts';
 import { checkNameMatch } from '../features/protection/checks.ts';
 import { featureCheck } from './feature-checks.ts';
+import { SERVICE_FIELDS } from '../features/registry.ts';
 
 /** Registration needs a way to authenticate, addresses that parse, and times Envoy can act on. */
 function checkRegistration(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
@@ -27,7 +28,7 @@ function checkRegistration(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void
       sink.error(Codes.INVALID_VALUE, r, ['registration', k], 'at least 1s');
 }
 
-/** What an aggregate service cannot have: it only orders other services, which have these. */
+/** What an aggregate service cannot have: it only orders other services, which have these (and features' fields). */
 const NOT_ON_AGGREGATES = [
   'endpoints',
   'dns',
@@ -35,13 +36,11 @@ const NOT_ON_AGGREGATES = [
   'lb',
   'ringHash',
   'weightedByLoad',
-  'healthCheck',
-  'circuitBreaker',
-  'outlierDetection',
   'tls',
   'protocol',
   'connectTimeout',
   'panicThreshold',
+  ...(Object.keys(SERVICE_FIELDS) as (keyof ServiceDoc)[]),
 ] as const;
 
 export function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
@@ -128,15 +127,6 @@ export function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): vo
       );
       break;
     }
-  }
-  const hc = s.healthCheck;
-  if (hc) {
-    if (hc.type === 'http' && !hc.path)
-      sink.error(Codes.INVALID_VALUE, r, ['healthCheck'], 'an http health check needs `path`');
-    if (hc.type !== 'http' && hc.path)
-      sink.error(Codes.INVALID_VALUE, r, ['healthCheck', 'path'], `\`path\` applies to http checks, not ${hc.type}`);
-    if (hc.type !== 'grpc' && hc.serviceName !== undefined)
-      sink.error(Codes.INVALID_VALUE, r, ['healthCheck', 'serviceName'], '`serviceName` applies to grpc checks only');
   }
   if (s.tls?.caFile && !s.tls.caFile.startsWith('/'))
     sink.error(Codes.INVALID_VALUE, r, ['tls', 'caFile'], 'caFile is a path on the proxy host and must be absolute');

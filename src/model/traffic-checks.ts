@@ -1,7 +1,7 @@
 /**
- * Rules for rewrites, redirects, gRPC hash policies and retry budgets that a schema
- * cannot express: one way to say each thing, regexes Envoy accepts, services that exist, and
- * settings that only make sense together.
+ * Rules for rewrites, redirects and gRPC hash policies that a schema cannot express: one way to
+ * say each thing, regexes Envoy accepts, services that exist, and settings that only make sense
+ * together.
  */
 import { Codes, type PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
@@ -61,15 +61,4 @@ export function checkGrpcHashPolicy(route: GrpcRouteDoc, path: PathSegment[], r:
     if ((h.header === undefined) === (h.channelId === undefined))
       sink.error(Codes.INVALID_VALUE, r, [...path, 'hashPolicy', i], 'a hash policy is one of header and channelId');
   });
-}
-
-/** A retry budget replaces maxRetries in Envoy: both set is a mistake. */
-export function checkRetryBudget(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): void {
-  if (s.circuitBreaker?.retryBudget && s.circuitBreaker.maxRetries !== undefined)
-    sink.warn(
-      Codes.INVALID_VALUE,
-      r,
-      ['circuitBreaker', 'maxRetries'],
-      'Envoy ignores maxRetries when retryBudget is set',
-    );
 }

@@ -3,6 +3,7 @@ import { durationToProto } from '../shared/duration.ts';
 import { adsConfigSource, providerInstance, TYPE } from './common.ts';
 import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 import { nameMatcher, sanMatchers } from '../features/protection/translate.ts';
+import { clusterFeatureFields } from './features.ts';
 
 const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
   round_robin: undefined, // proto default
@@ -52,24 +53,6 @@ export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
     };
   }
   if (s.panicThreshold !== undefined) c.common_lb_config = { healthy_panic_threshold: { value: s.panicThreshold } };
-  if (s.healthCheck) c.health_checks = [healthCheck(s.healthCheck)];
-  if (s.circuitBreaker) {
-    const cb = s.circuitBreaker;
-    c.circuit_breakers = {
-      thresholds: [
-        compact({
-          max_connections: cb.maxConnections,
-          max_pending_requests: cb.maxPendingRequests,
-          max_requests: cb.maxRequests,
-          max_retries: cb.maxRetries,
-          retry_budget: cb.retryBudget && {
-            budget_percent: { value: cb.retryBudget.percent },
-            ...(cb.retryBudget.minConcurrent !== undefined && { min_retry_concurrency: cb.retryBudget.minConcurrent }),
-          },
-        }),
-      ],
-    };
-  }
   if (s.protocol === 'http2' || s.protocol === 'grpc') {
     c.typed_extension_protocol_options = {
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
@@ -77,29 +60,6 @@ export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
         explicit_http_config: { http2_protocol_options: {} },
       },
     };
-  }
-  if (s.outlierDetection) {
-    const o = s.outlierDetection;
-    c.outlier_detection = compact({
-      consecutive_5xx: o.consecutive5xx,
-      interval: o.interval && durationToProto(o.interval),
-      base_ejection_time: o.baseEjectionTime && durationToProto(o.baseEjectionTime),
-      max_ejection_percent: o.maxEjectionPercent,
-      consecutive_gateway_failure: o.consecutiveGatewayFailure,
-      max_ejection_time: o.maxEjectionTime && durationToProto(o.maxEjectionTime),
-      // Envoy takes the factor in thousandths.
-      success_rate_stdev_factor:
-        o.successRate?.stdevFactor === undefined ? undefined : Math.round(o.successRate.stdevFactor * 1000),
-      success_rate_minimum_hosts: o.successRate?.minimumHosts,
-      success_rate_request_volume: o.successRate?.requestVolume,
-      // Only the ejections the operator lists: Envoy (and gRPC, gRFC A50) would otherwise also eject on
-      // success rate by default. 0 is the proto default, so it is written as an explicit wrapper value.
-      enforcing_success_rate: o.successRate ? (o.successRate.enforcingPercent ?? 100) : 0,
-      failure_percentage_threshold: o.failurePercentage?.threshold,
-      failure_percentage_minimum_hosts: o.failurePercentage?.minimumHosts,
-      failure_percentage_request_volume: o.failurePercentage?.requestVolume,
-      enforcing_failure_percentage: o.failurePercentage ? (o.failurePercentage.enforcingPercent ?? 100) : undefined,
-    });
   }
   if (s.tls && proxyless) c.transport_socket = providerTls(s.tls);
   else if (s.tls) {
@@ -121,7 +81,39 @@ export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
       typed_config: compact({ '@type': TYPE.upstreamTls, common_tls_context: ctx, sni: s.tls.sni }),
     };
   }
-  return c;
+  const features = clusterFeatureFields(s, proxyless);
+  return Object.keys(features).length ? inClusterOrder({ ...c, ...features }) : c;
+}
+
+/**
+ * Where each field of a Cluster goes in its JSON, so a feature's fields land where they always
+ * have (the JSON is what goldens, the status API and rendered files show; the encoded bytes follow
+ * the proto's own order either way).
+ */
+const CLUSTER_FIELD_ORDER = [
+  'name',
+  'type',
+  'eds_cluster_config',
+  'connect_timeout',
+  'lb_policy',
+  'load_balancing_policy',
+  'ring_hash_lb_config',
+  'dns_refresh_rate',
+  'load_assignment',
+  'common_lb_config',
+  'health_checks',
+  'circuit_breakers',
+  'typed_extension_protocol_options',
+  'outlier_detection',
+  'transport_socket',
+];
+
+/** `c`'s fields in CLUSTER_FIELD_ORDER (one not listed: after those listed). */
+function inClusterOrder(c: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const k of CLUSTER_FIELD_ORDER) if (k in c) out[k] = c[k];
+  for (const k in c) if (!(k in out)) out[k] = c[k];
+  return out;
 }
 
 /**
@@ -187,18 +179,4 @@ function aggregateCluster(name: string, members: readonly string[]): JsonObject 
       typed_config: { '@type': TYPE.aggregateCluster, clusters: members },
     },
   };
-}
-
-function healthCheck(hc: NonNullable<ServiceDoc['healthCheck']>): JsonObject {
-  const out: JsonObject = {
-    timeout: durationToProto(hc.timeout ?? '1s'),
-    interval: durationToProto(hc.interval ?? '10s'),
-    unhealthy_threshold: hc.unhealthyThreshold ?? 3,
-    healthy_threshold: hc.healthyThreshold ?? 2,
-  };
-  if (hc.type === 'http') out.http_health_check = compact({ host: hc.host, path: hc.path });
-  else if (hc.type === 'grpc')
-    out.grpc_health_check = compact({ service_name: hc.serviceName || undefined, authority: hc.host });
-  else out.tcp_health_check = {};
-  return out;
 }

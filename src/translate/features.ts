@@ -3,15 +3,15 @@
  * feature: a listener's HTTP filters before the router in Envoy's order (by phase, then in the
  * registry's order), its connection-manager fields, access logs and TCP network filters; what a route
  * configuration, virtual host or route sets for the filters (typed_per_filter_config); fields of
- * virtual hosts and route actions; and the services the features call (which get clusters).
+ * virtual hosts, route actions and clusters; and the services the features call (which get clusters).
  */
 import type { JsonObject } from '../features/kit/envoy-json.ts';
 import { HTTP_PHASES, type Feature } from '../features/kit/feature.ts';
 import { FEATURES } from '../features/registry.ts';
-import type { ListenerDoc, RouteDoc, VirtualHostDoc } from '../model/schema.ts';
+import type { ListenerDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from '../model/schema.ts';
 
 /** A feature as the builders call it: the model's documents fit every feature's hooks (checked here). */
-type Built = Feature<ListenerDoc, VirtualHostDoc, RouteDoc>;
+type Built = Feature<ListenerDoc, VirtualHostDoc, RouteDoc, ServiceDoc>;
 
 const rank = (f: Built) => (f.http ? HTTP_PHASES.indexOf(f.http.phase) : HTTP_PHASES.length);
 
@@ -59,6 +59,12 @@ export function virtualHostFields(v: VirtualHostDoc): JsonObject {
 
 export function routeActionFields(r: RouteDoc, v: VirtualHostDoc): JsonObject {
   return merged(BUILT_FEATURES.map((f) => f.routeAction?.(r, v)));
+}
+
+/** The fields the features add to the Cluster of service `s`; `proxyless`: for gRPC applications. */
+export function clusterFeatureFields(s: ServiceDoc, proxyless: boolean): JsonObject {
+  const at = { proxyless };
+  return merged(BUILT_FEATURES.map((f) => f.cluster?.(s, at)));
 }
 
 /** The services a listener's features call. */

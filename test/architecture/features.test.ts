@@ -35,6 +35,7 @@ for (const f of features) {
       ...Object.keys(f.fields.listener ?? {}).map((k) => `Listener.${k}`),
       ...Object.keys(f.fields.virtualHost ?? {}).map((k) => `VirtualHost.${k}`),
       ...Object.keys(f.fields.route ?? {}).map((k) => `VirtualHost.routes[].${k}`),
+      ...Object.keys(f.fields.service ?? {}).map((k) => `Service.${k}`),
     ];
     assert.ok(roots.length > 0, 'a feature adds fields');
     const paths = modelFieldPaths().filter((p) => roots.some((r) => p === r || p.startsWith(`${r}.`)));

@@ -70,7 +70,17 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
   ]);
   assert.equal(
     BUILT_FEATURES.map((f) => f.name),
-    ['cors', 'protection', 'compression', 'tracing', 'access-log', 'mirror'],
+    [
+      'cors',
+      'protection',
+      'compression',
+      'tracing',
+      'access-log',
+      'mirror',
+      'health-check',
+      'circuit-breaker',
+      'outlier-detection',
+    ],
   );
 });
 

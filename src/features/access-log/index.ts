@@ -4,7 +4,7 @@ import { checkAccessLogs } from './checks.ts';
 import { accessLogFields, type AccessLogListener } from './schema.ts';
 import { accessLogs, accessLogServices } from './translate.ts';
 
-export const accessLog = defineFeature<AccessLogListener, unknown, unknown, typeof accessLogFields>({
+export const accessLog = defineFeature<AccessLogListener, unknown, unknown, unknown, typeof accessLogFields>({
   name: 'access-log',
   docs: 'configuration.md#the-yaml-model-v1',
   fields: accessLogFields,

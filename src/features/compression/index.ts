@@ -8,6 +8,7 @@ export const compression = defineFeature<
   CompressionListener,
   CompressionOverride,
   CompressionOverride,
+  unknown,
   typeof compressionFields
 >({
   name: 'compression',

@@ -4,7 +4,7 @@ import { checkCors } from './checks.ts';
 import { corsFields, type CorsRoute, type CorsVirtualHost } from './schema.ts';
 import { corsFilters, corsPerFilterConfig } from './translate.ts';
 
-export const cors = defineFeature<unknown, CorsVirtualHost, CorsRoute, typeof corsFields>({
+export const cors = defineFeature<unknown, CorsVirtualHost, CorsRoute, unknown, typeof corsFields>({
   name: 'cors',
   docs: 'configuration.md#the-yaml-model-v1',
   fields: corsFields,

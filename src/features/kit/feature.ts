@@ -16,6 +16,7 @@ export interface FeatureFields {
   readonly listener?: FieldSchemas;
   readonly virtualHost?: FieldSchemas;
   readonly route?: FieldSchemas;
+  readonly service?: FieldSchemas;
 }
 
 /** A service as a feature's checks see it. */
@@ -52,19 +53,24 @@ export const HTTP_PHASES = [
 export type HttpPhase = (typeof HTTP_PHASES)[number];
 
 /** Which proxyless gRPC clients honour the feature (fleetxds sends them API listeners and routes). */
-export type GrpcSupport =
+export type GrpcSupport<S = never> =
   | { readonly kind: 'envoy-only'; readonly why: string }
-  /** A row of the gRPC feature table (`GRPC_FEATURES` in src/model/grpc-compat.ts). */
-  | { readonly kind: 'grpc'; readonly row: string };
+  | {
+      readonly kind: 'grpc';
+      /** Its row of the gRPC feature table (`GRPC_FEATURES` in src/model/grpc-compat.ts). */
+      readonly row: string;
+      /** Whether a service sets what the row is about (validation warns of clients without it). */
+      readonly uses: (s: S) => boolean;
+    };
 
-/** `L`, `V`, `R`: the parts of a listener, virtual host and route the feature reads. */
-export interface Feature<L = never, V = never, R = never> {
+/** `L`, `V`, `R`, `S`: the parts of a listener, virtual host, route and service the feature reads. */
+export interface Feature<L = never, V = never, R = never, S = never> {
   /** Its folder under src/features/. */
   readonly name: string;
   /** Where operators read about it: a page of docs/ and a heading's anchor. */
   readonly docs: string;
   readonly fields: FeatureFields;
-  readonly grpc: GrpcSupport;
+  readonly grpc: GrpcSupport<S>;
   readonly checks?: {
     readonly listener?: (l: L, c: FeatureCheck) => void;
     readonly virtualHost?: (v: V, c: FeatureCheck) => void;
@@ -72,7 +78,10 @@ export interface Feature<L = never, V = never, R = never> {
     readonly route?: (r: R, path: readonly PathSegment[], c: FeatureCheck) => void;
     /** What a virtual host asks of each listener that carries it; `c` reports on the virtual host. */
     readonly carried?: (l: L, v: V, c: FeatureCheck) => void;
+    readonly service?: (s: S, c: FeatureCheck) => void;
   };
+  /** Fields of the Envoy Cluster a service becomes; `proxyless`: the cluster of gRPC applications. */
+  readonly cluster?: (s: S, at: { readonly proxyless: boolean }) => JsonObject | undefined;
   readonly http?: {
     readonly phase: HttpPhase;
     /** Its filters on this listener, given the virtual hosts the listener carries. */
@@ -98,8 +107,8 @@ export interface Feature<L = never, V = never, R = never> {
 }
 
 /** Names a feature with its types inferred from its hooks. */
-export function defineFeature<L, V, R, const F extends FeatureFields>(
-  f: Feature<L, V, R> & { readonly fields: F },
-): Feature<L, V, R> & { readonly fields: F } {
+export function defineFeature<L, V, R, S, const F extends FeatureFields>(
+  f: Feature<L, V, R, S> & { readonly fields: F },
+): Feature<L, V, R, S> & { readonly fields: F } {
   return f;
 }

@@ -4,7 +4,7 @@ import { compact, perMillion } from '../kit/envoy-json.ts';
 import { defineFeature } from '../kit/feature.ts';
 import { mirrorFields, type MirrorRoute } from './schema.ts';
 
-export const mirror = defineFeature<unknown, unknown, MirrorRoute, typeof mirrorFields>({
+export const mirror = defineFeature<unknown, unknown, MirrorRoute, unknown, typeof mirrorFields>({
   name: 'mirror',
   docs: 'configuration.md#the-yaml-model-v1',
   fields: mirrorFields,

@@ -24,6 +24,7 @@ export const protection = defineFeature<
   ProtectionListener,
   ProtectionVirtualHost,
   ProtectionRoute,
+  unknown,
   typeof protectionFields
 >({
   name: 'protection',

@@ -4,7 +4,7 @@ import { checkTracing } from './checks.ts';
 import { tracingFields, type TracingListener } from './schema.ts';
 import { tracingConfig, tracingServices } from './translate.ts';
 
-export const tracing = defineFeature<TracingListener, unknown, unknown, typeof tracingFields>({
+export const tracing = defineFeature<TracingListener, unknown, unknown, unknown, typeof tracingFields>({
   name: 'tracing',
   docs: 'configuration.md#the-yaml-model-v1',
   fields: tracingFields,
