@@ -10,6 +10,7 @@ import { circuitBreaker } from './circuit-breaker/index.ts';
 import { compression } from './compression/index.ts';
 import { cors } from './cors/index.ts';
 import { healthCheck } from './health-check/index.ts';
+import { loadBalancing } from './load-balancing/index.ts';
 import type { FeatureFields } from './kit/feature.ts';
 import { mirror } from './mirror/index.ts';
 import { outlierDetection } from './outlier-detection/index.ts';
@@ -23,9 +24,10 @@ export const FEATURES = [
   tracing,
   accessLog,
   mirror,
+  loadBalancing,
   healthCheck,
-  circuitBreaker,
   outlierDetection,
+  circuitBreaker,
 ] as const;
 
 type Registered = (typeof FEATURES)[number];

@@ -194,10 +194,8 @@ function serviceUses(s: ServiceDoc, at: Omit<FeatureUse, 'feature'>): FeatureUse
   const use = (feature: GrpcFeatureName) => out.push({ feature, ...at });
   if (s.aggregate) use('aggregate');
   if (s.dns?.mode === 'logical') use('logicalDns');
-  if (s.lb === 'ring_hash') use('ringHash');
-  if (s.lb === 'least_request') use('leastRequest');
-  if (s.lb === 'weighted_by_load') use('weightedByLoad');
-  for (const f of WITH_GRPC_ROWS) if (f.grpc.kind === 'grpc' && f.grpc.uses(s)) use(f.grpc.row as GrpcFeatureName);
+  for (const f of WITH_GRPC_ROWS)
+    if (f.grpc.kind === 'grpc') for (const r of f.grpc.rows) if (r.uses(s)) use(r.row as GrpcFeatureName);
   if (s.tls) use('tls');
   return out;
 }

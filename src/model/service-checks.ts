@@ -33,13 +33,9 @@ const NOT_ON_AGGREGATES = [
   'endpoints',
   'dns',
   'registration',
-  'lb',
-  'ringHash',
-  'weightedByLoad',
   'tls',
   'protocol',
   'connectTimeout',
-  'panicThreshold',
   ...(Object.keys(SERVICE_FIELDS) as (keyof ServiceDoc)[]),
 ] as const;
 
@@ -53,27 +49,6 @@ export function checkService(s: ServiceDoc, r: DocRef, sink: DiagnosticSink): vo
           [k],
           `an aggregate service only orders other services: \`${k}\` belongs on its members`,
         );
-  if (s.ringHash && s.lb !== 'ring_hash')
-    sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'ringHash goes with lb: ring_hash');
-  if (s.panicThreshold !== undefined && s.lb === 'weighted_by_load')
-    sink.error(
-      Codes.INVALID_VALUE,
-      r,
-      ['panicThreshold'],
-      "lb: weighted_by_load is Envoy's load-balancing policy extension, which keeps no panic threshold",
-    );
-  if (s.weightedByLoad && s.lb !== 'weighted_by_load')
-    sink.error(Codes.INVALID_VALUE, r, ['weightedByLoad'], 'weightedByLoad goes with lb: weighted_by_load');
-  const update = s.weightedByLoad?.weightUpdatePeriod;
-  if (update !== undefined && (parseDurationMs(update) ?? 0) < 100)
-    sink.error(
-      Codes.INVALID_VALUE,
-      r,
-      ['weightedByLoad', 'weightUpdatePeriod'],
-      'weights are computed at most every 100ms',
-    );
-  if (s.ringHash?.minSize !== undefined && s.ringHash.maxSize !== undefined && s.ringHash.minSize > s.ringHash.maxSize)
-    sink.error(Codes.INVALID_VALUE, r, ['ringHash'], 'minSize is above maxSize');
   if (s.dns && (s.endpoints !== undefined || s.registration))
     sink.error(
       Codes.INVALID_VALUE,

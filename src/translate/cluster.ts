@@ -4,15 +4,7 @@ import { adsConfigSource, providerInstance, TYPE } from './common.ts';
 import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 import { nameMatcher, sanMatchers } from '../features/protection/translate.ts';
 import { clusterFeatureFields } from './features.ts';
-
-const LB_POLICY: Record<NonNullable<ServiceDoc['lb']>, string | undefined> = {
-  round_robin: undefined, // proto default
-  least_request: 'LEAST_REQUEST',
-  ring_hash: 'RING_HASH',
-  maglev: 'MAGLEV',
-  random: 'RANDOM',
-  weighted_by_load: undefined, // load_balancing_policy (weightedByLoadPolicy)
-};
+import { ROUND_ROBIN_POLICY } from '../features/load-balancing/translate.ts';
 
 export const DEFAULT_CONNECT_TIMEOUT = '5s';
 
@@ -31,14 +23,6 @@ export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
     c.eds_cluster_config = { eds_config: adsConfigSource() };
   }
   c.connect_timeout = durationToProto(s.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT);
-  const lb = LB_POLICY[s.lb ?? 'round_robin'];
-  if (lb) c.lb_policy = lb;
-  if (s.lb === 'weighted_by_load') c.load_balancing_policy = weightedByLoadPolicy(s.weightedByLoad ?? {});
-  if (s.ringHash)
-    c.ring_hash_lb_config = compact({
-      minimum_ring_size: s.ringHash.minSize?.toString(),
-      maximum_ring_size: s.ringHash.maxSize?.toString(),
-    });
   if (s.dns) {
     if (s.dns.refreshRate) c.dns_refresh_rate = durationToProto(s.dns.refreshRate);
     c.load_assignment = {
@@ -52,7 +36,6 @@ export function buildCluster(s: ServiceDoc, proxyless = false): JsonObject {
       ],
     };
   }
-  if (s.panicThreshold !== undefined) c.common_lb_config = { healthy_panic_threshold: { value: s.panicThreshold } };
   if (s.protocol === 'http2' || s.protocol === 'grpc') {
     c.typed_extension_protocol_options = {
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
@@ -131,31 +114,6 @@ function providerTls(tls: NonNullable<ServiceDoc['tls']>): JsonObject {
   return {
     name: 'envoy.transport_sockets.tls',
     typed_config: compact({ '@type': TYPE.upstreamTls, common_tls_context: ctx, sni: tls.sni }),
-  };
-}
-
-const ROUND_ROBIN_POLICY = {
-  typed_extension_config: { name: 'round_robin', typed_config: { '@type': TYPE.roundRobinLb } },
-};
-
-/**
- * Client-side weighted round robin (ORCA load reports), then round robin: Envoy and gRPC clients
- * take the first policy of the list they implement, so a client without it balances round robin
- * rather than refusing the cluster.
- */
-function weightedByLoadPolicy(w: NonNullable<ServiceDoc['weightedByLoad']>): JsonObject {
-  const config = compact({
-    '@type': TYPE.clientSideWrrLb,
-    blackout_period: w.blackoutPeriod && durationToProto(w.blackoutPeriod),
-    weight_update_period: w.weightUpdatePeriod && durationToProto(w.weightUpdatePeriod),
-    weight_expiration_period: w.weightExpirationPeriod && durationToProto(w.weightExpirationPeriod),
-    error_utilization_penalty: w.errorPenalty,
-  });
-  return {
-    policies: [
-      { typed_extension_config: { name: 'client_side_weighted_round_robin', typed_config: config } },
-      ROUND_ROBIN_POLICY,
-    ],
   };
 }
 

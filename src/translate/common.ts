@@ -9,10 +9,6 @@ export const TYPE = {
   upstreamTls: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
   aggregateCluster: 'type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig',
   clusterProvidedLb: 'type.googleapis.com/envoy.extensions.load_balancing_policies.cluster_provided.v3.ClusterProvided',
-  roundRobinLb: 'type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin',
-  clientSideWrrLb:
-    'type.googleapis.com/envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.' +
-    'ClientSideWeightedRoundRobin',
   downstreamTls: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
   httpProtocolOptions: 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
   tlsInspector: 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector',

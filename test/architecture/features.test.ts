@@ -56,7 +56,8 @@ for (const f of features) {
         .replace(/ /g, '-'),
     );
     assert.ok(anchor && slugs.includes(anchor), `docs/${page} has a heading #${anchor}`);
-    if (f.grpc.kind === 'grpc') assert.ok(f.grpc.row in GRPC_FEATURES, `gRPC feature table row ${f.grpc.row}`);
+    if (f.grpc.kind === 'grpc')
+      for (const { row } of f.grpc.rows) assert.ok(row in GRPC_FEATURES, `gRPC feature table row ${row}`);
     else assert.ok(f.grpc.why.length > 0);
   });
 }

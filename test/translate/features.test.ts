@@ -77,9 +77,10 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
       'tracing',
       'access-log',
       'mirror',
+      'load-balancing',
       'health-check',
-      'circuit-breaker',
       'outlier-detection',
+      'circuit-breaker',
     ],
   );
 });

@@ -15,7 +15,7 @@ export const circuitBreaker = defineFeature<
   docs: 'configuration.md#the-yaml-model-v1',
   fields: circuitBreakerFields,
   // gRPC honours maxRequests only (gRFC A32); the other limits are Envoy's.
-  grpc: { kind: 'grpc', row: 'circuitBreaker', uses: (s) => s.circuitBreaker?.maxRequests !== undefined },
+  grpc: { kind: 'grpc', rows: [{ row: 'circuitBreaker', uses: (s) => s.circuitBreaker?.maxRequests !== undefined }] },
   checks: {
     // A retry budget replaces maxRetries in Envoy: both set is a mistake.
     service: (s, c) => {

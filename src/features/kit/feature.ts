@@ -57,10 +57,11 @@ export type GrpcSupport<S = never> =
   | { readonly kind: 'envoy-only'; readonly why: string }
   | {
       readonly kind: 'grpc';
-      /** Its row of the gRPC feature table (`GRPC_FEATURES` in src/model/grpc-compat.ts). */
-      readonly row: string;
-      /** Whether a service sets what the row is about (validation warns of clients without it). */
-      readonly uses: (s: S) => boolean;
+      /**
+       * Its rows of the gRPC feature table (`GRPC_FEATURES` in src/model/grpc-compat.ts), each with
+       * whether a service sets what the row is about (validation warns of clients without it).
+       */
+      readonly rows: readonly { readonly row: string; readonly uses: (s: S) => boolean }[];
     };
 
 /** `L`, `V`, `R`, `S`: the parts of a listener, virtual host, route and service the feature reads. */

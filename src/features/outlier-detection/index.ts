@@ -17,8 +17,12 @@ export const outlierDetection = defineFeature<
   // gRPC clients eject on success rate and failure percentage; consecutive errors are Envoy's.
   grpc: {
     kind: 'grpc',
-    row: 'outlierDetection',
-    uses: (s) => !!(s.outlierDetection?.successRate || s.outlierDetection?.failurePercentage),
+    rows: [
+      {
+        row: 'outlierDetection',
+        uses: (s) => !!(s.outlierDetection?.successRate || s.outlierDetection?.failurePercentage),
+      },
+    ],
   },
   cluster: (s) => {
     const o = s.outlierDetection;
