@@ -10,6 +10,7 @@ import { circuitBreaker } from './circuit-breaker/index.ts';
 import { compression } from './compression/index.ts';
 import { cors } from './cors/index.ts';
 import { healthCheck } from './health-check/index.ts';
+import { httpSettings } from './http-settings/index.ts';
 import { loadBalancing } from './load-balancing/index.ts';
 import type { FeatureFields } from './kit/feature.ts';
 import { mirror } from './mirror/index.ts';
@@ -19,6 +20,7 @@ import { tracing } from './tracing/index.ts';
 
 export const FEATURES = [
   cors,
+  httpSettings,
   protection,
   compression,
   tracing,

@@ -221,25 +221,6 @@ function checkListeners(c: ModelRefs): Set<string> {
       sink.error(Codes.INVALID_VALUE, r, ['address'], `"${l.address}" is not an IP address`);
     checkTcpListener(l, r, sink, needService);
     checkHeaders(l.headers, ['headers'], r, sink);
-    if (l.http && !l.virtualHosts)
-      sink.error(
-        Codes.INVALID_VALUE,
-        r,
-        ['http'],
-        'http settings are for HTTP listeners: this one has no virtualHosts',
-      );
-    const h2 = l.http?.http2;
-    if (
-      h2?.initialStreamWindowSize !== undefined &&
-      h2.initialConnectionWindowSize !== undefined &&
-      h2.initialConnectionWindowSize < h2.initialStreamWindowSize
-    )
-      sink.error(
-        Codes.INVALID_VALUE,
-        r,
-        ['http', 'http2', 'initialConnectionWindowSize'],
-        'the connection window must be at least the stream window',
-      );
     if (l.headers && !l.virtualHosts)
       sink.error(
         Codes.INVALID_VALUE,

@@ -15,10 +15,11 @@ type Built = Feature<ListenerDoc, VirtualHostDoc, RouteDoc, ServiceDoc>;
 
 const rank = (f: Built) => (f.http ? HTTP_PHASES.indexOf(f.http.phase) : HTTP_PHASES.length);
 
-const REGISTERED: readonly Built[] = FEATURES;
+/** The features in the registry's order: what each adds besides HTTP filters is merged in this order. */
+export const BUILT_FEATURES: readonly Built[] = FEATURES;
 
-/** The features, those with HTTP filters by phase (stable: registry order within one). */
-export const BUILT_FEATURES: readonly Built[] = REGISTERED.map((f, i) => ({ f, i }))
+/** The features with HTTP filters by phase (stable: registry order within one), as Envoy runs them. */
+const BY_PHASE: readonly Built[] = BUILT_FEATURES.map((f, i) => ({ f, i }))
   .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
   .map(({ f }) => f);
 
@@ -26,7 +27,7 @@ const merged = (parts: (JsonObject | undefined)[]): JsonObject => Object.assign(
 
 /** The HTTP filters of a listener before the router, in Envoy's order. */
 export function httpFilters(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): JsonObject[] {
-  return BUILT_FEATURES.flatMap((f) => f.http?.filters?.(l, vhosts) ?? []);
+  return BY_PHASE.flatMap((f) => f.http?.filters?.(l, vhosts) ?? []);
 }
 
 /**

@@ -1,6 +1,5 @@
 import type { GrpcServiceDoc, ListenerDoc, VirtualHostDoc } from '../model/schema.ts';
 import { durationToProto } from '../shared/duration.ts';
-import { httpSettingsFields } from './http-settings.ts';
 import { adsConfigSource, faultFilter, routerFilter, TYPE } from './common.ts';
 import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 import { connectionManagerFields, httpFilters, listenerAccessLogs, networkFilters } from './features.ts';
@@ -93,7 +92,7 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
             l.name,
             listenerAccessLogs(l, false),
             l.websocket ?? true,
-            { ...httpSettingsFields(l.http), ...connectionManagerFields(l, vhosts) },
+            connectionManagerFields(l, vhosts),
             httpFilters(l, vhosts),
           ),
         },

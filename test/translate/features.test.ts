@@ -72,6 +72,7 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
     BUILT_FEATURES.map((f) => f.name),
     [
       'cors',
+      'http-settings',
       'protection',
       'compression',
       'tracing',

@@ -6,7 +6,7 @@ import { accessLogs, accessLogServices } from './translate.ts';
 
 export const accessLog = defineFeature<AccessLogListener, unknown, unknown, unknown, typeof accessLogFields>({
   name: 'access-log',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#access-logs',
   fields: accessLogFields,
   grpc: { kind: 'envoy-only', why: 'gRPC clients log through their own interceptors, not xDS' },
   checks: { listener: checkAccessLogs },

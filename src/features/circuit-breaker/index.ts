@@ -12,7 +12,7 @@ export const circuitBreaker = defineFeature<
   typeof circuitBreakerFields
 >({
   name: 'circuit-breaker',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#circuit-breakers',
   fields: circuitBreakerFields,
   // gRPC honours maxRequests only (gRFC A32); the other limits are Envoy's.
   grpc: { kind: 'grpc', rows: [{ row: 'circuitBreaker', uses: (s) => s.circuitBreaker?.maxRequests !== undefined }] },

@@ -12,7 +12,7 @@ export const compression = defineFeature<
   typeof compressionFields
 >({
   name: 'compression',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#response-compression',
   fields: compressionFields,
   grpc: { kind: 'envoy-only', why: 'gRPC compresses messages itself (grpc-encoding), not through xDS' },
   checks: {

@@ -6,7 +6,7 @@ import { corsFilters, corsPerFilterConfig } from './translate.ts';
 
 export const cors = defineFeature<unknown, CorsVirtualHost, CorsRoute, unknown, typeof corsFields>({
   name: 'cors',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#cors',
   fields: corsFields,
   grpc: {
     kind: 'envoy-only',

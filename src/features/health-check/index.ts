@@ -21,7 +21,7 @@ function healthCheckConfig(hc: HealthCheckDoc): JsonObject {
 
 export const healthCheck = defineFeature<unknown, unknown, unknown, HealthCheckService, typeof healthCheckFields>({
   name: 'health-check',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#health-checks',
   fields: healthCheckFields,
   grpc: { kind: 'envoy-only', why: 'gRPC clients take health from the EDS health status the server sends, not probes' },
   checks: {

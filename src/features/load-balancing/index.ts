@@ -7,7 +7,7 @@ import { loadBalancingFields } from './translate.ts';
 
 export const loadBalancing = defineFeature<unknown, unknown, unknown, LoadBalancingService, typeof fields>({
   name: 'load-balancing',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#load-balancing',
   fields,
   grpc: {
     kind: 'grpc',

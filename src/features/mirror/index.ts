@@ -6,7 +6,7 @@ import { mirrorFields, type MirrorRoute } from './schema.ts';
 
 export const mirror = defineFeature<unknown, unknown, MirrorRoute, unknown, typeof mirrorFields>({
   name: 'mirror',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#request-mirroring',
   fields: mirrorFields,
   grpc: { kind: 'envoy-only', why: "gRPC's xDS clients do not mirror RPCs (no gRFC for request_mirror_policies)" },
   checks: {

@@ -12,7 +12,7 @@ export const outlierDetection = defineFeature<
   typeof outlierDetectionFields
 >({
   name: 'outlier-detection',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#outlier-detection',
   fields: outlierDetectionFields,
   // gRPC clients eject on success rate and failure percentage; consecutive errors are Envoy's.
   grpc: {

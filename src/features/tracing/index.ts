@@ -6,7 +6,7 @@ import { tracingConfig, tracingServices } from './translate.ts';
 
 export const tracing = defineFeature<TracingListener, unknown, unknown, unknown, typeof tracingFields>({
   name: 'tracing',
-  docs: 'configuration.md#the-yaml-model-v1',
+  docs: 'configuration.md#tracing',
   fields: tracingFields,
   grpc: { kind: 'envoy-only', why: 'gRPC clients trace through their own OpenTelemetry plugin, not xDS' },
   checks: { listener: checkTracing },

@@ -1,7 +1,7 @@
 /** An HTTP listener's connection-manager settings in Envoy's terms (fields of HttpConnectionManager). */
-import type { HttpSettingsDoc } from '../model/schema.ts';
-import { durationToProto } from '../shared/duration.ts';
-import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
+import { durationToProto } from '../../shared/duration.ts';
+import { compact, type JsonObject } from '../kit/envoy-json.ts';
+import type { HttpSettingsDoc } from './schema.ts';
 
 const ESCAPED_SLASHES: Record<NonNullable<HttpSettingsDoc['escapedSlashes']>, string> = {
   keep: 'KEEP_UNCHANGED',
