@@ -17,10 +17,12 @@ import { mirror } from './mirror/index.ts';
 import { outlierDetection } from './outlier-detection/index.ts';
 import { protection } from './protection/index.ts';
 import { tracing } from './tracing/index.ts';
+import { websocket } from './websocket/index.ts';
 
 export const FEATURES = [
   cors,
   httpSettings,
+  websocket,
   protection,
   compression,
   tracing,

@@ -80,8 +80,6 @@ export function checkTcpListener(l: ListenerDoc, r: DocRef, sink: DiagnosticSink
         ['tls', 'sni'],
         'a TCP listener terminates TLS with one certificate (tls.secret)',
       );
-    if (l.websocket !== undefined)
-      sink.error(Codes.INVALID_VALUE, r, ['websocket'], 'WebSocket upgrades are HTTP: a TCP listener passes any bytes');
   }
   const terminated = new Set((l.tls?.sni ?? []).flatMap((e) => e.serverNames.map((n) => n.toLowerCase())));
   const passed = new Map<string, number>();

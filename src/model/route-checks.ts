@@ -143,7 +143,7 @@ export function checkHttpRoute(
   }
   const forwards = route.to !== undefined || route.split !== undefined;
   checkHeaders(route.headers, [...path, 'headers'], r, sink);
-  for (const k of ['timeout', 'retries', 'rewrite', 'websocket'] as const) {
+  for (const k of ['timeout', 'retries', 'rewrite'] as const) {
     if (route[k] !== undefined && !forwards)
       sink.error(Codes.INVALID_VALUE, r, [...path, k], `\`${k}\` applies only to routes that forward (to or split)`);
   }

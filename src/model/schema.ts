@@ -345,9 +345,6 @@ export const Route = Type.Object(
     retries: Type.Optional(Retries),
     headers: Type.Optional(Headers),
     hashPolicy: Type.Optional(Type.Array(HashPolicy, { minItems: 1, maxItems: 8 })),
-    websocket: Type.Optional(
-      Type.Boolean({ description: "WebSocket upgrades on this route (default: the listener's websocket)." }),
-    ),
     rewrite: Type.Optional(
       Type.Object(
         {
@@ -505,11 +502,6 @@ export const Listener = Type.Object(
     ),
     tcp: Type.Optional(TcpProxy),
     headers: Type.Optional(Headers),
-    websocket: Type.Optional(
-      Type.Boolean({
-        description: 'HTTP: WebSocket upgrades (default true); a route may turn them off, or on when this is false.',
-      }),
-    ),
     ...LISTENER_FIELDS,
     passthrough: Type.Optional(
       Type.Array(

@@ -5,17 +5,17 @@ import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
 import { connectionManagerFields, httpFilters, listenerAccessLogs, networkFilters } from './features.ts';
 
 /**
- * `websocket`: for Envoy's listeners, whether upgrades are on; routes may override it only when the
- * manager lists the upgrade type, so it is listed either way. Unset for gRPC clients' API listeners.
+ * An HTTP connection manager routing over RDS. `fields`: what the listener's features set; the
+ * upgrades go last, as Envoy's own configs list them. None for gRPC clients' API listeners.
  */
 function httpConnectionManager(
   statPrefix: string,
   routeConfigName: string,
   accessLog: JsonObject[] = [],
-  websocket?: boolean,
-  settings: JsonObject = {},
+  fields: JsonObject = {},
   filters: JsonObject[] = [],
 ): JsonObject {
+  const { upgrade_configs, ...settings } = fields;
   return {
     '@type': TYPE.hcm,
     stat_prefix: statPrefix,
@@ -26,9 +26,7 @@ function httpConnectionManager(
     rds: { config_source: adsConfigSource(), route_config_name: routeConfigName },
     http_filters: [...filters, routerFilter()],
     ...(accessLog.length && { access_log: accessLog }),
-    ...(websocket !== undefined && {
-      upgrade_configs: [{ upgrade_type: 'websocket', ...(!websocket && { enabled: false }) }],
-    }),
+    ...(upgrade_configs !== undefined && { upgrade_configs }),
   };
 }
 
@@ -91,7 +89,6 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
             l.name,
             l.name,
             listenerAccessLogs(l, false),
-            l.websocket ?? true,
             connectionManagerFields(l, vhosts),
             httpFilters(l, vhosts),
           ),
@@ -136,6 +133,6 @@ export function buildApiListener(g: GrpcServiceDoc): JsonObject {
   const filters = g.routes.some((r) => r.fault) ? [faultFilter()] : [];
   return {
     name: g.target,
-    api_listener: { api_listener: httpConnectionManager(g.name, g.target, [], undefined, {}, filters) },
+    api_listener: { api_listener: httpConnectionManager(g.name, g.target, [], {}, filters) },
   };
 }

@@ -116,7 +116,6 @@ function httpRoute(r: RouteDoc, v: VirtualHostDoc, forwarded: boolean): JsonObje
       timeout: r.timeout && durationToProto(r.timeout),
       retry_policy: r.retries && httpRetryPolicy(r.retries),
       hash_policy: r.hashPolicy?.map(hashPolicy),
-      upgrade_configs: r.websocket !== undefined ? [{ upgrade_type: 'websocket', enabled: r.websocket }] : undefined,
       ...routeActionFields(r, v),
     });
   }

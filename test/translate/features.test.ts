@@ -73,6 +73,7 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
     [
       'cors',
       'http-settings',
+      'websocket',
       'protection',
       'compression',
       'tracing',
@@ -88,7 +89,8 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
 
 test('connection-manager fields, access logs and network filters: each from its feature, none when unset', () => {
   const bare = { name: 'l', port: 8080, virtualHosts: ['v'] } as unknown as ListenerDoc;
-  assert.equal(connectionManagerFields(bare, []), {});
+  // An HTTP listener lists WebSocket upgrades (on by default) so its routes may turn them off.
+  assert.equal(connectionManagerFields(bare, []), { upgrade_configs: [{ upgrade_type: 'websocket' }] });
   assert.equal(networkFilters(bare), []);
   assert.equal(listenerAccessLogs(bare, false), []);
   const l = {
@@ -96,7 +98,7 @@ test('connection-manager fields, access logs and network filters: each from its 
     tracing: { zipkin: { service: 'zipkin' } },
     accessLog: [{ to: 'stdout' }, { to: { service: 'als' } }],
   } as unknown as ListenerDoc;
-  assert.equal(Object.keys(connectionManagerFields(l, [])), ['tracing']);
+  assert.equal(Object.keys(connectionManagerFields(l, [])), ['upgrade_configs', 'tracing']);
   // A virtual host that limits per client address: the connection's address, not x-forwarded-for.
   const perClient = {
     name: 'v',
@@ -104,7 +106,11 @@ test('connection-manager fields, access logs and network filters: each from its 
     rateLimit: { requests: 10, per: '1s', by: 'clientAddress' },
     routes: [{ to: 's' }],
   } as unknown as VirtualHostDoc;
-  assert.equal(Object.keys(connectionManagerFields(l, [perClient])), ['use_remote_address', 'tracing']);
+  assert.equal(Object.keys(connectionManagerFields(l, [perClient])), [
+    'upgrade_configs',
+    'use_remote_address',
+    'tracing',
+  ]);
   const tcp = { name: 't', port: 5432, tcp: { to: 'db' }, access: { allow: ['10.0.0.0/8'] } } as unknown as ListenerDoc;
   assert.equal(
     networkFilters(tcp).map((f) => f.name),

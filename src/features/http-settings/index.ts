@@ -1,4 +1,4 @@
-/** An HTTP listener's connection-manager settings: client addresses, timeouts, header limits, paths, HTTP/2 and HTTP/1.1. */
+/** An HTTP listener's connection-manager settings: client addresses, timeouts, limits, paths, HTTP/2, HTTP/1.1. */
 import { Codes } from '../../shared/diagnostics.ts';
 import { defineFeature } from '../kit/feature.ts';
 import { httpSettingsFields, type HttpSettingsListener } from './schema.ts';
