@@ -184,18 +184,17 @@ export interface FeatureUse {
   groups: readonly string[];
 }
 
-/** The features with a row of the table, and what of a service uses it (their own rule). */
-const WITH_GRPC_ROWS: readonly Feature<ListenerDoc, VirtualHostDoc, RouteDoc, ServiceDoc>[] = FEATURES.filter(
-  (f) => f.grpc.kind === 'grpc',
-);
+/** The features as validation reads them (the model's services fit every feature's rules). */
+const REGISTERED: readonly Feature<ListenerDoc, VirtualHostDoc, RouteDoc, ServiceDoc>[] = FEATURES;
+/** The features' rows of the table, each with when a service uses it (the feature's own rule). */
+const FEATURE_ROWS = REGISTERED.flatMap((f) => (f.grpc.kind === 'grpc' ? f.grpc.rows : []));
 
 function serviceUses(s: ServiceDoc, at: Omit<FeatureUse, 'feature'>): FeatureUse[] {
   const out: FeatureUse[] = [];
   const use = (feature: GrpcFeatureName) => out.push({ feature, ...at });
   if (s.aggregate) use('aggregate');
   if (s.dns?.mode === 'logical') use('logicalDns');
-  for (const f of WITH_GRPC_ROWS)
-    if (f.grpc.kind === 'grpc') for (const r of f.grpc.rows) if (r.uses(s)) use(r.row as GrpcFeatureName);
+  for (const r of FEATURE_ROWS) if (r.uses(s)) use(r.row as GrpcFeatureName);
   if (s.tls) use('tls');
   return out;
 }

@@ -13,17 +13,26 @@ import type { ListenerDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from '../model
 /** A feature as the builders call it: the model's documents fit every feature's hooks (checked here). */
 type Built = Feature<ListenerDoc, VirtualHostDoc, RouteDoc, ServiceDoc>;
 
-const rank = (f: Built) => (f.http ? HTTP_PHASES.indexOf(f.http.phase) : HTTP_PHASES.length);
+const rank = (f: Built) => HTTP_PHASES.indexOf(f.http!.phase);
 
 /** The features in the registry's order: what each adds besides HTTP filters is merged in this order. */
 export const BUILT_FEATURES: readonly Built[] = FEATURES;
 
 /** The features with HTTP filters by phase (stable: registry order within one), as Envoy runs them. */
-const BY_PHASE: readonly Built[] = BUILT_FEATURES.map((f, i) => ({ f, i }))
+const BY_PHASE: readonly Built[] = BUILT_FEATURES.filter((f) => f.http)
+  .map((f, i) => ({ f, i }))
   .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
   .map(({ f }) => f);
 
-const merged = (parts: (JsonObject | undefined)[]): JsonObject => Object.assign({}, ...parts) as JsonObject;
+/** What `part` gives for each feature, merged in registry order (called per route and cluster: no arrays). */
+function merged(part: (f: Built) => JsonObject | undefined): JsonObject {
+  const out: JsonObject = {};
+  for (const f of BUILT_FEATURES) {
+    const fields = part(f);
+    if (fields) Object.assign(out, fields);
+  }
+  return out;
+}
 
 /** The HTTP filters of a listener before the router, in Envoy's order. */
 export function httpFilters(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): JsonObject[] {
@@ -35,13 +44,13 @@ export function httpFilters(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): 
  * or route; undefined when empty. `forwarded`: the listener takes client addresses from x-forwarded-for.
  */
 export function filterConfigs(o: VirtualHostDoc | RouteDoc, forwarded: boolean): JsonObject | undefined {
-  const all = merged(BUILT_FEATURES.map((f) => f.http?.perFilterConfig?.(o, forwarded)));
+  const all = merged((f) => f.http?.perFilterConfig?.(o, forwarded));
   return Object.keys(all).length ? all : undefined;
 }
 
 /** The connection manager's fields the features set. */
 export function connectionManagerFields(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): JsonObject {
-  return merged(BUILT_FEATURES.map((f) => f.connectionManager?.(l, vhosts)));
+  return merged((f) => f.connectionManager?.(l, vhosts));
 }
 
 /** A listener's access_log entries, for its connection manager or (`tcp`) its TCP proxies. */
@@ -55,17 +64,17 @@ export function networkFilters(l: ListenerDoc): JsonObject[] {
 }
 
 export function virtualHostFields(v: VirtualHostDoc): JsonObject {
-  return merged(BUILT_FEATURES.map((f) => f.virtualHostFields?.(v)));
+  return merged((f) => f.virtualHostFields?.(v));
 }
 
 export function routeActionFields(r: RouteDoc, v: VirtualHostDoc): JsonObject {
-  return merged(BUILT_FEATURES.map((f) => f.routeAction?.(r, v)));
+  return merged((f) => f.routeAction?.(r, v));
 }
 
 /** The fields the features add to the Cluster of service `s`; `proxyless`: for gRPC applications. */
 export function clusterFeatureFields(s: ServiceDoc, proxyless: boolean): JsonObject {
   const at = { proxyless };
-  return merged(BUILT_FEATURES.map((f) => f.cluster?.(s, at)));
+  return merged((f) => f.cluster?.(s, at));
 }
 
 /** The services a listener's features call. */

@@ -89,12 +89,16 @@ export interface CallServerOptions {
   keepaliveTimeoutMs: number;
   /** Connections older than this (±10%) get a GOAWAY; what is still open is ended after the grace. */
   maxConnectionAgeMs?: number;
+  /** After the GOAWAY, how long open streams may stay (default: DEFAULT_MAX_CONNECTION_AGE_GRACE_MS). */
   maxConnectionAgeGraceMs?: number;
   /** Streams a client may open on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams: number;
   /** TLS; with `ca`, client certificates are required and checked against it. */
   tls?: ListenerTls;
 }
+
+/** How long streams may stay after a connection past its maximum age was asked to go away. */
+export const DEFAULT_MAX_CONNECTION_AGE_GRACE_MS = 10_000;
 
 /** The headers of every response (a fresh object each time: Node takes the object it is given). */
 const responseHeaders = () => ({
@@ -554,7 +558,10 @@ function watchConnection(session: Http2Session, o: CallServerOptions): () => voi
         session.destroy();
         return;
       }
-      grace = setTimeout(() => session.destroy(), o.maxConnectionAgeGraceMs ?? 10_000).unref();
+      grace = setTimeout(
+        () => session.destroy(),
+        o.maxConnectionAgeGraceMs ?? DEFAULT_MAX_CONNECTION_AGE_GRACE_MS,
+      ).unref();
     }, o.maxConnectionAgeMs + jitter).unref();
   }
   return () => {

@@ -13,7 +13,13 @@
  */
 import { Server, ServerCredentials, type ServerDuplexStream, type ServerErrorResponse } from '@grpc/grpc-js';
 import type { PeerCertificate } from 'node:tls';
-import type { CallListener, CallServer, CallServerOptions, GrpcCall } from './call-server.ts';
+import {
+  DEFAULT_MAX_CONNECTION_AGE_GRACE_MS,
+  type CallListener,
+  type CallServer,
+  type CallServerOptions,
+  type GrpcCall,
+} from './call-server.ts';
 import { Status, type StatusCode } from './status.ts';
 
 /** A response as the serializer gets it: its parts, joined only when there are several. */
@@ -99,7 +105,7 @@ export function createGrpcJsCallServer(o: CallServerOptions): CallServer {
     'grpc.max_concurrent_streams': o.maxConcurrentStreams,
     ...(o.maxConnectionAgeMs !== undefined && {
       'grpc.max_connection_age_ms': o.maxConnectionAgeMs,
-      'grpc.max_connection_age_grace_ms': o.maxConnectionAgeGraceMs ?? 10_000,
+      'grpc.max_connection_age_grace_ms': o.maxConnectionAgeGraceMs ?? DEFAULT_MAX_CONNECTION_AGE_GRACE_MS,
     }),
   });
   const calls = new Set<GrpcJsCall>();

@@ -269,7 +269,7 @@ export function createGrpcServer(opts: GrpcServerOptions): GrpcTransport {
     // streams are ended after the grace period; proxies reconnect, spread over time, through whatever
     // balances them (DNS, their xDS cluster's endpoints).
     maxConnectionAgeMs: opts.maxConnectionAgeMs,
-    maxConnectionAgeGraceMs: opts.maxConnectionAgeGraceMs ?? 10_000,
+    maxConnectionAgeGraceMs: opts.maxConnectionAgeGraceMs,
     tls: opts.tls,
   });
   return {
