@@ -26,6 +26,7 @@ import {
 import { restScenario, type RestResult } from './scenarios/rest.ts';
 import { registrationScenario, type RegistrationResult } from './scenarios/registration.ts';
 import { restartScenario } from './scenarios/restart.ts';
+import { localityRun, type LocalityResult } from './scenarios/locality.ts';
 import { rolloutCost } from './scenarios/rollout.ts';
 import { machineInfo, median } from './lib/proc.ts';
 import { CLIENT_SHAPES, figureKey, judge, PEER_DOUBLE, PEER_POINTS, record, TARGETS } from './lib/targets.ts';
@@ -40,7 +41,18 @@ const { values, positionals } = parseArgs({
   },
 });
 // `peers`, `grpc-server` and `threads` need Go and the Go module proxy: run them by name.
-const all = ['pipeline', 'restart', 'fanout', 'push-loop', 'rollout', 'rest', 'registration', 'files', 'envoy-check'];
+const all = [
+  'pipeline',
+  'restart',
+  'fanout',
+  'push-loop',
+  'rollout',
+  'rest',
+  'registration',
+  'locality',
+  'files',
+  'envoy-check',
+];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
 const quick = values.quick;
@@ -233,6 +245,30 @@ if (selected.includes('registration')) {
     'Registered endpoints, server on one core: heartbeats every 10 s over keep-alive HTTP (server CPU %, pushes ' +
       'meanwhile), then 1% changing health at once (ms until every ADS stream has ACKed it, p50 / p99)',
     [row as unknown as Record<string, unknown>],
+  );
+}
+
+if (selected.includes('locality')) {
+  const [services, streams] = quick ? [100, 1000] : [1000, 5000];
+  const rows: LocalityResult[] = [];
+  for (const locality of [false, true]) {
+    const results: LocalityResult[] = [];
+    for (let r = 0; r < Math.min(runs, 2); r++) results.push(await localityRun(services, streams, locality));
+    const row = medianOf(results as unknown as Record<string, unknown>[]) as unknown as LocalityResult;
+    record(figures, figureKey.locality(services, streams, row.locality), row);
+    rows.push(row);
+  }
+  table(
+    `Failover by distance: ${services} services with endpoints in 3 zones, ${streams} SotW ADS streams spread ` +
+      'over them; one endpoint of one service moves (ms until every stream ACKed it, p99; server CPU s; RSS MB)',
+    [
+      ...(rows as unknown as Record<string, unknown>[]),
+      ratioRow(
+        { locality: 'failover / none', services, streams },
+        rows[1] as unknown as Record<string, unknown>,
+        rows[0] as unknown as Record<string, unknown>,
+      ),
+    ],
   );
 }
 

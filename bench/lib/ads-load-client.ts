@@ -17,6 +17,8 @@ const [port, count, mode, prefix, routeName] = [
   process.argv[5],
   process.argv[6],
 ];
+/** `a,b,c`: stream i runs in zone i mod 3 of region r (node.locality); none: no locality. */
+const zones = process.argv[7]?.split(',').filter(Boolean) ?? [];
 const T = TypeUrls;
 const delta = mode === 'delta';
 const Cluster = lookupType('envoy.config.cluster.v3.Cluster');
@@ -43,7 +45,11 @@ function open(i: number): void {
   const call = client.S();
   const st: StreamState = { ready: false, got: new Set(), bytes: 0 };
   states[i] = st;
-  const node = { id: `${prefix}-${i}`, cluster: 'bench' };
+  const node = {
+    id: `${prefix}-${i}`,
+    cluster: 'bench',
+    ...(zones.length && { locality: { region: 'r', zone: zones[i % zones.length] } }),
+  };
   let edsRequested = false;
   call.on('data', ({ msg, size }) => {
     st.bytes += size;

@@ -21,18 +21,26 @@ export interface TreeSpec {
   features?: boolean;
   /** sha256 of a token: every service takes registered endpoints with it (ttl 30s). */
   registrationToken?: string;
+  /** Every service fails over by distance (its endpoints in zones a, b, c of region r). */
+  locality?: boolean;
 }
 
-export function serviceYaml(i: number, endpointSeed = 0, features = false, registrationToken?: string): string {
+export function serviceYaml(
+  i: number,
+  endpointSeed = 0,
+  features = false,
+  registrationToken?: string,
+  locality = false,
+): string {
   const ip = (k: number) => `10.${(i >> 8) & 255}.${i & 255}.${((k + endpointSeed) % 250) + 1}`;
   return `kind: Service
 name: svc-${i}
 protocol: http2
 connectTimeout: 2s
-endpoints:
-  - { address: ${ip(0)}:8080, zone: a }
-  - { address: ${ip(1)}:8080, zone: b }
-  - { address: ${ip(2)}:8080, zone: c, weight: 2 }
+${locality ? 'locality: { failover: true }\n' : ''}endpoints:
+  - { address: ${ip(0)}:8080, region: r, zone: a }
+  - { address: ${ip(1)}:8080, region: r, zone: b }
+  - { address: ${ip(2)}:8080, region: r, zone: c, weight: 2 }
 healthCheck: { type: http, path: /healthz, interval: 5s }
 circuitBreaker: { maxConnections: 1000, maxRequests: 1000 }
 ${features ? 'lb: ring_hash\n' : ''}${registrationToken ? registrationYaml(registrationToken) : ''}`;
@@ -97,7 +105,7 @@ export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
   for (let f = 0; f * perFile < spec.services; f++) {
     const docs: string[] = [];
     for (let i = f * perFile; i < Math.min(spec.services, (f + 1) * perFile); i++)
-      docs.push(serviceYaml(i, 0, spec.features, spec.registrationToken));
+      docs.push(serviceYaml(i, 0, spec.features, spec.registrationToken, spec.locality));
     writeFileSync(join(dir, 'services', `svc-${f}.yaml`), docs.join('---\n'));
   }
   const vhosts = Math.max(1, Math.ceil(spec.services / routesPer));

@@ -65,7 +65,17 @@ export const figureKey = {
   peers: ([services, streams]: Point, server: string, client: ClientShape) =>
     `peers.${client}.${services}x${streams}.${server}`,
   registration: (endpoints: number) => `registration.${endpoints}`,
+  locality: (services: number, streams: number, locality: string) => `locality.${services}x${streams}.${locality}`,
 };
+
+/** The locality targets' point: 1,000 services, 5,000 streams over three zones. */
+const LOCALITY: Point = [1000, 5000];
+const localityRatio = (f: Figures, field: string) =>
+  ratio(
+    f,
+    `${figureKey.locality(...LOCALITY, 'failover')}.${field}`,
+    `${figureKey.locality(...LOCALITY, 'none')}.${field}`,
+  );
 
 /** Registered endpoints the registration targets are set at (1,000 services, 1,000 ADS streams). */
 const REGISTERED = 10_000;
@@ -187,6 +197,20 @@ function againstGoControlPlane(client: ClientShape): Target[] {
 }
 
 export const TARGETS: readonly Target[] = [
+  {
+    text: `one-endpoint change, ${count(LOCALITY[0])} services failing over by distance, ${count(LOCALITY[1])} streams in 3 zones: server CPU / without locality`,
+    scenario: 'locality',
+    limit: 1.2,
+    unit: 'x',
+    measure: (f) => one(localityRatio(f, 'endpointCpu')),
+  },
+  {
+    text: `one-endpoint change, ${count(LOCALITY[0])} services failing over by distance, ${count(LOCALITY[1])} streams in 3 zones: p99 / without locality`,
+    scenario: 'locality',
+    limit: 1.2,
+    unit: 'x',
+    measure: (f) => one(localityRatio(f, 'endpointP99')),
+  },
   {
     text: `${count(REGISTERED)} registered endpoints heartbeating every 10 s: server CPU, share of one core`,
     scenario: 'registration',

@@ -18,6 +18,8 @@ import type { Pin } from '../store/pins.ts';
 import type { StreamStatus, TypeStatus } from '../status/node-registry.ts';
 import { HELD_KINDS } from '../transports/warming-hold.ts';
 import { RESOURCE_KINDS, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
+import { statusNode } from '../status/node-registry.ts';
+import { localizedFor } from '../snapshot/locality.ts';
 
 export interface TypeFacts {
   readonly kind: ResourceKind;
@@ -257,14 +259,15 @@ export function gatherFacts(nodeId: string, src: ExplainSources, only?: Resource
   if (!first) return undefined;
   const { cfg } = src;
   const group = first.group;
-  const node = { id: nodeId, cluster: first.nodeCluster, metadata: {} };
+  const node = statusNode(first);
   const placed = groupSnapshotFor(cfg, node, group);
-  const newest = src.newestGroup(group);
+  const newestOfGroup = src.newestGroup(group);
+  const newest = newestOfGroup && localizedFor(newestOfGroup, node.locality);
   const pin = src.pins.find((p) => p.group === group);
   const staged = cfg.staged?.groups.has(group) ? cfg.staged : undefined;
-  const servesNew = staged !== undefined && placed.snapshot === staged.groups.get(group);
+  const servesNew = staged !== undefined && placed.base === staged.groups.get(group);
   const newestVersionId = cfg.staged?.versionId ?? cfg.versionId;
-  const servedVersionId = servedVersionOf(cfg, pin, group, placed.snapshot);
+  const servedVersionId = servedVersionOf(cfg, pin, group, placed.base);
   // The group's NACKs explain something only when new nodes are served around them.
   const groupNacks = src.serveLastAckedOnNack ? src.recentNacks() : [];
   const types = (only ? [only] : RESOURCE_KINDS).map((kind): TypeFacts => {

@@ -13,6 +13,7 @@ import { groupSnapshotFor, type SnapshotCache } from '../snapshot/snapshot-cache
 import type { NodeRegistry } from '../status/node-registry.ts';
 import { listenerView } from '../status/listener-view.ts';
 import { RESOURCE_KINDS, TypeUrls } from '../xds/resource-types.ts';
+import { statusNode } from '../status/node-registry.ts';
 
 export interface AdminDeps {
   control: AdminControl;
@@ -57,12 +58,11 @@ export async function fleetRows(deps: AdminDeps): Promise<NodeRow[]> {
   const { mine, peers } = await fleetNodes(deps);
   const pins = new Map(deps.control.pins().map((p) => [p.group, p]));
   return [...mine, ...peers.flatMap((p) => p.nodes)].map((s) => {
-    const served =
-      cur && groupSnapshotFor(cur, { id: s.nodeId, cluster: s.nodeCluster, metadata: {} }, s.group).snapshot;
+    const placed = cur && groupSnapshotFor(cur, statusNode(s), s.group);
     return nodeRow({
       status: s,
-      served,
-      ...(cur && { versionId: servedVersionOf(cur, pins.get(s.group), s.group, served) }),
+      served: placed?.snapshot,
+      ...(cur && { versionId: servedVersionOf(cur, pins.get(s.group), s.group, placed?.base) }),
     });
   });
 }
@@ -94,12 +94,7 @@ export function fleetStatus(
   const rollout: object[] = [];
   if (cur) {
     // What each node is served (during a staged rollout, its stage's version): resolved once per node.
-    const served = new Map(
-      streams.map((s) => [
-        s,
-        groupSnapshotFor(cur, { id: s.nodeId, cluster: s.nodeCluster, metadata: {} }, s.group).snapshot,
-      ]),
-    );
+    const served = new Map(streams.map((s) => [s, groupSnapshotFor(cur, statusNode(s), s.group).snapshot]));
     for (const [group, g] of cur.groups) {
       for (const kind of RESOURCE_KINDS) {
         const typeUrl = TypeUrls[kind];

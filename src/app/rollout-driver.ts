@@ -10,7 +10,7 @@ import { rolloutProgress } from '../rollout/progress.ts';
 import type { RolloutState } from '../rollout/state.ts';
 import { rolloutView, type RolloutView } from '../rollout/view.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
-import type { NackReport, NodeRegistry } from '../status/node-registry.ts';
+import { statusNode, type NackReport, type NodeRegistry } from '../status/node-registry.ts';
 import type { Stores } from '../store/database.ts';
 import type { ConfigPipeline } from './pipeline.ts';
 
@@ -68,7 +68,7 @@ export class RolloutDriver {
       );
       return;
     }
-    const node = { id: n.stream.nodeId, cluster: n.stream.nodeCluster, metadata: {} };
+    const node = statusNode(n.stream);
     const nodeStage = a.plan.stageOf(node, n.stream.group);
     void this.pipeline
       .rolloutEvent({ type: 'nack', nodeStage, nodeId: node.id, typeUrl: n.typeUrl, message: n.message })

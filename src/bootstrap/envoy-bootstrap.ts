@@ -11,6 +11,7 @@ import { GRPC_XDS_CLUSTER, REST_XDS_CLUSTER } from '../xds/xds-clusters.ts';
 import { LONG_POLL_METADATA } from './config-source.ts';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../translate/grpc-server.ts';
 import { CERTIFICATE_REFRESH } from './grpc-certificates.ts';
+import type { NodeLocality } from '../model/node-groups.ts';
 
 /**
  * ads / delta: one aggregated stream; per-type / per-type-delta: one gRPC stream per
@@ -30,6 +31,8 @@ export interface BootstrapInput {
   mode: BootstrapMode;
   nodeId: string;
   nodeCluster: string;
+  /** Where the node runs: Envoy reports it (node.locality), and is served its locality's endpoints. */
+  locality?: NodeLocality;
   /**
    * host:port of the gRPC server (ads/delta/per-type) or the REST server (rest); several for
    * replicas: they become the endpoints of the proxy's xDS cluster, so it fails over between them.
@@ -182,8 +185,21 @@ function staticCluster(name: string, servers: readonly Endpoint[], http2: boolea
   return c;
 }
 
+/** Envoy's Locality message, without the fields left empty. */
+function localityJson(l: NodeLocality): Obj {
+  return {
+    ...(l.region && { region: l.region }),
+    ...(l.zone && { zone: l.zone }),
+    ...(l.subZone && { sub_zone: l.subZone }),
+  };
+}
+
 export function envoyBootstrap(input: BootstrapInput): Obj {
-  const node: Obj = { id: input.nodeId, cluster: input.nodeCluster };
+  const node: Obj = {
+    id: input.nodeId,
+    cluster: input.nodeCluster,
+    ...(input.locality && { locality: localityJson(input.locality) }),
+  };
   const admin = {
     address: { socket_address: { address: input.admin?.host ?? '127.0.0.1', port_value: input.admin?.port ?? 9901 } },
   };
@@ -280,8 +296,7 @@ function serversOf(input: BootstrapInput): Endpoint[] {
  * fall back between them (gRFC A71); a DNS name that resolves to every replica serves all clients.
  */
 export function grpcBootstrap(
-  nodeId: string,
-  nodeCluster: string,
+  node: { id: string; cluster: string; locality?: NodeLocality },
   server: Endpoint | readonly Endpoint[],
   certificateProviders: Readonly<Record<string, object>> = {},
   /** TLS to fleetxds (gRFC A65): the CA of its certificate, and the application's own certificate. */
@@ -313,7 +328,7 @@ export function grpcBootstrap(
       ],
       server_features: ['xds_v3'],
     })),
-    node: { id: nodeId, cluster: nodeCluster, locality: {} },
+    node: { id: node.id, cluster: node.cluster, locality: node.locality ? localityJson(node.locality) : {} },
     // xDS-enabled servers (gRFC A36) ask for the listener of the address they bind by this name.
     server_listener_resource_name_template: GRPC_SERVER_LISTENER_TEMPLATE,
     ...(Object.keys(certificateProviders).length && { certificate_providers: certificateProviders }),

@@ -9,7 +9,8 @@ import {
   type BootstrapTls,
 } from '../bootstrap/envoy-bootstrap.ts';
 import { loadServerConfig, splitListen, type ServerConfig } from '../config/server-config.ts';
-import { NodeGroupResolver } from '../model/node-groups.ts';
+import { NodeGroupResolver, nodeLocality, type NodeLocality } from '../model/node-groups.ts';
+import { MAX_LOCALITY_NAME } from '../features/locality/schema.ts';
 import { adminApi } from './admin-client.ts';
 import type { NodeGroupDoc } from '../model/schema.ts';
 import { DEFAULT_GROUP } from '../model/types.ts';
@@ -24,6 +25,10 @@ export interface BootstrapArgs {
   mode?: string;
   nodeId?: string;
   nodeCluster?: string;
+  /** Where the node runs (node.locality); a group that selects by locality gives its own by default. */
+  region?: string;
+  zone?: string;
+  subZone?: string;
   /** host:port as proxies reach the server; several for replicas. */
   server?: string[];
   /** When the server serves TLS: its CA, the name its certificate carries, the proxy's certificate and key. */
@@ -35,6 +40,12 @@ export interface BootstrapArgs {
   tlsSds?: string;
   /** Envoy's own admin interface, host:port (default 127.0.0.1:9901). */
   envoyAdmin?: string;
+}
+
+function localityText(l: NodeLocality): string {
+  return [l.region && `region ${l.region}`, l.zone && `zone ${l.zone}`, l.subZone && `sub-zone ${l.subZone}`]
+    .filter(Boolean)
+    .join(', ');
 }
 
 /**
@@ -121,15 +132,24 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
   }
   const nodeCluster = a.nodeCluster ?? doc?.match?.cluster ?? group;
   const nodeId = a.nodeId ?? `${group}-${process.env.HOSTNAME ?? 'node'}`;
+  const given = { region: a.region, zone: a.zone, subZone: a.subZone };
+  const locality = nodeLocality(Object.values(given).some((v) => v !== undefined) ? given : doc?.match?.locality);
+  if (locality && [locality.region, locality.zone, locality.subZone].some((v) => v.length > MAX_LOCALITY_NAME)) {
+    process.stderr.write(`--region, --zone and --sub-zone take at most ${MAX_LOCALITY_NAME} characters\n`);
+    return 2;
+  }
   const resolved = new NodeGroupResolver(groups).resolve({
     id: nodeId,
     cluster: nodeCluster,
     metadata: doc?.match?.metadata ?? {},
+    ...(locality && { locality }),
   });
   if (resolved !== group) {
+    const where = locality ? ` and locality ${localityText(locality)}` : '';
     process.stderr.write(
-      `a node with id "${nodeId}" and cluster "${nodeCluster}" would join group "${resolved}", not "${group}"; ` +
-        `pass --node-id/--node-cluster that match it\n`,
+      `a node with id "${nodeId}", cluster "${nodeCluster}"${where} ` +
+        `would join group "${resolved}", not "${group}"; pass --node-id/--node-cluster/--region/--zone/--sub-zone ` +
+        `that match it\n`,
     );
     return 2;
   }
@@ -152,7 +172,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
   let out: object;
   if (mode === 'grpc') {
     const providers = grpcCertificateProviders(tree.model, group, settings.configDir);
-    out = grpcBootstrap(nodeId, nodeCluster, server, providers, tls);
+    out = grpcBootstrap({ id: nodeId, cluster: nodeCluster, locality }, server, providers, tls);
   } else if (mode === 'files') {
     if (!settings.files) {
       process.stderr.write('files are not enabled in the server settings (files.dir)\n');
@@ -163,6 +183,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       mode,
       nodeId,
       nodeCluster,
+      locality,
       admin: envoyAdmin,
       files: {
         cds: r.envoyPath(group, 'cluster'),
@@ -176,6 +197,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       mode: mode as BootstrapMode,
       nodeId,
       nodeCluster,
+      locality,
       admin: envoyAdmin,
       server,
       refreshDelayMs: r?.refreshDelayMs,

@@ -41,6 +41,7 @@ const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: versio
   schema   [--out FILE]                         print (or write) the JSON Schema of the YAML model
   bootstrap [--config FILE] --group NAME --mode ads|delta|per-type|per-type-delta|rest|files|grpc
             [--node-id ID] [--node-cluster C] [--server HOST:PORT ...] (one --server per replica)
+            [--region R] [--zone Z] [--sub-zone S]  (where the node runs: node.locality)
             [--envoy-admin HOST:PORT]           (Envoy's admin interface; default 127.0.0.1:9901)
             [--tls-ca FILE [--tls-server-name NAME] [--tls-cert FILE --tls-key FILE] [--tls-sds DIR]]
                                                 (the server serves TLS; --tls-sds: write file-based SDS files
@@ -60,7 +61,7 @@ const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: versio
                                                 stages, NACKs, warming holds, catch-up, REST polls)
   token                                         print a new bearer token and the sha256 digest for the settings
   register --service NAME --address IP:PORT --server URL [--check URL|tcp] [--interval 10s] [--weight N]
-           [--zone Z] [--token-file F | --tls-cert F --tls-key F] [--tls-ca F]
+           [--region R] [--zone Z] [--sub-zone S] [--token-file F | --tls-cert F --tls-key F] [--tls-ca F]
                                                 register an endpoint, heartbeat with its check, drain on stop`;
 
 /** Every option of every command (parseArgs refuses others). */
@@ -93,7 +94,9 @@ const OPTIONS = {
   check: { type: 'string' },
   interval: { type: 'string' },
   weight: { type: 'string' },
+  region: { type: 'string' },
   zone: { type: 'string' },
+  'sub-zone': { type: 'string' },
   'token-file': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const satisfies ParseArgsConfig['options'];
@@ -168,7 +171,9 @@ async function main(argv: string[]): Promise<number | undefined> {
         check: values.check,
         interval: values.interval,
         weight: values.weight,
+        region: values.region,
         zone: values.zone,
+        subZone: values['sub-zone'],
         tokenFile: values['token-file'],
         tlsCa: values['tls-ca'],
         tlsCert: values['tls-cert'],
@@ -181,6 +186,9 @@ async function main(argv: string[]): Promise<number | undefined> {
         mode: values.mode,
         nodeId: values['node-id'],
         nodeCluster: values['node-cluster'],
+        region: values.region,
+        zone: values.zone,
+        subZone: values['sub-zone'],
         server: values.server,
         tlsCa: values['tls-ca'],
         tlsServerName: values['tls-server-name'],

@@ -20,7 +20,10 @@ export interface RegisterOptions {
   check?: string;
   interval?: string;
   weight?: string;
+  /** Where the endpoint runs (its locality, for failover by distance and locality weights). */
+  region?: string;
   zone?: string;
+  subZone?: string;
   tokenFile?: string;
   tlsCa?: string;
   tlsCert?: string;
@@ -115,7 +118,9 @@ export async function registerCommand(given: RegisterOptions): Promise<number> {
       const r = await call(opts, 'PUT', path, {
         health,
         ...(opts.weight && { weight: Number(opts.weight) }),
+        ...(opts.region && { region: opts.region }),
         ...(opts.zone && { zone: opts.zone }),
+        ...(opts.subZone && { subZone: opts.subZone }),
       });
       const line =
         r.status === 200

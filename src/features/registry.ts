@@ -12,6 +12,7 @@ import { cors } from './cors/index.ts';
 import { healthCheck } from './health-check/index.ts';
 import { httpSettings } from './http-settings/index.ts';
 import { loadBalancing } from './load-balancing/index.ts';
+import { locality } from './locality/index.ts';
 import type { FeatureFields } from './kit/feature.ts';
 import { mirror } from './mirror/index.ts';
 import { outlierDetection } from './outlier-detection/index.ts';
@@ -29,6 +30,7 @@ export const FEATURES = [
   accessLog,
   mirror,
   loadBalancing,
+  locality,
   healthCheck,
   outlierDetection,
   circuitBreaker,

@@ -30,6 +30,7 @@ export interface RegisterRequest {
   weight?: number;
   region?: string;
   zone?: string;
+  subZone?: string;
   /** Its own check's verdict (default healthy). */
   health?: 'healthy' | 'unhealthy';
 }
@@ -54,6 +55,7 @@ export interface Member {
   weight?: number;
   region?: string;
   zone?: string;
+  subZone?: string;
   health: Health;
 }
 
@@ -220,6 +222,7 @@ export class Membership {
       ...(req.weight !== undefined && { weight: req.weight }),
       ...(req.region !== undefined && { region: req.region }),
       ...(req.zone !== undefined && { zone: req.zone }),
+      ...(req.subZone !== undefined && { subZone: req.subZone }),
       // A draining endpoint stays draining: heartbeats do not bring it back.
       health: before?.health === 'draining' ? 'draining' : (req.health ?? 'healthy'),
       identity,
@@ -233,7 +236,8 @@ export class Membership {
       this.told.get(k) !== entry.health ||
       before.weight !== entry.weight ||
       before.region !== entry.region ||
-      before.zone !== entry.zone;
+      before.zone !== entry.zone ||
+      before.subZone !== entry.subZone;
     if (changed) this.commit(new Set([service]), [{ ...entry, updatedAt: this.now() }]);
     else this.observer?.seen(entry);
     return entry.health;
@@ -312,6 +316,7 @@ export class Membership {
           ...(e.weight !== undefined && { weight: e.weight }),
           ...(e.region !== undefined && { region: e.region }),
           ...(e.zone !== undefined && { zone: e.zone }),
+          ...(e.subZone !== undefined && { subZone: e.subZone }),
         });
     return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
   }

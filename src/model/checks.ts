@@ -173,7 +173,7 @@ function checkNodeGroups(c: ModelRefs): void {
         Codes.INVALID_VALUE,
         r,
         ['match'],
-        'a node group needs `match` with at least one of cluster, idPattern, metadata',
+        'a node group needs `match` with at least one of cluster, idPattern, metadata, locality',
       );
   }
 }

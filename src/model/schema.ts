@@ -7,6 +7,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 import { Duration, Enum, Name, NAME_PATTERN, NonEmpty, Port, strict } from '../features/kit/schema-primitives.ts';
 import { ClientName, SanMatch } from '../features/protection/schema.ts';
+import { LocalityName, LocalitySelect } from '../features/locality/schema.ts';
 import { RegexRewrite } from './traffic-schema.ts';
 import { LISTENER_FIELDS, ROUTE_FIELDS, SERVICE_FIELDS, VIRTUAL_HOST_FIELDS } from '../features/registry.ts';
 import { EnvoyPatch } from './patch-schema.ts';
@@ -31,9 +32,9 @@ export const Endpoint = Type.Object(
     weight: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1000000, description: 'Relative load-balancing weight (default 1).' }),
     ),
-    region: Type.Optional(NonEmpty),
-    zone: Type.Optional(NonEmpty),
-    subZone: Type.Optional(NonEmpty),
+    region: Type.Optional(LocalityName),
+    zone: Type.Optional(LocalityName),
+    subZone: Type.Optional(LocalityName),
     priority: Type.Optional(
       Type.Integer({
         minimum: 0,
@@ -699,6 +700,7 @@ export const NodeGroup = Type.Object(
               description: 'String equality on node.metadata fields.',
             }),
           ),
+          locality: Type.Optional(LocalitySelect),
         },
         strict,
       ),
@@ -739,6 +741,7 @@ const StageSelect = Type.Object(
       Type.Array(Name, { minItems: 1, uniqueItems: true, description: 'Node groups of the stage (default: all).' }),
     ),
     idPattern: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Glob on node.id: * and ?.' })),
+    locality: Type.Optional(LocalitySelect),
     percent: Type.Optional(
       Type.Number({
         exclusiveMinimum: 0,

@@ -8,6 +8,7 @@ import type { NodeIdentity } from '../model/node-groups.ts';
 import type { RolloutDoc } from '../model/schema.ts';
 import { parseDurationMs } from '../shared/duration.ts';
 import { compileGlob } from '../shared/glob.ts';
+import { localitySelects } from '../features/locality/schema.ts';
 
 export interface StageGates {
   /** Share (0..100) of the stage's connected proxies that must ACK every changed type. */
@@ -51,6 +52,7 @@ export function compilePlan(doc: RolloutDoc): RolloutPlan {
     const groups = s.select?.groups ? new Set(s.select.groups) : undefined;
     const id = s.select?.idPattern ? compileGlob(s.select.idPattern) : undefined;
     const percent = s.select?.percent;
+    const locality = s.select?.locality;
     return {
       name: s.name,
       gates: {
@@ -62,6 +64,7 @@ export function compilePlan(doc: RolloutDoc): RolloutPlan {
       selects: (node, group) =>
         (!groups || groups.has(group)) &&
         (!id || id.test(node.id)) &&
+        (!locality || localitySelects(locality, node.locality)) &&
         (percent === undefined || hashPercent(node.id) < percent),
     };
   });

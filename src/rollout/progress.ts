@@ -9,11 +9,15 @@ import type { PublishedConfig } from '../snapshot/snapshot-cache.ts';
 import { RESOURCE_TYPES } from '../xds/resource-types.ts';
 import type { RolloutPlan } from './plan.ts';
 import { servesNew, type RolloutState } from './state.ts';
+import type { NodeLocality } from '../model/node-groups.ts';
+import { localizedFor } from '../snapshot/locality.ts';
 
 /** A connected proxy as the registry reports it. */
 export interface NodeView {
   nodeId: string;
   group: string;
+  /** Where the node runs: stages may select by it, and it is served its locality's variant. */
+  locality?: NodeLocality;
   /** Whether the transport authenticated the node (see StreamStatus.authenticated). */
   authenticated: boolean;
   types: Readonly<Record<string, { ackedVersion?: string } | undefined>>;
@@ -60,7 +64,8 @@ export function rolloutProgress(
     unauthenticated: 0,
   }));
   for (const n of nodes) {
-    const i = plan.stageOf({ id: n.nodeId, cluster: '', metadata: {} }, n.group);
+    const node = { id: n.nodeId, cluster: '', metadata: {}, ...(n.locality && { locality: n.locality }) };
+    const i = plan.stageOf(node, n.group);
     const s = stages[i]!;
     if (!n.authenticated && !plan.acceptsUnauthenticated) {
       s.unauthenticated++;
@@ -69,7 +74,7 @@ export function rolloutProgress(
     s.nodes++;
     const staged = cfg?.staged?.groups.get(n.group);
     const target = s.onNewVersion && staged ? staged : cfg?.groups.get(n.group);
-    if (upToDate(n, target)) s.upToDate++;
+    if (upToDate(n, target && localizedFor(target, n.locality))) s.upToDate++;
   }
   const current = stages[state.stage];
   const gates = plan.stages[state.stage]?.gates;

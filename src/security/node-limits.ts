@@ -4,21 +4,28 @@
  * in a group on every published version: a client must not be able to make them large. Real
  * proxies use short host-like ids and small metadata; anything beyond these limits is refused.
  */
+import { MAX_LOCALITY_NAME } from '../features/locality/schema.ts';
+
 export const MAX_NODE_ID = 512;
 export const MAX_NODE_CLUSTER = 512;
 export const MAX_NODE_METADATA_BYTES = 16 * 1024;
 /** Kept for display only: longer user agents are cut, not refused. */
 export const MAX_USER_AGENT = 200;
 
+/** Region, zone and sub-zone names are bounded as endpoints' are: a node's locality only picks among those. */
 export function nodeLimitViolation(node: {
   id: string;
   cluster?: string;
   metadata?: Record<string, unknown>;
+  locality?: { region: string; zone: string; subZone: string };
 }): string | undefined {
   if (node.id.length > MAX_NODE_ID)
     return `node.id is ${node.id.length} characters; at most ${MAX_NODE_ID} are accepted`;
   if ((node.cluster ?? '').length > MAX_NODE_CLUSTER)
     return `node.cluster is longer than ${MAX_NODE_CLUSTER} characters`;
+  const l = node.locality;
+  if (l && Math.max(l.region.length, l.zone.length, l.subZone.length) > MAX_LOCALITY_NAME)
+    return `node.locality names a region, zone or sub-zone longer than ${MAX_LOCALITY_NAME} characters`;
   const meta = node.metadata ? JSON.stringify(node.metadata).length : 0;
   if (meta > MAX_NODE_METADATA_BYTES)
     return `node.metadata is ${meta} bytes as JSON; at most ${MAX_NODE_METADATA_BYTES} are accepted`;

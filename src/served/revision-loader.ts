@@ -17,6 +17,7 @@ import {
   type GroupSnapshot,
 } from '../snapshot/group-snapshot.ts';
 import { RESOURCE_KINDS } from '../xds/resource-types.ts';
+import { failoverAssignments } from '../snapshot/locality.ts';
 import {
   makeRevision,
   revisionGroups,
@@ -82,7 +83,8 @@ export class RevisionLoader {
             return [kind, t ? storedTypeSnapshot(kind, t.version, t.keys.map(restore)) : makeTypeSnapshot(kind, [])];
           }),
         ) as GroupSnapshot['types'];
-        groups.set(group, { snapshot: { group, types }, secretNames: g.secrets });
+        const failover = g.failover && failoverAssignments(types.endpoint, g.failover, this.caches.encoder);
+        groups.set(group, { snapshot: { group, types, ...(failover && { failover }) }, secretNames: g.secrets });
       }
     else
       for (const [group, keys] of Object.entries(flat!)) {
@@ -138,6 +140,7 @@ export function versionManifest(groups: ReadonlyMap<string, RevisionGroup>): Ver
         chunks: () => typeChunks(t),
       })),
       secrets: g.secretNames,
+      ...(g.snapshot.failover && { failover: [...g.snapshot.failover.keys()] }),
     };
   return out;
 }

@@ -14,6 +14,7 @@ import { newestGroup, reconcile, type ServedInputs } from '../snapshot/reconcile
 import type { Revision } from '../snapshot/revision.ts';
 import type { SnapshotCache } from '../snapshot/snapshot-cache.ts';
 import { buildLoadAssignment } from '../translate/endpoints.ts';
+import { assignmentVariants } from '../snapshot/locality.ts';
 
 /** An EnvoyPatch document of the served version, as the status shows it. */
 export interface ServedPatchInfo {
@@ -70,7 +71,7 @@ export class ServedState {
       pins: change.pins ?? base?.pins ?? new Map(),
       secrets: change.secrets ?? base?.secrets ?? new Map(),
       rollout: 'rollout' in change ? change.rollout : base?.rollout,
-      members: change.members ?? (revision === base?.revision ? base.members : this.membersFor(revision)),
+      ...this.membersOf(change, revision),
     };
     this.cache.publish(reconcile(this.inputs, this.cache.current));
   }
@@ -124,16 +125,33 @@ export class ServedState {
     const served = this.inputs?.revision;
     if (!served || !this.membership) return;
     const members = new Map(this.inputs?.members);
+    const memberFailover = new Map(this.inputs?.memberFailover);
     for (const name of changed) {
       const s = findByName(served.model.services, name);
-      if (s?.registration) members.set(name, this.memberAssignment(s));
+      memberFailover.delete(name);
+      if (s?.registration) this.addMember(s, members, memberFailover);
       else members.delete(name);
     }
-    this.update({ members });
+    this.update({ members, memberFailover });
   }
 
-  private memberAssignment(s: ServiceDoc): EncodedResource {
-    return this.encoder.encode('endpoint', s.name, buildLoadAssignment(s, this.membership!.members(s.name)));
+  /** The members' inputs of `revision`: as `change` gives them, kept for the same revision, or read now. */
+  private membersOf(change: ServedChange, revision: Revision): Pick<ServedInputs, 'members' | 'memberFailover'> {
+    const base = this.inputs;
+    if (change.members) return { members: change.members, memberFailover: change.memberFailover };
+    if (revision === base?.revision) return { members: base.members, memberFailover: base.memberFailover };
+    return this.membersFor(revision);
+  }
+
+  /** A registered service's assignment, and (failing over by locality) its assignment per calling locality. */
+  private addMember(
+    s: ServiceDoc,
+    members: Map<string, EncodedResource>,
+    memberFailover: Map<string, ReadonlyMap<string, EncodedResource>>,
+  ): void {
+    const base = this.encoder.encode('endpoint', s.name, buildLoadAssignment(s, this.membership!.members(s.name)));
+    members.set(s.name, base);
+    if (s.locality?.failover) memberFailover.set(s.name, assignmentVariants(base, this.encoder));
   }
 
   /**
@@ -141,14 +159,15 @@ export class ServedState {
    * endpoints and today's members). A service nobody registered into is served its own translated
    * assignment, and a restart with no registrations does not read the whole stored model for it.
    */
-  private membersFor(revision: Revision): Map<string, EncodedResource> {
-    const out = new Map<string, EncodedResource>();
-    if (!this.membership) return out;
+  private membersFor(revision: Revision): Pick<ServedInputs, 'members' | 'memberFailover'> {
+    const members = new Map<string, EncodedResource>();
+    const memberFailover = new Map<string, ReadonlyMap<string, EncodedResource>>();
+    if (!this.membership) return { members };
     const registered = new Set(this.membership.list().map((r) => r.service));
     for (const name of registered) {
       const s = findByName(revision.model.services, name);
-      if (s?.registration) out.set(name, this.memberAssignment(s));
+      if (s?.registration) this.addMember(s, members, memberFailover);
     }
-    return out;
+    return { members, memberFailover };
   }
 }

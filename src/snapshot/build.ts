@@ -14,6 +14,7 @@ import type { SecretMaterial } from '../model/types.ts';
 import { ResourceEncoder, type EncodedList, type EncodedResource } from './encoder.ts';
 import { TranslationMemo } from '../translate/memo.ts';
 import { makeGroupSnapshot, type GroupSnapshot } from './group-snapshot.ts';
+import { failoverAssignments } from './locality.ts';
 import { RESOURCE_KINDS, ResourceTypes, type ResourceKind } from '../xds/resource-types.ts';
 
 /** Which operator document a resource comes from (`Kind/name`), to report problems found later. */
@@ -58,6 +59,7 @@ export function buildConfig(
   const reported = new Set<EncodedResource>();
   const matched = new Set<string>();
   const patchedBy = new Map<string, ReadonlyMap<string, readonly string[]>>();
+  const failoverNames = failoverServices(model);
   for (const group of groupNames(model)) {
     const patched = patchedGroup(model, group, secrets, memo);
     reportPatchProblems(sink, model, patched);
@@ -76,7 +78,11 @@ export function buildConfig(
         }
       });
     }
-    groups.set(group, makeGroupSnapshot(group, encoded, previous?.get(group)));
+    const snapshot = makeGroupSnapshot(group, encoded, previous?.get(group));
+    const failover = failoverNames.length
+      ? failoverAssignments(snapshot.types.endpoint, failoverNames, encoder)
+      : undefined;
+    groups.set(group, failover ? { ...snapshot, failover } : snapshot);
   }
   encoder.finishBuild();
   for (const p of model.envoyPatches ?? [])
@@ -102,6 +108,11 @@ export function buildConfig(
     },
   };
   return { config, diagnostics: [] };
+}
+
+/** The services whose callers are served their endpoints by distance (src/features/locality). */
+function failoverServices(model: Model): string[] {
+  return model.services.filter((s) => s.locality?.failover && !s.dns).map((s) => s.name);
 }
 
 function originsOf(

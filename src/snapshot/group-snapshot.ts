@@ -16,10 +16,17 @@ export interface TypeSnapshot extends Derivable {
   readonly wildcard: readonly EncodedResource[];
 }
 
+/** By service, by caller locality key: the ClusterLoadAssignment a caller there gets (src/snapshot/locality.ts). */
+export type FailoverAssignments = ReadonlyMap<string, ReadonlyMap<string, EncodedResource>>;
+
 /** Everything one node group is served, per type. Immutable once built. */
 export interface GroupSnapshot {
   readonly group: string;
   readonly types: Readonly<Record<ResourceKind, TypeSnapshot>>;
+  /** A version's snapshot: the assignments of its services that fail over by locality. */
+  readonly failover?: FailoverAssignments;
+  /** A served snapshot: the group as served to callers in each locality, by caller key. */
+  readonly localities?: ReadonlyMap<string, GroupSnapshot>;
 }
 
 /**
@@ -164,6 +171,12 @@ function patchTypeSnapshot(
   PATCHED.set(t, { from: new WeakRef(prev), names: [...now.keys()] });
   if (t.version !== prev.version) derive(t, DIFF_SPACE, prev.version, given, diff, DIFFS_KEPT);
   return t;
+}
+
+/** `prev` with some of its resources replaced by others of the same names. */
+export function replacedIn(prev: TypeSnapshot, replacements: ReadonlyMap<string, EncodedResource>): TypeSnapshot {
+  const list = patchByName(sortedOf(prev), replacements.keys(), (name) => replacements.get(name));
+  return patchTypeSnapshot(prev, list, new Set(replacements.keys()));
 }
 
 /** What a patched type was patched from, and at which names. */

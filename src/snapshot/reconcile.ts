@@ -13,7 +13,8 @@
  */
 import { RESOURCE_KINDS, type ResourceKind } from '../xds/resource-types.ts';
 import type { EncodedResource } from './encoder.ts';
-import { makeTypeSnapshot, type GroupSnapshot, type TypeSnapshot } from './group-snapshot.ts';
+import { makeTypeSnapshot, type FailoverAssignments, type GroupSnapshot, type TypeSnapshot } from './group-snapshot.ts';
+import { localityVariants } from './locality.ts';
 import type { NodeIdentity } from '../model/node-groups.ts';
 import type { Revision, RevisionGroup } from './revision.ts';
 import type { PublishedConfig, ServedStages } from './snapshot-cache.ts';
@@ -40,6 +41,8 @@ export interface ServedInputs {
    * ones), in place of the revision's for every group that has the service.
    */
   readonly members?: ReadonlyMap<string, EncodedResource>;
+  /** By service that fails over by locality: its members' assignment for each calling locality. */
+  readonly memberFailover?: FailoverAssignments;
 }
 
 export function reconcile(inputs: ServedInputs, previous?: PublishedConfig): PublishedConfig {
@@ -109,7 +112,7 @@ export function newestGroup(inputs: ServedInputs, name: string, current?: Publis
 function servedGroup(
   name: string,
   g: RevisionGroup,
-  { secrets, members }: Pick<ServedInputs, 'secrets' | 'members'>,
+  { secrets, members, memberFailover }: Pick<ServedInputs, 'secrets' | 'members' | 'memberFailover'>,
   prev: GroupSnapshot | undefined,
 ): GroupSnapshot {
   const types = {} as Record<ResourceKind, TypeSnapshot>;
@@ -126,7 +129,23 @@ function servedGroup(
     const before = prev?.types[kind];
     types[kind] = before && before.version === fresh.version ? before : fresh;
   }
-  return { group: name, types };
+  const snapshot = { group: name, types };
+  const localities = localityVariants(snapshot, servedFailover(g.snapshot.failover, members, memberFailover), prev);
+  return localities ? { ...snapshot, localities } : snapshot;
+}
+
+const NO_VARIANTS: ReadonlyMap<string, EncodedResource> = new Map();
+
+/** A version's failover assignments, with those of registered members in place of its own. */
+function servedFailover(
+  own: FailoverAssignments | undefined,
+  members: ReadonlyMap<string, EncodedResource> | undefined,
+  memberFailover: FailoverAssignments | undefined,
+): FailoverAssignments | undefined {
+  if (!own || !members?.size) return own;
+  const out = new Map(own);
+  for (const name of own.keys()) if (members.has(name)) out.set(name, memberFailover?.get(name) ?? NO_VARIANTS);
+  return out;
 }
 
 /** The group's endpoint type with the registered services' assignments in place of the revision's. */

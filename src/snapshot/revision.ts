@@ -36,7 +36,7 @@ export function revisionGroups(built: ReadonlyMap<string, GroupSnapshot>): Map<s
   const out = new Map<string, RevisionGroup>();
   for (const [name, g] of built) {
     out.set(name, {
-      snapshot: { group: name, types: { ...g.types, secret: NO_SECRETS } },
+      snapshot: { group: name, types: { ...g.types, secret: NO_SECRETS }, ...(g.failover && { failover: g.failover }) },
       secretNames: [...g.types.secret.resources.keys()],
     });
   }

@@ -2,6 +2,7 @@ import type { NodeGroupResolver, NodeIdentity } from '../model/node-groups.ts';
 import type { RolloutDoc } from '../model/schema.ts';
 import type { Derivable } from './derived.ts';
 import type { GroupSnapshot } from './group-snapshot.ts';
+import { localizedFor } from './locality.ts';
 
 /** A complete, applied configuration: what every transport serves until the next one. */
 export interface PublishedConfig extends Derivable {
@@ -44,8 +45,22 @@ export interface ServedStages {
   readonly servesNew: readonly boolean[];
 }
 
-/** The snapshot a proxy of `group` is served (its stage's version during a rollout). */
+/**
+ * The snapshot a proxy of `group` is served: its stage's version during a rollout, as served to its
+ * locality; `base` is the group's snapshot in that version, whatever the locality.
+ */
 export function groupSnapshotFor(
+  cfg: PublishedConfig,
+  node: NodeIdentity,
+  group: string,
+): { snapshot?: GroupSnapshot; stage?: string; controlPlane?: string; base?: GroupSnapshot } {
+  const placed = versionFor(cfg, node, group);
+  const base = placed.snapshot;
+  return base?.localities ? { ...placed, snapshot: localizedFor(base, node.locality), base } : { ...placed, base };
+}
+
+/** The group's snapshot in the version the node is served (its stage's during a rollout). */
+function versionFor(
   cfg: PublishedConfig,
   node: NodeIdentity,
   group: string,

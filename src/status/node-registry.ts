@@ -5,6 +5,12 @@
  * one to persist and log.
  */
 import type { ClientCertificate } from '../security/node-identity.ts';
+import type { NodeIdentity, NodeLocality } from '../model/node-groups.ts';
+
+/** A node as its status entry knows it: what rollout stages and locality variants are chosen by (not its metadata). */
+export function statusNode(s: Pick<StreamStatus, 'nodeId' | 'nodeCluster' | 'locality'>): NodeIdentity {
+  return { id: s.nodeId, cluster: s.nodeCluster, metadata: {}, ...(s.locality && { locality: s.locality }) };
+}
 
 export interface TypeStatus {
   sentVersion?: string;
@@ -22,6 +28,8 @@ export interface StreamStatus {
   lastSeenAt?: string;
   nodeId: string;
   nodeCluster: string;
+  /** Where the node says it runs (node.locality). */
+  locality?: NodeLocality;
   group: string;
   /** During a staged rollout: the rollout stage the node is in. */
   stage?: string;
@@ -257,6 +265,7 @@ export class NodeRegistry implements StreamRegistry {
       clientCertificate: info.clientCertificate,
       authenticated: info.authenticated,
       nodeCluster: info.nodeCluster,
+      locality: info.locality,
       lastSeenAt: nowIso(),
     });
     return s;

@@ -7,6 +7,7 @@ export interface StoredRegistration {
   weight?: number;
   region?: string;
   zone?: string;
+  subZone?: string;
   health: 'healthy' | 'unhealthy' | 'draining';
   identity: string;
   /** ms since the epoch. */

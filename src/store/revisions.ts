@@ -62,10 +62,13 @@ export interface LoadedResource {
 /** Per node group, the keys of the resources a version serves (`secret:<name>` for secrets). */
 export type Manifest = Record<string, string[]>;
 
-/** Per node group, each type's version and keys (in name order), and the names of its secrets. */
+/**
+ * Per node group, each type's version and keys (in name order), the names of its secrets, and the
+ * services whose callers are served their endpoints by distance (made again from the stored ones).
+ */
 export type TypedManifest = Record<
   string,
-  { types: { kind: ResourceKind; version: string; keys: string[] }[]; secrets: string[] }
+  { types: { kind: ResourceKind; version: string; keys: string[] }[]; secrets: string[]; failover?: string[] }
 >;
 
 /**
@@ -93,15 +96,18 @@ function typeOfKey(key: string): { kind: ResourceKind; version: string } {
 /** A version's manifest as stored: typed (since type manifests exist) or, for older versions, flat. */
 export type ServedManifest = { typed: TypedManifest; flat?: never } | { flat: Manifest; typed?: never };
 
-/** What a version serves, per node group: its types and the names of its secrets. */
-export type VersionManifest = Record<string, { types: StoredType[]; secrets: readonly string[] }>;
+/** What a version serves, per node group: its types, the names of its secrets and of its failover services. */
+export type VersionManifest = Record<
+  string,
+  { types: StoredType[]; secrets: readonly string[]; failover?: readonly string[] }
+>;
 
 /** A type_manifests row's keys_json: the keys in name order (older rows), or its key chunks' hashes. */
 type TypeKeysJson = string[] | { chunks: string[] };
 
 interface TypedManifestJson {
   typed: 1;
-  groups: Record<string, { types: string[]; secrets: string[] }>;
+  groups: Record<string, { types: string[]; secrets: string[]; failover?: string[] }>;
 }
 
 export interface GroupChanges {
@@ -206,7 +212,11 @@ export class RevisionStore {
     }
     const typed: TypedManifestJson = { typed: 1, groups: {} };
     for (const [group, g] of Object.entries(manifest))
-      typed.groups[group] = { types: g.types.map(typeKey), secrets: [...g.secrets] };
+      typed.groups[group] = {
+        types: g.types.map(typeKey),
+        secrets: [...g.secrets],
+        ...(g.failover?.length && { failover: [...g.failover] }),
+      };
     const model = packModel(v.model);
     const knownChunks = (this.storedChunks ??= this.column('SELECT hash FROM model_chunks'));
     const newChunks = model.chunks.filter((c) => !knownChunks.has(c.hash));
@@ -367,6 +377,7 @@ export class RevisionStore {
       groups[group] = {
         types: g.types.map((k) => ({ ...typeOfKey(k), keys: lists.get(k)! })),
         secrets: g.secrets,
+        ...(g.failover && { failover: g.failover }),
       };
     return { typed: groups };
   }

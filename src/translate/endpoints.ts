@@ -1,6 +1,7 @@
 import type { EndpointDoc, ServiceDoc } from '../model/schema.ts';
 import { parseHostPort } from '../shared/addresses.ts';
 import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
+import { featureLoadAssignment } from './features.ts';
 
 /**
  * Service -> ClusterLoadAssignment, endpoints grouped by (priority, locality). A service with no
@@ -13,6 +14,7 @@ export interface RegisteredEndpoint {
   weight?: number;
   region?: string;
   zone?: string;
+  subZone?: string;
   health: 'healthy' | 'unhealthy' | 'draining';
 }
 
@@ -60,5 +62,5 @@ export function buildLoadAssignment(s: ServiceDoc, registered: readonly Register
       priority: g.priority || undefined,
     });
   });
-  return endpoints.length ? { cluster_name: s.name, endpoints } : { cluster_name: s.name };
+  return featureLoadAssignment(s, endpoints.length ? { cluster_name: s.name, endpoints } : { cluster_name: s.name });
 }

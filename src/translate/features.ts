@@ -29,9 +29,23 @@ function merged(part: (f: Built) => JsonObject | undefined): JsonObject {
   const out: JsonObject = {};
   for (const f of BUILT_FEATURES) {
     const fields = part(f);
-    if (fields) Object.assign(out, fields);
+    if (fields) mergeInto(out, fields);
   }
   return out;
+}
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Two features may set fields of one message (a Cluster's common_lb_config): their fields are merged. */
+function mergeInto(out: JsonObject, fields: JsonObject): void {
+  for (const [k, v] of Object.entries(fields)) {
+    const before = out[k];
+    if (isObject(before) && isObject(v)) {
+      const both = { ...before };
+      mergeInto(both, v);
+      out[k] = both;
+    } else out[k] = v;
+  }
 }
 
 /** The HTTP filters of a listener before the router, in Envoy's order. */
@@ -75,6 +89,13 @@ export function routeActionFields(r: RouteDoc, v: VirtualHostDoc): JsonObject {
 export function clusterFeatureFields(s: ServiceDoc, proxyless: boolean): JsonObject {
   const at = { proxyless };
   return merged((f) => f.cluster?.(s, at));
+}
+
+/** A service's ClusterLoadAssignment as the features change it (locality weights). */
+export function featureLoadAssignment(s: ServiceDoc, cla: JsonObject): JsonObject {
+  let out = cla;
+  for (const f of BUILT_FEATURES) if (f.loadAssignment) out = f.loadAssignment(s, out);
+  return out;
 }
 
 /** The services a listener's features call. */

@@ -136,7 +136,12 @@ export abstract class StreamBase {
   protected ensureStarted(n: NodeInput | undefined): void {
     if (this.node) return;
     if (!n?.id) throw new FleetError(ErrorCodes.BAD_REQUEST, 'the first request of a stream must carry node.id');
-    const node = { id: n.id, cluster: n.cluster ?? '', metadata: n.metadata ?? {} };
+    const node = {
+      id: n.id,
+      cluster: n.cluster ?? '',
+      metadata: n.metadata ?? {},
+      ...(n.locality && { locality: n.locality }),
+    };
     const tooLarge = nodeLimitViolation(node);
     if (tooLarge) throw new FleetError(ErrorCodes.BAD_REQUEST, tooLarge);
     const refusal = this.opts.authorize?.(node);
@@ -148,6 +153,7 @@ export abstract class StreamBase {
     this.status = this.opts.registry.open({
       nodeId: n.id,
       nodeCluster: this.node.cluster,
+      ...(node.locality && { locality: node.locality }),
       group: this.group,
       transport: this.opts.transport,
       peer: this.opts.peer,

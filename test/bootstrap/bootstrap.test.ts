@@ -54,6 +54,13 @@ const cases: Record<string, BootstrapInput> = {
       key: '/etc/envoy/tls/edge-1.key',
     },
   },
+  // Where the node runs: Envoy reports it as node.locality and is served its locality's endpoints.
+  'ads-locality': {
+    ...base,
+    mode: 'ads',
+    server: { host: '10.0.0.5', port: 18000 },
+    locality: { region: 'us-east', zone: 'us-east-1a', subZone: '' },
+  },
   'rest-tls-ip': {
     ...base,
     mode: 'rest',
@@ -83,7 +90,15 @@ for (const [name, input] of Object.entries(cases)) {
 }
 
 test('bootstrap grpc (proxyless)', () => {
-  golden('grpc', grpcBootstrap('client-1', 'greeter-clients', { host: '10.0.0.5', port: 18000 }));
+  golden('grpc', grpcBootstrap({ id: 'client-1', cluster: 'greeter-clients' }, { host: '10.0.0.5', port: 18000 }));
+});
+
+test('bootstrap grpc (proxyless) in a locality', () => {
+  const locality = { region: 'us-east', zone: 'us-east-1b', subZone: 'rack-2' };
+  golden(
+    'grpc-locality',
+    grpcBootstrap({ id: 'client-2', cluster: 'greeter-clients', locality }, { host: '10.0.0.5', port: 18000 }),
+  );
 });
 
 test('bootstrap grpc with certificate providers: one file watcher per Secret the group reads, at its onHost paths', async () => {
@@ -91,7 +106,10 @@ test('bootstrap grpc with certificate providers: one file watcher per Secret the
   const { model } = await checkTree(input);
   const providers = grpcCertificateProviders(model!, 'mesh', input);
   assert.equal(Object.keys(providers), ['mesh-ca', 'orders-identity']);
-  golden('grpc-certificates', grpcBootstrap('orders-1', 'mesh', { host: '10.0.0.5', port: 18000 }, providers));
+  golden(
+    'grpc-certificates',
+    grpcBootstrap({ id: 'orders-1', cluster: 'mesh' }, { host: '10.0.0.5', port: 18000 }, providers),
+  );
   // A group without gRPC TLS declares none.
   assert.equal(grpcCertificateProviders(model!, 'default', input), {});
 });

@@ -92,7 +92,7 @@ test('Envoy: the endpoint reporting less load gets most requests; round robin gi
 });
 
 test('gRPC-Go: the backend reporting less load gets most RPCs', async () => {
-  const bootstrap = grpcBootstrap('go-weighted', 'go', { host: '127.0.0.1', port: app.grpcPort });
+  const bootstrap = grpcBootstrap({ id: 'go-weighted', cluster: 'go' }, { host: '127.0.0.1', port: app.grpcPort });
   // One process: its first second of calls brings the reports in, then 400 RPCs are counted.
   const go = runGoClient('weighted.internal:50051', bootstrap, ['-hold', '1s', '-spread', '400', '-concurrency', '4']);
   const counts = await spreadOf(go);

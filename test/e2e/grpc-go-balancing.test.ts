@@ -55,7 +55,7 @@ test.after(async () => {
 
 /** How many of 400 RPCs, 8 at a time, each backend answered. */
 function spread(target: string): Promise<Record<string, number>> {
-  const bootstrap = grpcBootstrap(`go-${target}`, 'go', { host: '127.0.0.1', port: app.grpcPort });
+  const bootstrap = grpcBootstrap({ id: `go-${target}`, cluster: 'go' }, { host: '127.0.0.1', port: app.grpcPort });
   return spreadOf(runGoClient(target, bootstrap, ['-spread', '400', '-concurrency', '8']));
 }
 

@@ -129,7 +129,7 @@ async function bootstrapFor(
     c.certificate_file = join(p, 'cert.pem');
     c.private_key_file = join(p, 'key.pem');
   }
-  return grpcBootstrap(nodeId, cluster, { host: '127.0.0.1', port: app.grpcPort }, providers);
+  return grpcBootstrap({ id: nodeId, cluster }, { host: '127.0.0.1', port: app.grpcPort }, providers);
 }
 
 async function client(nodeId: string, paths: Record<string, string> = {}): Promise<(m: string) => Promise<number>> {

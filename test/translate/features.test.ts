@@ -80,6 +80,7 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
       'access-log',
       'mirror',
       'load-balancing',
+      'locality',
       'health-check',
       'outlier-detection',
       'circuit-breaker',

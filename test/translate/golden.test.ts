@@ -15,6 +15,7 @@ import { decodeToJson, encodeObject, jsonToObject } from '../../src/xds/proto-js
 import { messageName, RESOURCE_KINDS, TypeUrls } from '../../src/xds/resource-types.ts';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { acceptedCases } from '../helpers/golden-cases.ts';
+import { localityVariants } from '../../src/snapshot/locality.ts';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 const cases = acceptedCases();
@@ -42,6 +43,14 @@ for (const c of cases) {
           resources: [...t.resources.values()].map((x) => ({ '@type': TypeUrls[kind], ...body(x) })),
         };
         rendered.set(`${group}.${kind}.json`, `${JSON.stringify(doc, null, 2)}\n`);
+      }
+      // What callers in each locality get of services that fail over by distance.
+      for (const [key, v] of localityVariants(g, g.failover, undefined) ?? []) {
+        const t = v.types.endpoint;
+        const resources = [...t.resources.values()].filter((x) => g.failover!.has(x.name));
+        const doc = { version_info: t.version, resources: resources.map((x) => x.json) };
+        const from = (JSON.parse(key) as string[]).join('~');
+        rendered.set(`${group}.endpoint.from-${from}.json`, `${JSON.stringify(doc, null, 2)}\n`);
       }
     }
     if (UPDATE) {

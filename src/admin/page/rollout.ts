@@ -17,6 +17,12 @@ function selector(s: RolloutStageView): string {
   const parts = [];
   if (s.select.groups) parts.push(`groups ${s.select.groups.join(', ')}`);
   if (s.select.idPattern) parts.push(`ids ${s.select.idPattern}`);
+  if (s.select.locality)
+    parts.push(
+      `nodes in ${Object.entries(s.select.locality)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
   if (s.select.percent !== undefined) parts.push(`${s.select.percent}% of proxies`);
   return parts.join(' and ') || 'every proxy';
 }

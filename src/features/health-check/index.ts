@@ -12,6 +12,7 @@ function healthCheckConfig(hc: HealthCheckDoc): JsonObject {
     unhealthy_threshold: hc.unhealthyThreshold ?? 3,
     healthy_threshold: hc.healthyThreshold ?? 2,
   };
+  if (hc.noTrafficInterval) out.no_traffic_interval = durationToProto(hc.noTrafficInterval);
   if (hc.type === 'http') out.http_health_check = compact({ host: hc.host, path: hc.path });
   else if (hc.type === 'grpc')
     out.grpc_health_check = compact({ service_name: hc.serviceName || undefined, authority: hc.host });

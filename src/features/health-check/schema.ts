@@ -9,6 +9,13 @@ export const HealthCheck = Type.Object(
     host: Type.Optional(NonEmpty),
     serviceName: Type.Optional(Type.String({ description: 'gRPC health service name (grpc checks only).' })),
     interval: Type.Optional(Duration),
+    noTrafficInterval: Type.Optional({
+      ...Duration,
+      description:
+        "How often endpoints are probed while the service has not yet taken traffic (Envoy's default 60s, " +
+        'which also delays the first probe after that): lower it for a service on standby, such as the far ' +
+        'zone of a failover, to be known healthy or not before it is needed.',
+    }),
     timeout: Type.Optional(Duration),
     healthyThreshold: Type.Optional(PositiveInt),
     unhealthyThreshold: Type.Optional(PositiveInt),

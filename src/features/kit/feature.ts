@@ -83,6 +83,8 @@ export interface Feature<L = never, V = never, R = never, S = never> {
   };
   /** Fields of the Envoy Cluster a service becomes; `proxyless`: the cluster of gRPC applications. */
   readonly cluster?: (s: S, at: { readonly proxyless: boolean }) => JsonObject | undefined;
+  /** The service's ClusterLoadAssignment (its endpoints by locality) as the feature changes it. */
+  readonly loadAssignment?: (s: S, cla: JsonObject) => JsonObject;
   readonly http?: {
     readonly phase: HttpPhase;
     /** Its filters on this listener, given the virtual hosts the listener carries. */

@@ -10,6 +10,7 @@ import { DREQ, partitionField, withoutField } from '../../xds/wire.ts';
 import type { DeltaRequest } from '../delta-stream.ts';
 import type { SotwRequest } from '../sotw-stream.ts';
 import type { NodeInput } from '../stream-base.ts';
+import { nodeLocality, type NodeLocality } from '../../model/node-groups.ts';
 import type { Subscription } from '../subscription.ts';
 
 // Decoded protobuf messages as protobufjs gives them (snake_case keys; absent fields may be missing).
@@ -19,6 +20,7 @@ interface DecodedNode {
   metadata?: protobuf.Message;
   user_agent_name?: string;
   user_agent_version?: string;
+  locality?: { region?: string; zone?: string; sub_zone?: string } | null;
 }
 
 interface DecodedStatus {
@@ -54,7 +56,12 @@ function toNode(type: protobuf.Type, n: DecodedNode | null | undefined): NodeInp
     cluster: n.cluster || '',
     metadata: n.metadata ? (messageToJson(structType, n.metadata) as Record<string, unknown>) : {},
     userAgent: [n.user_agent_name, n.user_agent_version || ''].filter(Boolean).join('/'),
+    ...withLocality(nodeLocality(n.locality)),
   };
+}
+
+function withLocality(locality: NodeLocality | undefined): { locality?: NodeLocality } {
+  return locality ? { locality } : {};
 }
 
 function errorDetail(e: DecodedStatus | null | undefined): { code: number; message: string } | null {

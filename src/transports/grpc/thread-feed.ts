@@ -31,6 +31,8 @@ export interface FeedType {
 export interface FeedGroup {
   readonly group: string;
   readonly types: readonly string[];
+  /** Its variants per calling locality (src/snapshot/locality.ts): the key and the id of the endpoint type. */
+  readonly localities?: readonly (readonly [key: string, endpoint: string])[];
 }
 
 /**
@@ -98,13 +100,17 @@ export class FeedWriter {
 
   next(cfg: PublishedConfig): FeedMessage {
     const live = new Map<string, TypeSnapshot>();
+    const held = (t: TypeSnapshot) => {
+      const id = typeId(t);
+      if (!live.has(id)) live.set(id, t);
+      return id;
+    };
     const feedGroups = (groups: ReadonlyMap<string, GroupSnapshot>): FeedGroup[] =>
       [...groups.values()].map((g) => ({
         group: g.group,
-        types: RESOURCE_KINDS.map((k) => {
-          const id = typeId(g.types[k]);
-          if (!live.has(id)) live.set(id, g.types[k]);
-          return id;
+        types: RESOURCE_KINDS.map((k) => held(g.types[k])),
+        ...(g.localities && {
+          localities: [...g.localities].map(([key, v]) => [key, held(v.types.endpoint)] as const),
         }),
       }));
     const groups = feedGroups(cfg.groups);
@@ -219,6 +225,14 @@ class FedResource implements EncodedResource {
   }
 }
 
+function sameVariants(
+  a: ReadonlyMap<string, GroupSnapshot> | undefined,
+  b: ReadonlyMap<string, GroupSnapshot> | undefined,
+): boolean {
+  if (!a || !b) return a === b;
+  return a.size === b.size && [...a].every(([k, v]) => b.get(k) === v);
+}
+
 /** Serving thread: applies each message in order and gives the config to publish. */
 export class FeedReader {
   private readonly resources = new Map<string, EncodedResource>();
@@ -291,9 +305,31 @@ export class FeedReader {
         types[k] = t;
       });
       const prev = before.get(g.group);
+      const localities = g.localities && this.localitiesOf(g, types, prev);
+      const same =
+        prev && RESOURCE_KINDS.every((k) => prev.types[k] === types[k]) && sameVariants(prev.localities, localities);
+      out.set(g.group, same ? prev : { group: g.group, types, ...(localities && { localities }) });
+    }
+    return out;
+  }
+
+  /** A group's views per calling locality: its types with another endpoint type (an unchanged one keeps its object). */
+  private localitiesOf(
+    g: FeedGroup,
+    types: Record<ResourceKind, TypeSnapshot>,
+    prev: GroupSnapshot | undefined,
+  ): Map<string, GroupSnapshot> {
+    const out = new Map<string, GroupSnapshot>();
+    for (const [key, id] of g.localities!) {
+      const endpoint = this.types.get(id);
+      if (!endpoint) throw new Error(`feed out of order: type ${id} of group ${g.group} was never sent`);
+      const before = prev?.localities?.get(key);
+      const variant = { ...types, endpoint };
       out.set(
-        g.group,
-        prev && RESOURCE_KINDS.every((k) => prev.types[k] === types[k]) ? prev : { group: g.group, types },
+        key,
+        before && RESOURCE_KINDS.every((k) => before.types[k] === variant[k])
+          ? before
+          : { group: g.group, types: variant },
       );
     }
     return out;

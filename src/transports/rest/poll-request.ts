@@ -1,5 +1,5 @@
 /** A REST poll's body: a DiscoveryRequest in proto3 JSON, checked against the proto and our bounds. */
-import type { NodeIdentity } from '../../model/node-groups.ts';
+import { nodeLocality, type NodeIdentity } from '../../model/node-groups.ts';
 import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import { nestedDeeperThan } from '../../shared/json-depth.ts';
@@ -23,6 +23,7 @@ interface JsonNode {
   userAgentName?: string;
   user_agent_version?: string;
   userAgentVersion?: string;
+  locality?: { region?: string; zone?: string; sub_zone?: string; subZone?: string };
 }
 
 interface JsonDiscoveryRequest {
@@ -57,10 +58,12 @@ export function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
     throw new FleetError(ErrorCodes.BAD_REQUEST, `type_url ${typeUrl} does not match this path (${TypeUrls[kind]})`);
   const node = b.node;
   if (!node?.id) throw new FleetError(ErrorCodes.BAD_REQUEST, 'node.id is required');
+  const locality = nodeLocality(node.locality);
   const identity = {
     id: String(node.id),
     cluster: String(node.cluster ?? ''),
     metadata: node.metadata ?? {},
+    ...(locality && { locality }),
   };
   const tooLarge = nodeLimitViolation(identity);
   if (tooLarge) throw new FleetError(ErrorCodes.BAD_REQUEST, tooLarge);

@@ -1,7 +1,7 @@
 /**
  * The registration API, on the REST listener (HTTPS with client certificates, or bearer tokens):
  *
- *   PUT    /v1/services/:service/endpoints/:address   register or heartbeat {weight, region, zone, health}
+ *   PUT    /v1/services/:service/endpoints/:address   register or heartbeat {weight, region, zone, subZone, health}
  *   POST   /v1/services/:service/endpoints/:address/drain
  *   DELETE /v1/services/:service/endpoints/:address
  *
@@ -16,6 +16,7 @@ import { sanNames, verifiedPeerCertificate } from '../../security/node-identity.
 import { bearerDigest } from '../../security/tokens.ts';
 import { canonicalEndpoint } from '../../shared/addresses.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
+import { MAX_LOCALITY_NAME } from '../../features/locality/schema.ts';
 
 export type RegistrationAction = 'register' | 'drain' | 'deregister';
 
@@ -57,10 +58,10 @@ function body(raw: unknown): Omit<RegisterRequest, 'address'> {
       throw new FleetError(ErrorCodes.BAD_REQUEST, 'weight is an integer from 1 to 1000000');
     out.weight = b.weight as number;
   }
-  for (const k of ['region', 'zone'] as const)
+  for (const k of ['region', 'zone', 'subZone'] as const)
     if (b[k] !== undefined) {
-      if (typeof b[k] !== 'string' || !b[k].length || b[k].length > 128)
-        throw new FleetError(ErrorCodes.BAD_REQUEST, `${k} is a string of 1 to 128 characters`);
+      if (typeof b[k] !== 'string' || !b[k].length || b[k].length > MAX_LOCALITY_NAME)
+        throw new FleetError(ErrorCodes.BAD_REQUEST, `${k} is a string of 1 to ${MAX_LOCALITY_NAME} characters`);
       out[k] = b[k];
     }
   if (b.health !== undefined) {

@@ -196,6 +196,7 @@ export function createRestServer(opts: RestOptions): RestServer {
     const status = opts.registry.poller({
       nodeId: node.id,
       nodeCluster: node.cluster,
+      ...(node.locality && { locality: node.locality }),
       group: at.group,
       transport: 'rest',
       peer: req.ip,

@@ -1,0 +1,100 @@
+/**
+ * Failover by distance (src/features/locality) as served: a node group whose services fail over
+ * by locality has, besides its snapshot, one variant per calling locality its endpoints make
+ * distinct, differing only in those services' ClusterLoadAssignments. Variants are computed once per
+ * assignment (shared by every group and version that serves it) and once per group snapshot; a node
+ * is served the variant of the longest prefix of its locality that one exists for, or the group's
+ * own snapshot.
+ */
+import { callerKeys, failoverVariants, type Locality } from '../features/locality/translate.ts';
+import { RESOURCE_KINDS } from '../xds/resource-types.ts';
+import type { EncodedResource, ResourceEncoder } from './encoder.ts';
+import { replacedIn, type FailoverAssignments, type GroupSnapshot, type TypeSnapshot } from './group-snapshot.ts';
+
+const VARIANTS = new WeakMap<EncodedResource, ReadonlyMap<string, EncodedResource>>();
+const NONE: ReadonlyMap<string, EncodedResource> = new Map();
+
+/** The assignments of one service's callers, by caller key (none for a service without localities). */
+export function assignmentVariants(
+  base: EncodedResource,
+  encoder: ResourceEncoder,
+): ReadonlyMap<string, EncodedResource> {
+  let out = VARIANTS.get(base);
+  if (!out) {
+    const made = new Map<string, EncodedResource>();
+    for (const [key, json] of failoverVariants(base.json)) made.set(key, encoder.encode('endpoint', base.name, json));
+    out = made.size ? made : NONE;
+    VARIANTS.set(base, out);
+  }
+  return out;
+}
+
+/**
+ * The failover assignments of the named services an endpoint type serves: each one listed, with no
+ * variants while its endpoints are in one locality (registered ones may come later, elsewhere).
+ */
+export function failoverAssignments(
+  endpoints: TypeSnapshot,
+  services: Iterable<string>,
+  encoder: ResourceEncoder,
+): FailoverAssignments | undefined {
+  const out = new Map<string, ReadonlyMap<string, EncodedResource>>();
+  for (const name of services) {
+    const base = endpoints.resources.get(name);
+    if (base) out.set(name, assignmentVariants(base, encoder));
+  }
+  return out.size ? out : undefined;
+}
+
+/** The variant of `map` for caller key `key`: the longest prefix of it the map has. */
+function longestPrefix<T>(map: ReadonlyMap<string, T>, key: string): T | undefined {
+  const hit = map.get(key);
+  if (hit) return hit;
+  const levels = JSON.parse(key) as string[];
+  for (let n = levels.length - 1; n >= 1; n--) {
+    const shorter = map.get(JSON.stringify(levels.slice(0, n)));
+    if (shorter) return shorter;
+  }
+  return undefined;
+}
+
+/**
+ * The group as callers in each locality are served it: `snapshot` with the failover services'
+ * assignments for that locality. A variant whose endpoint type is what `prev` had keeps prev's
+ * object (and the response bodies cached on it).
+ */
+export function localityVariants(
+  snapshot: GroupSnapshot,
+  failover: FailoverAssignments | undefined,
+  prev: GroupSnapshot | undefined,
+): ReadonlyMap<string, GroupSnapshot> | undefined {
+  if (!failover?.size) return undefined;
+  const keys = new Set<string>();
+  for (const variants of failover.values()) for (const k of variants.keys()) keys.add(k);
+  const base = snapshot.types.endpoint;
+  const out = new Map<string, GroupSnapshot>();
+  for (const key of keys) {
+    const chosen = new Map<string, EncodedResource>();
+    for (const [name, variants] of failover) {
+      const r = longestPrefix(variants, key);
+      if (r && base.resources.has(name)) chosen.set(name, r);
+    }
+    const made = replacedIn(base, chosen);
+    const before = prev?.localities?.get(key);
+    const endpoint = before?.types.endpoint.version === made.version ? before.types.endpoint : made;
+    const types = { ...snapshot.types, endpoint };
+    const same = before && RESOURCE_KINDS.every((k) => before.types[k] === types[k]);
+    out.set(key, same ? before : { group: snapshot.group, types });
+  }
+  return out;
+}
+
+/** The snapshot a node in `locality` is served: its locality's variant, or the group's own. */
+export function localizedFor(snapshot: GroupSnapshot, locality: Locality | undefined): GroupSnapshot {
+  if (!snapshot.localities || !locality) return snapshot;
+  for (const key of callerKeys(locality)) {
+    const v = snapshot.localities.get(key);
+    if (v) return v;
+  }
+  return snapshot;
+}
