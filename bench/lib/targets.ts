@@ -196,16 +196,20 @@ function againstGoControlPlane(client: ClientShape): Target[] {
   );
 }
 
+const LOCALITY_TEXT =
+  `one-endpoint change, ${count(LOCALITY[0])} services failing over by distance, ` +
+  `${count(LOCALITY[1])} streams in 3 zones`;
+
 export const TARGETS: readonly Target[] = [
   {
-    text: `one-endpoint change, ${count(LOCALITY[0])} services failing over by distance, ${count(LOCALITY[1])} streams in 3 zones: server CPU / without locality`,
+    text: `${LOCALITY_TEXT}: server CPU / without locality`,
     scenario: 'locality',
     limit: 1.2,
     unit: 'x',
     measure: (f) => one(localityRatio(f, 'endpointCpu')),
   },
   {
-    text: `one-endpoint change, ${count(LOCALITY[0])} services failing over by distance, ${count(LOCALITY[1])} streams in 3 zones: p99 / without locality`,
+    text: `${LOCALITY_TEXT}: p99 / without locality`,
     scenario: 'locality',
     limit: 1.2,
     unit: 'x',

@@ -152,3 +152,5 @@ test('weights: the first entry that names a locality wins; others get 1', () => 
     [5, 3, 1, 7],
   );
 });
+
+test.run();

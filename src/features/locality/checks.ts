@@ -14,7 +14,8 @@ export function checkLocality(s: LocalityService, c: FeatureCheck): void {
     c.error(
       Codes.CONFLICT,
       ['locality'],
-      'a service resolved by DNS is one locality: locality needs endpoints (static or registered) that say where they are',
+      'a service resolved by DNS is one locality: locality needs endpoints (static or registered) that ' +
+        'say where they are',
     );
     return;
   }

@@ -37,7 +37,8 @@ export const LocalitySelect = Type.Object(
     ...strict,
     minProperties: 1,
     description:
-      "The node's locality (node.locality, fleetxds bootstrap --region/--zone/--sub-zone): each field given must be equal.",
+      "The node's locality (node.locality, fleetxds bootstrap --region/--zone/--sub-zone): each field " +
+      'given must be equal.',
   },
 );
 export type LocalitySelectDoc = Static<typeof LocalitySelect>;
