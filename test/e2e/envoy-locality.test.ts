@@ -4,9 +4,11 @@
  * proxy says where it runs (node.locality, as `fleetxds bootstrap --region --zone` writes it) and
  * is served the endpoints of its own zone as priority 0, the other zone's as priority 1: its
  * requests stay in its zone, move to the other zone when its own fail health checks, with no
- * failed request, and come back when they recover. A gRPC client in zone b prefers zone b and
- * fails over to zone a when zone b's backend is gone.
+ * failed request, and come back when they recover; endpoints registered at run time move their
+ * callers the same way when a zone drains. A gRPC client in zone b prefers zone b and fails over to
+ * zone a when zone b's backend is gone.
  */
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -100,7 +102,13 @@ healthCheck:
 endpoints:
 ${endpoints}
 `,
-      'kind: VirtualHost\nname: site\ndomains: ["*"]\nroutes: [{ to: api }]\n',
+      // Endpoints that register at run time, each saying its zone; draining a zone moves its callers.
+      `kind: Service
+name: reg
+locality: { failover: true }
+registration: { tokens: ["${createHash('sha256').update('vm').digest('hex')}"], ttl: 1h, addresses: [127.0.0.0/8] }
+`,
+      'kind: VirtualHost\nname: site\ndomains: ["*"]\nroutes: [{ match: { prefix: /reg }, to: reg }, { to: api }]\n',
       // Each proxy in a group of its own, with its own listener (Envoys binding one port would share it).
       ...proxies.flatMap((p) => {
         const g = `p-${p.id.replace('.', '')}`;
@@ -120,7 +128,7 @@ endpoints:
       'kind: NodeGroup\nname: grpc\nmatch: { cluster: greeter-clients }\n',
       'kind: GrpcService\nname: greeter\ntarget: greeter.internal:50051\ngroups: [grpc]\nroutes: [{ to: greeter-svc }]\n',
     ];
-    app = await startServer(writeTree({ 'locality.yaml': docs.join('---\n') }));
+    app = await startServer(writeTree({ 'locality.yaml': docs.join('---\n') }), { rest: {} });
     const root = tempDir();
     for (const p of proxies) {
       const bootstrap = envoyBootstrap({
@@ -157,13 +165,13 @@ test.after(async () => {
 });
 
 /** `n` requests through a proxy, `parallel` at a time: how many each zone answered, and failures. */
-async function spread(port: number, n: number, parallel = 20): Promise<Record<string, number>> {
+async function spread(port: number, n: number, parallel = 20, path = '/'): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   let next = 0;
   const worker = async () => {
     while (next < n) {
       next++;
-      const r = await httpGet(port, '/').catch((e: Error) => ({ status: 0, body: e.message }));
+      const r = await httpGet(port, path).catch((e: Error) => ({ status: 0, body: e.message }));
       const key = r.status === 200 ? (zoneOf(r.body) ?? r.body) : `failed ${r.status}`;
       out[key] = (out[key] ?? 0) + 1;
     }
@@ -253,6 +261,54 @@ test("zone a's endpoints fail their health checks, then stop: zone a's proxies m
   assert.ok(sent > 100, `only ${sent} requests were sent`);
   assert.equal(failures, [], `${failures.length} of ${sent} requests failed`);
   for (const p of zoneA) assert.equal([...seen.get(p.id)!].sort(), ['zone-a', 'zone-b'], p.id);
+});
+
+/** A registration call as `fleetxds register` makes it, for backend `b` of service reg. */
+async function registration(method: 'PUT' | 'POST', b: ZoneBackend): Promise<void> {
+  const at = `${b.host}:${b.port}`;
+  const r = await fetch(
+    `http://127.0.0.1:${app.restPort}/v1/services/reg/endpoints/${encodeURIComponent(at)}${method === 'POST' ? '/drain' : ''}`,
+    {
+      method,
+      headers: { authorization: 'Bearer vm', 'content-type': 'application/json' },
+      body: JSON.stringify(method === 'PUT' ? { region: REGION, zone: b.zone } : {}),
+    },
+  );
+  assert.is(r.status, 200, await r.text());
+}
+
+test("registered endpoints: draining zone a's moves zone a's proxies to zone b, no request fails", async () => {
+  const zoneA = proxies.filter((p) => p.zone === 'zone-a');
+  for (const b of backends) await registration('PUT', b);
+  const onlyZone = async (zone: string) => {
+    for (const p of zoneA)
+      await waitFor(
+        `${p.id} /reg from ${zone} only`,
+        async () => (await spread(p.port, 40, 4, '/reg'))[zone] === 40,
+        15_000,
+      );
+  };
+  await onlyZone('zone-a');
+  let running = true;
+  let sent = 0;
+  const failures: string[] = [];
+  const load = zoneA.flatMap((p) =>
+    [0, 1, 2].map(async () => {
+      while (running) {
+        sent++;
+        const r = await httpGet(p.port, '/reg').catch((e: Error) => ({ status: 0, body: e.message }));
+        if (r.status !== 200) failures.push(`${p.id}: ${r.status} ${r.body.slice(0, 80)}`);
+      }
+    }),
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  for (const b of backends.filter((x) => x.zone === 'zone-a')) await registration('POST', b);
+  await onlyZone('zone-b');
+  await new Promise((r) => setTimeout(r, 300));
+  running = false;
+  await Promise.all(load);
+  assert.ok(sent > 100, `only ${sent} requests were sent`);
+  assert.equal(failures, [], `${failures.length} of ${sent} requests failed`);
 });
 
 test('a gRPC client in zone b prefers zone b, and fails over to zone a when zone b is gone', async () => {
