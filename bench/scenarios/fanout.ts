@@ -46,20 +46,35 @@ export function waitMsg(children: ChildProcess[], type: string, timeoutMs: numbe
   );
 }
 
+/**
+ * `n` ADS streams on the server at `port`, spread over `procs` load-client processes (pushed into
+ * `into`, so the caller kills them whatever happens); `zones`: the zones their nodes run in.
+ */
+export function forkLoadClients(
+  into: ChildProcess[],
+  port: number,
+  n: number,
+  mode: 'sotw' | 'delta',
+  procs: number,
+  zones: readonly string[] = [],
+): void {
+  for (let p = 0; p < procs; p++) {
+    const count = Math.floor(n / procs) + (p < n % procs ? 1 : 0);
+    into.push(
+      fork(
+        projectPath('bench', 'lib', 'ads-load-client.ts'),
+        [String(port), String(count), mode, `c${p}`, 'edge-0', ...(zones.length ? [zones.join(',')] : [])],
+        { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+      ),
+    );
+  }
+}
+
 export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2): Promise<FanoutResult> {
   const { server, cfg } = await benchServer();
   const children: ChildProcess[] = [];
   try {
-    for (let p = 0; p < clientProcs; p++) {
-      const count = Math.floor(n / clientProcs) + (p < n % clientProcs ? 1 : 0);
-      children.push(
-        fork(
-          projectPath('bench', 'lib', 'ads-load-client.ts'),
-          [String(server.grpcPort), String(count), mode, `c${p}`, 'edge-0'],
-          { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
-        ),
-      );
-    }
+    forkLoadClients(children, server.grpcPort, n, mode, clientProcs);
     await waitMsg(children, 'ready', 300_000);
     const measure = async (typeUrl: string, change: () => void) => {
       children.forEach((c) => {

@@ -5,14 +5,13 @@
  * every stream has ACKed the change (p99), the server's CPU for it, and its RSS. With locality each
  * zone's streams get a view of their own; the target is that this costs at most 1.2x.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectPath } from '../../src/shared/paths.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 import { percentile, procStats } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
-import { waitMsg } from './fanout.ts';
+import { forkLoadClients, waitMsg } from './fanout.ts';
 
 export interface LocalityResult {
   locality: string;
@@ -38,16 +37,7 @@ export async function localityRun(
   const { server, cfg } = await benchServer(services, '', '{ listen: 127.0.0.1:0 }', { locality });
   const children: ChildProcess[] = [];
   try {
-    for (let p = 0; p < clientProcs; p++) {
-      const count = Math.floor(streams / clientProcs) + (p < streams % clientProcs ? 1 : 0);
-      children.push(
-        fork(
-          projectPath('bench', 'lib', 'ads-load-client.ts'),
-          [String(server.grpcPort), String(count), 'sotw', `c${p}`, 'edge-0', ZONES.join(',')],
-          { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
-        ),
-      );
-    }
+    forkLoadClients(children, server.grpcPort, streams, 'sotw', clientProcs, ZONES);
     await waitMsg(children, 'ready', 600_000);
     const file = join(cfg, 'services', 'svc-0.yaml');
     const original = readFileSync(file, 'utf8');

@@ -6,7 +6,7 @@
  * is served the variant of the longest prefix of its locality that one exists for, or the group's
  * own snapshot.
  */
-import { callerKeys, failoverVariants, type Locality } from '../features/locality/translate.ts';
+import { callerKeys, failoverVariants, keyAndPrefixes, type Locality } from '../features/locality/translate.ts';
 import { RESOURCE_KINDS } from '../xds/resource-types.ts';
 import type { EncodedResource, ResourceEncoder } from './encoder.ts';
 import { replacedIn, type FailoverAssignments, type GroupSnapshot, type TypeSnapshot } from './group-snapshot.ts';
@@ -46,14 +46,11 @@ export function failoverAssignments(
   return out.size ? out : undefined;
 }
 
-/** The variant of `map` for caller key `key`: the longest prefix of it the map has. */
-function longestPrefix<T>(map: ReadonlyMap<string, T>, key: string): T | undefined {
-  const hit = map.get(key);
-  if (hit) return hit;
-  const levels = JSON.parse(key) as string[];
-  for (let n = levels.length - 1; n >= 1; n--) {
-    const shorter = map.get(JSON.stringify(levels.slice(0, n)));
-    if (shorter) return shorter;
+/** The value of the first of `keys` (most specific first) that `map` has. */
+function firstOf<T>(map: ReadonlyMap<string, T>, keys: readonly string[]): T | undefined {
+  for (const k of keys) {
+    const hit = map.get(k);
+    if (hit) return hit;
   }
   return undefined;
 }
@@ -74,9 +71,11 @@ export function localityVariants(
   const base = snapshot.types.endpoint;
   const out = new Map<string, GroupSnapshot>();
   for (const key of keys) {
+    // Each service's view for this key: its own for the longest prefix of the key it has.
+    const lookups = keyAndPrefixes(key);
     const chosen = new Map<string, EncodedResource>();
     for (const [name, variants] of failover) {
-      const r = longestPrefix(variants, key);
+      const r = firstOf(variants, lookups);
       if (r && base.resources.has(name)) chosen.set(name, r);
     }
     const made = replacedIn(base, chosen);
@@ -92,9 +91,5 @@ export function localityVariants(
 /** The snapshot a node in `locality` is served: its locality's variant, or the group's own. */
 export function localizedFor(snapshot: GroupSnapshot, locality: Locality | undefined): GroupSnapshot {
   if (!snapshot.localities || !locality) return snapshot;
-  for (const key of callerKeys(locality)) {
-    const v = snapshot.localities.get(key);
-    if (v) return v;
-  }
-  return snapshot;
+  return firstOf(snapshot.localities, callerKeys(locality)) ?? snapshot;
 }

@@ -214,40 +214,53 @@ test('1,000 requests from each proxy stay in its zone (at least 95%)', async () 
   }
 });
 
-test("zone a's endpoints fail their health checks, then stop: zone a's proxies move to zone b and back, no request fails", async () => {
+/** Three workers per zone-a proxy sending `path` back to back; `stop` says what they sent and saw. */
+function zoneALoad(path: string): {
+  stop(): Promise<{ sent: number; failures: string[]; seen: Map<string, Set<string>> }>;
+} {
   const zoneA = proxies.filter((p) => p.zone === 'zone-a');
   let running = true;
-  const failures: string[] = [];
   let sent = 0;
+  const failures: string[] = [];
   const seen = new Map<string, Set<string>>(zoneA.map((p) => [p.id, new Set<string>()]));
-  const load = zoneA.flatMap((p) =>
+  const workers = zoneA.flatMap((p) =>
     [0, 1, 2].map(async () => {
       while (running) {
         sent++;
-        const r = await httpGet(p.port, '/').catch((e: Error) => ({ status: 0, body: e.message }));
+        const r = await httpGet(p.port, path).catch((e: Error) => ({ status: 0, body: e.message }));
         if (r.status !== 200) failures.push(`${p.id}: ${r.status} ${r.body.slice(0, 80)}`);
         else seen.get(p.id)!.add(zoneOf(r.body) ?? r.body);
       }
     }),
   );
-  const onlyZone = async (zone: string) => {
-    for (const p of zoneA)
-      await waitFor(
-        `${p.id} answered from ${zone} only`,
-        async () => {
-          const counts = await spread(p.port, 40, 4);
-          return counts[zone] === 40;
-        },
-        15_000,
-      ).catch(async (e: Error) => {
-        // What Envoy's health checks saw says why traffic did not move.
-        const seen = await p.envoy!.stats('cluster.api.(health_check|membership)');
-        throw new Error(`${e.message}: ${JSON.stringify(seen)}`);
-      });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(workers);
+      return { sent, failures, seen };
+    },
   };
+}
+
+/** Waits until every zone-a proxy answers `path` from `zone` only; on a timeout, what its cluster's checks saw. */
+async function zoneAOn(zone: string, path: string): Promise<void> {
+  for (const p of proxies.filter((x) => x.zone === 'zone-a'))
+    await waitFor(
+      `${p.id} answered ${path} from ${zone} only`,
+      async () => (await spread(p.port, 40, 4, path))[zone] === 40,
+      15_000,
+    ).catch(async (e: Error) => {
+      const cluster = path === '/' ? 'api' : path.slice(1);
+      const checks = await p.envoy!.stats(`cluster.${cluster}.(health_check|membership)`);
+      throw new Error(`${e.message}: ${JSON.stringify(checks)}`);
+    });
+}
+
+test("zone a's endpoints fail their health checks, then stop: zone a's proxies move to zone b and back, no request fails", async () => {
+  const load = zoneALoad('/');
   await new Promise((r) => setTimeout(r, 300));
   for (const b of backends.filter((x) => x.zone === 'zone-a')) b.failing = true;
-  await onlyZone('zone-b');
+  await zoneAOn('zone-b', '/');
   for (const b of backends.filter((x) => x.zone === 'zone-a')) await stop(b);
   closeIdleConnections();
   await new Promise((r) => setTimeout(r, 1000));
@@ -255,12 +268,12 @@ test("zone a's endpoints fail their health checks, then stop: zone a's proxies m
     b.failing = false;
     await listen(b);
   }
-  await onlyZone('zone-a');
-  running = false;
-  await Promise.all(load);
+  await zoneAOn('zone-a', '/');
+  const { sent, failures, seen } = await load.stop();
   assert.ok(sent > 100, `only ${sent} requests were sent`);
   assert.equal(failures, [], `${failures.length} of ${sent} requests failed`);
-  for (const p of zoneA) assert.equal([...seen.get(p.id)!].sort(), ['zone-a', 'zone-b'], p.id);
+  for (const p of proxies.filter((x) => x.zone === 'zone-a'))
+    assert.equal([...seen.get(p.id)!].sort(), ['zone-a', 'zone-b'], p.id);
 });
 
 /** A registration call as `fleetxds register` makes it, for backend `b` of service reg. */
@@ -278,35 +291,14 @@ async function registration(method: 'PUT' | 'POST', b: ZoneBackend): Promise<voi
 }
 
 test("registered endpoints: draining zone a's moves zone a's proxies to zone b, no request fails", async () => {
-  const zoneA = proxies.filter((p) => p.zone === 'zone-a');
   for (const b of backends) await registration('PUT', b);
-  const onlyZone = async (zone: string) => {
-    for (const p of zoneA)
-      await waitFor(
-        `${p.id} /reg from ${zone} only`,
-        async () => (await spread(p.port, 40, 4, '/reg'))[zone] === 40,
-        15_000,
-      );
-  };
-  await onlyZone('zone-a');
-  let running = true;
-  let sent = 0;
-  const failures: string[] = [];
-  const load = zoneA.flatMap((p) =>
-    [0, 1, 2].map(async () => {
-      while (running) {
-        sent++;
-        const r = await httpGet(p.port, '/reg').catch((e: Error) => ({ status: 0, body: e.message }));
-        if (r.status !== 200) failures.push(`${p.id}: ${r.status} ${r.body.slice(0, 80)}`);
-      }
-    }),
-  );
+  await zoneAOn('zone-a', '/reg');
+  const load = zoneALoad('/reg');
   await new Promise((r) => setTimeout(r, 300));
   for (const b of backends.filter((x) => x.zone === 'zone-a')) await registration('POST', b);
-  await onlyZone('zone-b');
+  await zoneAOn('zone-b', '/reg');
   await new Promise((r) => setTimeout(r, 300));
-  running = false;
-  await Promise.all(load);
+  const { sent, failures } = await load.stop();
   assert.ok(sent > 100, `only ${sent} requests were sent`);
   assert.equal(failures, [], `${failures.length} of ${sent} requests failed`);
 });

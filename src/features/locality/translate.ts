@@ -33,12 +33,23 @@ function depthOf(levels: readonly string[]): number {
   return n;
 }
 
+/** The keys of the first `depth` levels and of each shorter prefix, longest first. */
+function prefixKeys(levels: readonly string[], depth: number): string[] {
+  const keys: string[] = [];
+  for (let n = depth; n >= 1; n--) keys.push(prefixKey(levels.slice(0, n)));
+  return keys;
+}
+
 /** A caller's keys, most specific first: the variant it gets is the first one that exists. */
 export function callerKeys(l: Locality): string[] {
   const levels = levelsOf(l);
-  const keys: string[] = [];
-  for (let n = depthOf(levels); n >= 1; n--) keys.push(prefixKey(levels.slice(0, n)));
-  return keys;
+  return prefixKeys(levels, depthOf(levels));
+}
+
+/** A caller key and the keys of its shorter prefixes, longest first (what a caller there looks up). */
+export function keyAndPrefixes(key: string): string[] {
+  const levels = JSON.parse(key) as string[];
+  return prefixKeys(levels, levels.length);
 }
 
 /** The Cluster fields: weights only count when the Cluster says so. */
