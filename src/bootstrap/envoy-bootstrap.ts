@@ -7,7 +7,7 @@ import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { encodeJson } from '../xds/proto-json.ts';
 import { XDS_CLUSTER_METADATA, grpcVariant, restVariant } from '../snapshot/config-sources.ts';
-import { GRPC_XDS_CLUSTER, REST_XDS_CLUSTER } from '../xds/xds-clusters.ts';
+import { GRPC_XDS_CLUSTER, LOCAL_CLUSTER, REST_XDS_CLUSTER } from '../xds/xds-clusters.ts';
 import { LONG_POLL_METADATA } from './config-source.ts';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../translate/grpc-server.ts';
 import { CERTIFICATE_REFRESH } from './grpc-certificates.ts';
@@ -44,6 +44,11 @@ export interface BootstrapInput {
   longPollMs?: number;
   /** files mode: where this group's CDS/LDS files are, as Envoy sees them. */
   files?: { cds: string; lds: string; watchedDirectory?: string };
+  /**
+   * The service this node is an endpoint of (its group's workload): Envoy's local cluster, whose
+   * endpoints by zone zone-aware routing weighs. `files` mode: where its assignment's file is.
+   */
+  localCluster?: { service: string; file?: string };
   /** Envoy's admin interface (default 127.0.0.1:9901). */
   admin?: { host: string; port: number };
   /** The server serves TLS (grpc.tls / rest.tls): how the proxy checks it and, for mTLS, who it is. */
@@ -254,24 +259,39 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
     }
     case 'files': {
       const f = input.files!;
-      const src = (path: string) => ({
-        path_config_source: {
-          path,
-          ...(f.watchedDirectory ? { watched_directory: { path: f.watchedDirectory } } : {}),
-        },
-        resource_api_version: 'V3',
-      });
-      dynamic = { cds_config: src(f.cds), lds_config: src(f.lds) };
+      dynamic = {
+        cds_config: fileSource(f.cds, f.watchedDirectory),
+        lds_config: fileSource(f.lds, f.watchedDirectory),
+      };
       break;
     }
+  }
+  const local = input.localCluster;
+  if (local) {
+    const files = input.files;
+    const eds = files ? fileSource(local.file!, files.watchedDirectory) : dynamic.cds_config;
+    clusters.push({
+      name: LOCAL_CLUSTER,
+      type: 'EDS',
+      eds_cluster_config: { service_name: local.service, eds_config: eds },
+    });
   }
   const bootstrap: Obj = {
     node,
     admin,
     dynamic_resources: dynamic,
     ...(clusters.length ? { static_resources: { clusters } } : {}),
+    ...(local && { cluster_manager: { local_cluster_name: LOCAL_CLUSTER } }),
   };
   return checked('bootstrap', 'envoy.config.bootstrap.v3.Bootstrap', bootstrap);
+}
+
+/** A rendered file as a config source. */
+function fileSource(path: string, watchedDirectory: string | undefined): Obj {
+  return {
+    path_config_source: { path, ...(watchedDirectory ? { watched_directory: { path: watchedDirectory } } : {}) },
+    resource_api_version: 'V3',
+  };
 }
 
 /** `doc`, once the real proto (`type`) accepts it: what is generated for Envoy is never invalid. */

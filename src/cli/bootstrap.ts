@@ -184,6 +184,9 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       nodeId,
       nodeCluster,
       locality,
+      localCluster: doc?.workload
+        ? { service: doc.workload, file: r.envoyPath(group, 'endpoint', doc.workload) }
+        : undefined,
       admin: envoyAdmin,
       files: {
         cds: r.envoyPath(group, 'cluster'),
@@ -198,6 +201,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       nodeId,
       nodeCluster,
       locality,
+      localCluster: doc?.workload ? { service: doc.workload } : undefined,
       admin: envoyAdmin,
       server,
       refreshDelayMs: r?.refreshDelayMs,

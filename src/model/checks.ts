@@ -19,6 +19,7 @@ import { DEFAULT_GROUP, groupNames, LIST_OF, type DocKind, type Model } from './
 import { editDistance } from '../shared/edit-distance.ts';
 import { checkService, checkUpstreamNames } from './service-checks.ts';
 import { checkGrpcRoute, checkHeaders, checkHttpRoute, checkShadowedRoutes, checkStringMatch } from './route-checks.ts';
+import { checkLocalityAcrossDocuments } from './locality-checks.ts';
 import { checkTcpListener, checkDomainClashes, checkGroupConflicts, checkPatchShape } from './listener-checks.ts';
 
 /** The model's definition of a document (src/model/assemble.ts). */
@@ -43,6 +44,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
   checkPolicies(c);
   checkPatches(c);
   checkGroupConflicts(model, groupNames(model), c.ref, sink);
+  checkLocalityAcrossDocuments(c);
 }
 
 /** The documents a check refers to by name, and how a reference to a missing one is reported. */

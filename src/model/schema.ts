@@ -705,6 +705,12 @@ export const NodeGroup = Type.Object(
         strict,
       ),
     ),
+    workload: Type.Optional({
+      ...Name,
+      description:
+        "The Service this group's nodes are endpoints of. Their bootstraps name its endpoints as Envoy's local " +
+        'cluster, which zone-aware routing (Service.locality.zoneAware) weighs zones by.',
+    }),
   },
   strict,
 );

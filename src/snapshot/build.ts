@@ -4,6 +4,7 @@
  * rules). A problem there is reported against the operator document that produced the resource;
  * only a build without errors yields snapshots.
  */
+import { findByName } from '../shared/sorted-lists.ts';
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { DiagnosticSink } from '../model/diagnostic-sink.ts';
 import { NodeGroupResolver } from '../model/node-groups.ts';
@@ -79,8 +80,15 @@ export function buildConfig(
       });
     }
     const snapshot = makeGroupSnapshot(group, encoded, previous?.get(group));
+    // The group's own workload is its local cluster's assignment: the same for every caller (validation
+    // refuses a group that also calls its workload with failover).
+    const workload = findByName(model.nodeGroups, group)?.workload;
     const failover = failoverNames.length
-      ? failoverAssignments(snapshot.types.endpoint, failoverNames, encoder)
+      ? failoverAssignments(
+          snapshot.types.endpoint,
+          failoverNames.filter((n) => n !== workload),
+          encoder,
+        )
       : undefined;
     groups.set(group, failover ? { ...snapshot, failover } : snapshot);
   }

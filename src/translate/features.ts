@@ -97,8 +97,3 @@ export function featureLoadAssignment(s: ServiceDoc, cla: JsonObject): JsonObjec
   for (const f of BUILT_FEATURES) if (f.loadAssignment) out = f.loadAssignment(s, out);
   return out;
 }
-
-/** The services a listener's features call. */
-export function featureServices(l: ListenerDoc): string[] {
-  return BUILT_FEATURES.flatMap((f) => f.services?.(l) ?? []);
-}

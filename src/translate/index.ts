@@ -2,7 +2,7 @@
  * Model -> Envoy v3 resources for one node group. Pure: no I/O, no clock, no randomness; the same
  * model always yields the same JSON (and therefore the same bytes and versions on every replica).
  */
-import type { GrpcServiceDoc, ListenerDoc, ServiceDoc, VirtualHostDoc } from '../model/schema.ts';
+import type { GrpcServiceDoc, ServiceDoc, VirtualHostDoc } from '../model/schema.ts';
 import { changedNames, findByName, patchByName, recordDelta } from '../shared/sorted-lists.ts';
 import {
   byName,
@@ -10,7 +10,6 @@ import {
   isProxylessGroup,
   listenerGroups,
   originKey,
-  routeTargets,
   type Model,
   type SecretMaterial,
 } from '../model/types.ts';
@@ -22,7 +21,7 @@ import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
 import { TranslationMemo } from './memo.ts';
-import { featureServices } from './features.ts';
+import { listenerTargets, targetsOf } from '../model/targets.ts';
 import { secretResource } from './secret.ts';
 
 export interface TranslatedResource {
@@ -84,13 +83,14 @@ export function translateGroup(
     (prev) => translateFront(model, group, memo, prev?.value),
   );
   const { proxyless } = front;
-  const back = memo.section<Back>(`back\u0000${group}`, [model.services, front.used, proxyless], (prev) => {
+  const workload = findByName(model.nodeGroups, group)?.workload;
+  const back = memo.section<Back>(`back\u0000${group}`, [model.services, front.used, proxyless, workload], (prev) => {
     const services = prev?.inputs[0] as readonly ServiceDoc[] | undefined;
-    const same = prev?.inputs[1] === front.used && prev.inputs[2] === proxyless;
+    const same = prev?.inputs[1] === front.used && prev.inputs[2] === proxyless && prev.inputs[3] === workload;
     const names = same ? changedNames(services, model.services) : undefined;
     return (
-      (names && patchBack(prev!.value, services!, model.services, names, memo, proxyless)) ??
-      translateBack(model, front.used, memo, proxyless)
+      (names && patchBack(prev!.value, services!, model.services, names, memo, proxyless, workload)) ??
+      translateBack(model, front.used, memo, proxyless, workload)
     );
   });
   const secret = memo.section(`secret\u0000${group}`, [secrets, front.secretRefs, back.secretRefs], () =>
@@ -207,16 +207,27 @@ function sameTargets(prev: readonly (readonly string[])[] | undefined, next: rea
   return true;
 }
 
-/** Clusters and endpoints in name order without sorting: the model's services are in name order. */
-function translateBack(model: Model, used: ReadonlySet<string>, memo: TranslationMemo, proxyless: boolean): Back {
+/**
+ * Clusters and endpoints in name order without sorting: the model's services are in name order.
+ * `workload`: the group's own service, whose assignment its proxies' local cluster subscribes to
+ * (an assignment without a cluster, unless the group also calls it).
+ */
+function translateBack(
+  model: Model,
+  used: ReadonlySet<string>,
+  memo: TranslationMemo,
+  proxyless: boolean,
+  workload: string | undefined,
+): Back {
   const clusters: TranslatedResource[] = [];
   const endpoints: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
   const served = withAggregateMembers(model.services, used);
   for (const s of model.services) {
-    if (!served.has(s.name)) continue;
-    if (!proxyless) for (const n of secretsOf(s)) secretRefs.add(n);
-    clusters.push(clusterOf(s, memo, proxyless));
+    const called = served.has(s.name);
+    if (!called && s.name !== workload) continue;
+    if (called && !proxyless) for (const n of secretsOf(s)) secretRefs.add(n);
+    if (called) clusters.push(clusterOf(s, memo, proxyless));
     if (!s.dns && !s.aggregate) endpoints.push(endpointOf(s, memo));
   }
   return { clusters, endpoints, secretRefs: [...secretRefs], served };
@@ -243,16 +254,17 @@ function patchBack(
   names: ReadonlySet<string>,
   memo: TranslationMemo,
   proxyless: boolean,
+  workload: string | undefined,
 ): Back | undefined {
   const docs = new Map<string, ServiceDoc | undefined>();
   for (const name of names) {
     for (const s of [findByName(before, name), findByName(after, name)])
       if (s && (secretsOf(s).length || s.aggregate)) return undefined;
-    docs.set(name, prev.served.has(name) ? findByName(after, name) : undefined);
+    docs.set(name, prev.served.has(name) || name === workload ? findByName(after, name) : undefined);
   }
   const clusters = patchByName(prev.clusters, names, (name) => {
     const s = docs.get(name);
-    return s && clusterOf(s, memo, proxyless);
+    return s && prev.served.has(name) ? clusterOf(s, memo, proxyless) : undefined;
   });
   const endpoints = patchByName(prev.endpoints, names, (name) => {
     const s = docs.get(name);
@@ -292,23 +304,6 @@ export function translateSecret(m: SecretMaterial, memo: TranslationMemo = new T
     json: memo.once('secret', m, secretResource),
     origin: originKey('Secret', m.name),
   };
-}
-
-/** The services a document's routes send traffic to (and mirror it to), each once. */
-function targetsOf(
-  routes: readonly { to?: string; split?: { service: string }[]; mirror?: { to: string }[] }[],
-): string[] {
-  const out = new Set<string>();
-  for (const r of routes) {
-    for (const t of routeTargets(r)) out.add(t);
-    for (const m of r.mirror ?? []) out.add(m.to);
-  }
-  return [...out];
-}
-
-/** The services a listener itself sends to: its TCP proxying, passthrough, and protections' services. */
-function listenerTargets(l: ListenerDoc): string[] {
-  return [...new Set([...targetsOf([...(l.tcp ? [l.tcp] : []), ...(l.passthrough ?? [])]), ...featureServices(l)])];
 }
 
 function grpcRouteConfiguration(g: GrpcServiceDoc): JsonObject {

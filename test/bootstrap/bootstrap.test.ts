@@ -61,6 +61,26 @@ const cases: Record<string, BootstrapInput> = {
     server: { host: '10.0.0.5', port: 18000 },
     locality: { region: 'us-east', zone: 'us-east-1a', subZone: '' },
   },
+  // The node is an endpoint of its group's workload: Envoy's local cluster, for zone-aware routing.
+  'ads-local-cluster': {
+    ...base,
+    mode: 'ads',
+    server: { host: '10.0.0.5', port: 18000 },
+    locality: { region: 'us-east', zone: 'us-east-1a', subZone: '' },
+    localCluster: { service: 'edge' },
+  },
+  'per-type-local-cluster': {
+    ...base,
+    mode: 'per-type',
+    server: { host: '10.0.0.5', port: 18000 },
+    localCluster: { service: 'edge' },
+  },
+  'files-local-cluster': {
+    ...base,
+    mode: 'files',
+    files: { cds: '/var/lib/fleetxds/files/edge/cds.json', lds: '/var/lib/fleetxds/files/edge/lds.json' },
+    localCluster: { service: 'edge', file: '/var/lib/fleetxds/files/edge/eds/edge.json' },
+  },
   'rest-tls-ip': {
     ...base,
     mode: 'rest',
@@ -176,6 +196,33 @@ test('CLI: a bootstrap for each mode of the bundled config, for a node that real
   }
   const canary = JSON.parse(cli('--group', 'canary-edge', '--mode', 'ads', '--node-id', 'edge-canary-1').stdout);
   assert.is(canary.node.id, 'edge-canary-1');
+});
+
+test("CLI: a group's workload becomes the proxy's local cluster, in every Envoy mode and not for gRPC", () => {
+  const tree = writeTree({
+    'web.yaml':
+      'kind: NodeGroup\nname: web\nmatch: { cluster: web }\nworkload: web\n---\n' +
+      'kind: Service\nname: web\nendpoints: [{ address: 10.0.1.1:80, zone: a }]\n',
+  });
+  const settings = join(tempDir(), 'fleetxds.yaml');
+  writeFileSync(
+    settings,
+    `configDir: ${tree}\ndatabase: /nonexistent/x.db\ngrpc: { listen: 10.0.0.5:18000 }\n` +
+      'rest: { listen: 10.0.0.5:18002 }\nadmin: { listen: 127.0.0.1:0 }\n' +
+      `files: { dir: ${join(tempDir(), 'files')} }\n`,
+  );
+  for (const mode of ['ads', 'delta', 'per-type', 'rest', 'files']) {
+    const r = runCli(['bootstrap', '--config', settings, '--group', 'web', '--mode', mode, '--zone', 'a']);
+    assert.is(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.is(out.cluster_manager?.local_cluster_name, 'fleetxds/local', mode);
+    const local = out.static_resources.clusters.find((c: { name: string }) => c.name === 'fleetxds/local');
+    assert.is(local.eds_cluster_config.service_name, 'web', mode);
+    if (mode === 'files') assert.match(local.eds_cluster_config.eds_config.path_config_source.path, /web/);
+  }
+  const grpc = runCli(['bootstrap', '--config', settings, '--group', 'web', '--mode', 'grpc']);
+  assert.is(grpc.status, 0, grpc.stderr);
+  assert.not.ok(grpc.stdout.includes('fleetxds/local'), grpc.stdout);
 });
 
 test('CLI: refuses a node that would land in another group, an unknown group, an unknown mode', () => {

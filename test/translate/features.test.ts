@@ -9,13 +9,13 @@ import * as assert from 'uvu/assert';
 import type { ListenerDoc, VirtualHostDoc } from '../../src/model/schema.ts';
 import {
   connectionManagerFields,
-  featureServices,
   filterConfigs,
   httpFilters,
   BUILT_FEATURES,
   listenerAccessLogs,
   networkFilters,
 } from '../../src/translate/features.ts';
+import { featureServices } from '../../src/model/targets.ts';
 
 const CORS_VHOST = { name: 'v', domains: ['*'], cors: { origins: ['https://a.example'] }, routes: [{ to: 's' }] };
 

@@ -3,11 +3,36 @@ import { Codes } from '../../shared/diagnostics.ts';
 import type { FeatureCheck } from '../kit/feature.ts';
 import type { LocalityService } from './schema.ts';
 
+/** Envoy's minimum upstream size for zone-aware routing when the cluster does not say. */
+export const ENVOY_MIN_CLUSTER_SIZE = 6;
+
+/** Policies Envoy's zone-aware routing is not part of (hashing keeps its own ring; load weights their own). */
+const ZONE_UNAWARE_LB = new Set(['ring_hash', 'maglev', 'weighted_by_load']);
+
 export function checkLocality(s: LocalityService, c: FeatureCheck): void {
   const l = s.locality;
   if (!l) return;
-  if (!l.failover && !l.weights) {
-    c.error(Codes.INVALID_VALUE, ['locality'], 'locality sets neither failover nor weights');
+  if (!l.failover && !l.weights && !l.zoneAware) {
+    c.error(Codes.INVALID_VALUE, ['locality'], 'locality sets none of failover, weights, zoneAware');
+    return;
+  }
+  if (l.zoneAware && (l.failover || l.weights)) {
+    // Envoy's Cluster takes zone-aware or locality-weighted balancing, not both; and it routes by
+    // zone within priority 0 only, which failover would leave holding the caller's zone alone.
+    c.error(
+      Codes.CONFLICT,
+      ['locality', 'zoneAware'],
+      "zoneAware is Envoy's own choice between zones: it cannot be combined with " +
+        (l.failover ? 'failover' : 'weights'),
+    );
+    return;
+  }
+  if (l.zoneAware && ZONE_UNAWARE_LB.has(s.lb ?? '')) {
+    c.error(
+      Codes.CONFLICT,
+      ['locality', 'zoneAware'],
+      `Envoy routes by zone with lb round_robin, least_request or random, not ${s.lb}`,
+    );
     return;
   }
   if (s.dns) {
@@ -34,6 +59,20 @@ export function checkLocality(s: LocalityService, c: FeatureCheck): void {
       Codes.INVALID_VALUE,
       ['locality', 'failover'],
       'no endpoint says where it is (region, zone or subZone): every caller would find them all equally far',
+    );
+  if (l.zoneAware && placed.length === 0 && !s.registration)
+    c.error(
+      Codes.INVALID_VALUE,
+      ['locality', 'zoneAware'],
+      'no endpoint says where it is (region, zone or subZone): no caller would find one in its zone',
+    );
+  const min = l.zoneAware?.minClusterSize ?? ENVOY_MIN_CLUSTER_SIZE;
+  if (l.zoneAware && !s.registration && (s.endpoints ?? []).length < min)
+    c.warn(
+      Codes.INVALID_VALUE,
+      ['locality', 'zoneAware', ...(l.zoneAware.minClusterSize === undefined ? [] : ['minClusterSize'])],
+      `the service has ${(s.endpoints ?? []).length} endpoints, fewer than the minimum cluster size ${min}: ` +
+        'Envoy never routes it by zone (set minClusterSize)',
     );
   l.weights?.forEach((w, i) => {
     if (w.region === undefined && w.zone === undefined && w.subZone === undefined)

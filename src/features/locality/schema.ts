@@ -56,6 +56,37 @@ export function localitySelects(
   );
 }
 
+/** Envoy's own zone-aware routing, for callers whose node group names its workload (the local cluster). */
+export const ZoneAware = Type.Object(
+  {
+    minClusterSize: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100000,
+        description:
+          'Fewer endpoints than this and the service is balanced over every zone alike (Envoy: 6). Counts the ' +
+          'endpoints of all zones.',
+      }),
+    ),
+    routingEnabled: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 100,
+        description: 'The percentage of requests zone-aware routing decides (the rest: every zone alike). Default 100.',
+      }),
+    ),
+  },
+  {
+    ...strict,
+    description:
+      "Envoy's zone-aware routing for this service: each caller sends as much traffic to its own zone as keeps " +
+      "every endpoint equally loaded, judged by the share of the caller's workload (NodeGroup.workload) and of " +
+      'this service in that zone. A proxy whose group names its workload routes every service by zone (Envoy ' +
+      'default); this tunes it, or turns it off (routingEnabled: 0). Envoy only.',
+  },
+);
+export type ZoneAwareDoc = Static<typeof ZoneAware>;
+
 export const localityFields = {
   service: {
     locality: Type.Optional(
@@ -78,6 +109,7 @@ export const localityFields = {
                 'weights, whatever their endpoint counts. A locality no entry names gets weight 1.',
             }),
           ),
+          zoneAware: Type.Optional(ZoneAware),
         },
         { ...strict, description: 'Where traffic to this service goes, by the locality of caller and endpoint.' },
       ),
@@ -99,4 +131,6 @@ export interface LocalityService {
   }[];
   readonly registration?: unknown;
   readonly dns?: unknown;
+  /** Zone-aware routing is Envoy's for its default policies (round robin, least request, random). */
+  readonly lb?: string;
 }

@@ -5,7 +5,7 @@
  * that share the longest locality prefix any endpoint has share one assignment, so the variants a
  * service has are bounded by its endpoints' localities, never by the number of callers.
  */
-import type { JsonObject } from '../kit/envoy-json.ts';
+import { compact, type JsonObject } from '../kit/envoy-json.ts';
 import type { LocalityService, LocalityWeightDoc } from './schema.ts';
 
 /** A locality as Envoy's `Locality` has it (every field present, empty when not given). */
@@ -52,9 +52,23 @@ export function keyAndPrefixes(key: string): string[] {
   return prefixKeys(levels, levels.length);
 }
 
-/** The Cluster fields: weights only count when the Cluster says so. */
+/**
+ * The Cluster fields: weights only count when the Cluster says so; zone-aware routing is the
+ * Cluster's too (it then takes the caller's zone from the local cluster its bootstrap names).
+ */
 export function localityCluster(s: LocalityService): JsonObject | undefined {
-  return s.locality?.weights ? { common_lb_config: { locality_weighted_lb_config: {} } } : undefined;
+  const l = s.locality;
+  if (l?.weights) return { common_lb_config: { locality_weighted_lb_config: {} } };
+  if (l?.zoneAware)
+    return {
+      common_lb_config: {
+        zone_aware_lb_config: compact({
+          routing_enabled: l.zoneAware.routingEnabled === undefined ? undefined : { value: l.zoneAware.routingEnabled },
+          min_cluster_size: l.zoneAware.minClusterSize?.toString(),
+        }),
+      },
+    };
+  return undefined;
 }
 
 interface LocalityEndpoints extends JsonObject {
