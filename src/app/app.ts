@@ -15,7 +15,7 @@ import { serveGrpc, type GrpcServing } from '../transports/grpc/serving.ts';
 import { ConfigPipeline } from './pipeline.ts';
 import { EnvoyChecker, envoyCheckDir } from '../compile/envoy-check.ts';
 import { Metrics } from '../status/metrics.ts';
-import { connectedClients } from '../model/grpc-compat.ts';
+import { connectedFleet } from '../model/fleet.ts';
 import type { RestServer } from '../transports/rest/rest-server.ts';
 import type { FileRenderer, RenderStats } from '../transports/files/file-renderer.ts';
 import { RolloutDriver } from './rollout-driver.ts';
@@ -226,7 +226,7 @@ async function assemble(config: ServerConfig, log: Logger, teardown: Teardown): 
     {
       envoy: envoyCheck,
       membership,
-      grpcClients: () => connectedClients(registry.connected()),
+      fleet: () => connectedFleet([...registry.connected(), ...registry.polling()]),
       // With a shared decision log, the rollout transitions this replica causes go through it.
       ...(sharedLog && { shareTransition: (d, actor) => desk.shareTransition(d, actor) }),
     },

@@ -7,7 +7,7 @@
  *  - ServedState (served/served-state.ts): what is served as explicit inputs, and its one publish
  *    path (`update` -> reconcile -> publish). Nothing else publishes.
  */
-import type { ConnectedClients } from '../model/grpc-compat.ts';
+import type { ConnectedFleet } from '../model/fleet.ts';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { PipelineCaches } from '../compile/caches.ts';
@@ -37,7 +37,7 @@ export interface PipelineOptions {
   /** Set when decisions are shared between replicas: automatic rollout transitions go through it. */
   shareTransition?: ShareTransition;
   /** The gRPC releases connected per node group (this replica's nodes). */
-  grpcClients?: () => ConnectedClients;
+  fleet?: () => ConnectedFleet;
 }
 
 export class ConfigPipeline {
@@ -88,7 +88,7 @@ export class ConfigPipeline {
       events: this.events,
       configDir,
       envoy: opts.envoy,
-      grpcClients: opts.grpcClients,
+      fleet: opts.fleet,
     });
   }
 

@@ -6,7 +6,9 @@
  * applies a candidate; `fleetxds validate`, `render` and `bootstrap` stop at it.
  */
 import { Codes, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
-import { clientSupportWarnings, type ConnectedClients } from '../model/grpc-compat.ts';
+import { clientSupportWarnings } from '../model/grpc-compat.ts';
+import type { ConnectedFleet } from '../model/fleet.ts';
+import { localityFleetWarnings } from '../model/locality-checks.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { appendAll } from '../shared/arrays.ts';
 import { resolve } from 'node:path';
@@ -94,8 +96,11 @@ async function checkTreeUncapped(
      */
     against?: ReadonlyMap<string, GroupSnapshot>;
     envoy?: EnvoyChecker;
-    /** The gRPC releases connected per node group, warned about settings they would ignore or refuse. */
-    grpcClients?: () => ConnectedClients;
+    /**
+     * The connected fleet: settings its gRPC releases would ignore or refuse, and locality settings
+     * its nodes' localities leave without effect, are warned about.
+     */
+    fleet?: () => ConnectedFleet;
     /** Look up which commit the tree is (while it is checked). */
     provenance?: boolean;
   } = {},
@@ -115,7 +120,11 @@ async function checkTreeUncapped(
   const textOf = (f: string) => texts.get(f);
   const built = buildConfig(model, caches, textOf, secrets.materials, opts.previous);
   const all = [...diagnostics, ...built.diagnostics];
-  if (built.config && opts.grpcClients) appendAll(all, clientSupportWarnings(model, opts.grpcClients(), textOf));
+  if (built.config && opts.fleet) {
+    const fleet = opts.fleet();
+    appendAll(all, clientSupportWarnings(model, fleet.grpc, textOf));
+    appendAll(all, localityFleetWarnings(model, fleet, textOf));
+  }
   const guarded = built.config ? removalDiagnostics(model, built.config.groups, opts.against, textOf) : [];
   if (guarded.length) return { model, treeHash: source.treeHash, diagnostics: [...all, ...guarded] };
   // Envoy, when configured, judges last: what it rejects blocks the tree like any other error.

@@ -3,11 +3,13 @@
  * its proxies balance by zone. Zone-aware routing weighs each zone by the share of the caller's own
  * workload there: a service's zone-aware settings do nothing for a caller whose group names none.
  */
-import { Codes, type PathSegment } from '../shared/diagnostics.ts';
-import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
+import { Codes, type Diagnostic, type PathSegment } from '../shared/diagnostics.ts';
+import { DiagnosticSink, type DocRef, type NeedService } from './diagnostic-sink.ts';
+import type { ConnectedFleet } from './fleet.ts';
+import type { NodeLocality } from './node-groups.ts';
 import type { NodeGroupDoc, ServiceDoc } from './schema.ts';
 import { callersOf } from './targets.ts';
-import type { Model } from './types.ts';
+import { originOf, type Model } from './types.ts';
 
 export interface LocalityCheckContext {
   model: Model;
@@ -81,4 +83,80 @@ function checkWorkload(c: LocalityCheckContext, g: NodeGroupDoc, calls: Readonly
       `no endpoint of service "${s.name}" says where it is (region, zone or subZone): zone-aware routing ` +
         'finds no caller in any zone',
     );
+}
+
+/** At most this many localities are named in one warning, those of the most nodes first. */
+const LISTED_LOCALITIES = 8;
+
+function localityText(l: NodeLocality): string {
+  return [l.region, l.zone, l.subZone].filter(Boolean).join('/');
+}
+
+/** Whether an endpoint is near a caller in `l`: in its zone (failover), or its very locality (Envoy's zones). */
+function near(e: EndpointPlace, l: NodeLocality, exact: boolean): boolean {
+  const same = (a: string | undefined, b: string) => (a ?? '') === b;
+  if (exact) return same(e.region, l.region) && same(e.zone, l.zone) && same(e.subZone, l.subZone);
+  if (l.zone) return same(e.zone, l.zone) && (!l.region || same(e.region, l.region));
+  return same(e.region, l.region);
+}
+
+interface EndpointPlace {
+  region?: string;
+  zone?: string;
+  subZone?: string;
+}
+
+/**
+ * Warnings from the connected fleet, at the service's `locality`: the callers of a service that
+ * keeps traffic near them (failover, zone-aware) that declare no locality, and those in a locality
+ * where it has no endpoint (their requests cross zones). Registered endpoints come and go, so a
+ * service taking registrations is judged by who declares a locality only.
+ */
+export function localityFleetWarnings(
+  model: Model,
+  fleet: ConnectedFleet,
+  textOf: (file: string) => string | undefined,
+): Diagnostic[] {
+  const sink = new DiagnosticSink(textOf);
+  const keepNear = model.services.filter((s) => s.locality?.failover || s.locality?.zoneAware);
+  if (!keepNear.length || !fleet.localities.size) return sink.diagnostics;
+  const callers = callersOf(model);
+  for (const s of keepNear) {
+    const origin = originOf(s);
+    const ref: DocRef | undefined = origin && { origin, kind: 'Service', name: s.name };
+    const path: PathSegment[] = ['locality', s.locality!.zoneAware ? 'zoneAware' : 'failover'];
+    const groups = new Set([...(callers.envoy.get(s.name) ?? []), ...(callers.grpc.get(s.name) ?? [])]);
+    for (const group of [...groups].sort()) {
+      const at = fleet.localities.get(group);
+      if (!at) continue;
+      const none = at.get('')?.nodes ?? 0;
+      if (none)
+        sink.warn(
+          Codes.INVALID_VALUE,
+          ref,
+          path,
+          `node group "${group}" has ${none} connected node${none === 1 ? '' : 's'} declaring no locality: ` +
+            'they are served every endpoint alike (fleetxds bootstrap --region/--zone)',
+        );
+      if (s.registration) continue;
+      const far: [string, number][] = [];
+      for (const { locality, nodes } of at.values())
+        if (locality && !(s.endpoints ?? []).some((e) => near(e, locality, !!s.locality!.zoneAware)))
+          far.push([localityText(locality), nodes]);
+      if (!far.length) continue;
+      far.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+      const count = far.reduce((a, [, n]) => a + n, 0);
+      const shown = far.slice(0, LISTED_LOCALITIES).map(([l, n]) => `${l} (${n})`);
+      const more = far.length - shown.length;
+      const nodes = count === 1 ? '1 connected node runs' : `${count} connected nodes run`;
+      sink.warn(
+        Codes.INVALID_VALUE,
+        ref,
+        path,
+        `${nodes} of node group "${group}" where this service has no endpoint: ${shown.join(', ')}` +
+          `${more > 0 ? ` and ${more} more localities` : ''}; their requests cross zones`,
+      );
+    }
+  }
+  return sink.diagnostics;
 }

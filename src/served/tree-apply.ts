@@ -4,7 +4,7 @@
  * (only the Secret input changes), and a restart (the newest stored version served before the
  * directory is read). An invalid tree is recorded as rejected and never reaches a proxy.
  */
-import type { ConnectedClients } from '../model/grpc-compat.ts';
+import type { ConnectedFleet } from '../model/fleet.ts';
 import type { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -48,7 +48,7 @@ export interface ApplyParts {
   /** Optional: real Envoy judges every tree before it is applied. */
   readonly envoy?: EnvoyChecker;
   /** The gRPC releases connected per node group (settings they would ignore are warned). */
-  readonly grpcClients?: () => ConnectedClients;
+  readonly fleet?: () => ConnectedFleet;
 }
 
 export class TreeApply {
@@ -78,7 +78,7 @@ export class TreeApply {
       previous: served && new Map([...served.groups].map(([name, g]) => [name, g.snapshot])),
       against: this.p.cache.current?.groups,
       envoy: this.p.envoy,
-      grpcClients: this.p.grpcClients,
+      fleet: this.p.fleet,
       provenance: true,
     });
     if (check.unchanged && served) {

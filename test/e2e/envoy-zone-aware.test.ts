@@ -6,6 +6,7 @@
  * to its own zone and the rest to zone a, which has capacity left. Each proxy's bootstrap names web
  * as its local cluster, whose assignment fleetxds serves it over ADS. Envoy routes by zone every
  * service of a proxy with a local cluster; a service can turn it off (`zoneAware.routingEnabled: 0`).
+ * A service with no endpoint where the connected proxies run is warned about when applied.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +14,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
@@ -50,6 +52,8 @@ interface Proxy {
 }
 const proxies: Proxy[] = [];
 let app: RunningApp;
+let tree: string;
+let docs: string[];
 
 function listen(b: ZoneBackend): Promise<void> {
   const server = createServer((req, res) => {
@@ -71,7 +75,7 @@ test.before(async () => {
     for (const v of ENVOY_VERSIONS)
       for (const zone of ['zone-a', 'zone-b'])
         proxies.push({ id: `${zone}-${v}`, version: v, zone, port: await freePort() });
-    const docs = [
+    docs = [
       `kind: Service
 name: web
 endpoints:
@@ -100,7 +104,8 @@ ${backends.map((b) => `  - { address: ${b.host}:${b.port}, region: ${REGION}, zo
         ];
       }),
     ];
-    app = await startServer(writeTree({ 'zones.yaml': docs.join('---\n') }));
+    tree = writeTree({ 'zones.yaml': docs.join('---\n') });
+    app = await startServer(tree);
     const root = tempDir();
     for (const p of proxies) {
       const bootstrap = envoyBootstrap({
@@ -214,6 +219,36 @@ test('a service that turns zone routing off (routingEnabled: 0) is spread over b
     assert.ok(local >= 400 && local <= 600, `${p.id}: ${JSON.stringify(counts)}`);
     assert.is(local + (counts['zone-b'] ?? 0), 1000, `${p.id}: ${JSON.stringify(counts)}`);
   }
+});
+
+test('a service the connected proxies have no endpoint near is warned about at validation, with counts', async () => {
+  const lonely = `kind: Service
+name: lonely
+locality: { failover: true }
+endpoints: [{ address: 127.0.0.99:80, region: ${REGION}, zone: zone-c }, { address: 127.0.0.98:80, region: far }]
+`;
+  const site = docs.findIndex((d) => d.startsWith('kind: VirtualHost'));
+  const edited = docs.map((d, i) =>
+    i === site ? d.replace('routes: [', 'routes: [{ match: { prefix: /lonely }, to: lonely }, ') : d,
+  );
+  writeTree({ 'zones.yaml': [...edited, lonely].join('---\n') }, tree);
+  assert.is(((await app.reload()) as { status: string }).status, 'applied');
+  const warnings = app.stores.revisions
+    .latest()!
+    .warnings.map((d) => formatDiagnostic(d))
+    .filter((w) => w.includes('Service/lonely'));
+  // Each proxy is a group of its own: one warning per group, naming where its node runs.
+  assert.is(warnings.length, proxies.length, warnings.join('\n'));
+  for (const p of proxies)
+    assert.ok(
+      warnings.some((w) =>
+        w.includes(
+          `1 connected node runs of node group "p-${p.id.replace('.', '')}" where this service has no ` +
+            `endpoint: ${REGION}/${p.zone} (1)`,
+        ),
+      ),
+      `${p.id}: ${warnings.join('\n')}`,
+    );
 });
 
 test.run();

@@ -13,6 +13,7 @@ import {
   grpcClientOf,
   honours,
 } from '../../src/model/grpc-compat.ts';
+import { connectedFleet } from '../../src/model/fleet.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 import { writeTree } from '../helpers/tree.ts';
 
@@ -125,7 +126,7 @@ test('clients claiming many releases: a warning names 8, the most nodes first, a
 test('the server warns at validation from the applications connected to it', async () => {
   const dir = writeTree(TREE);
   const r = await checkTree(dir, undefined, {
-    grpcClients: () => connectedClients([{ group: 'default', userAgent: 'gRPC Go/1.40.0' }]),
+    fleet: () => connectedFleet([{ group: 'default', userAgent: 'gRPC Go/1.40.0' }]),
   });
   assert.ok(r.config);
   assert.match(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'), /grpc-go 1\.40\.0 \(1 node\)/);

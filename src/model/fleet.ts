@@ -1,0 +1,42 @@
+/**
+ * What validation knows of the connected fleet, per node group: which gRPC releases run there and
+ * where its nodes say they run. Counted summaries of the live nodes, made when a tree is checked and
+ * never kept: each entry is one release or one locality among the connected nodes, so their number
+ * is bounded by the nodes the server admits, whatever text those send.
+ */
+import { connectedClients, type ConnectedClients } from './grpc-compat.ts';
+import type { NodeLocality } from './node-groups.ts';
+
+/** Connected nodes of one group in one locality (`locality` undefined: they declare none). */
+export interface LocalityCount {
+  readonly locality?: NodeLocality;
+  readonly nodes: number;
+}
+
+export interface ConnectedFleet {
+  readonly grpc: ConnectedClients;
+  /** By group: its connected nodes by locality, those declaring none under the key "". */
+  readonly localities: ReadonlyMap<string, ReadonlyMap<string, LocalityCount>>;
+}
+
+/** A node as the fleet summary reads it. */
+export interface FleetNode {
+  readonly group: string;
+  readonly userAgent: string;
+  readonly locality?: NodeLocality;
+}
+
+export function localityKey(l: NodeLocality | undefined): string {
+  return l ? JSON.stringify([l.region, l.zone, l.subZone]) : '';
+}
+
+export function connectedFleet(nodes: readonly FleetNode[]): ConnectedFleet {
+  const localities = new Map<string, Map<string, LocalityCount>>();
+  for (const n of nodes) {
+    let g = localities.get(n.group);
+    if (!g) localities.set(n.group, (g = new Map<string, LocalityCount>()));
+    const key = localityKey(n.locality);
+    g.set(key, { locality: n.locality, nodes: (g.get(key)?.nodes ?? 0) + 1 });
+  }
+  return { grpc: connectedClients(nodes), localities };
+}
