@@ -34,6 +34,8 @@ interface StreamState {
 }
 
 const states: StreamState[] = [];
+/** Why streams were ended, with how many times: printed when the run is told to exit. */
+const refused = new Map<string, number>();
 let watch: { typeUrl: string } | undefined;
 let readyCount = 0;
 
@@ -85,7 +87,14 @@ function open(i: number): void {
     }
   });
   let edsNames: string[] = [];
-  call.on('error', () => {});
+  // As Envoy does: a stream the server ends (refused under load, say) is opened again after a pause.
+  call.on('error', (err: Error) => {
+    const why = err.message.replace(/ \(\d{4}-[^)]*\)/, '').replace(/\. Resolution note: .*$/, '');
+    refused.set(why, (refused.get(why) ?? 0) + 1);
+    client.close();
+    if (st.ready) readyCount--;
+    setTimeout(() => open(i), 500 + Math.random() * 500);
+  });
   if (delta) {
     call.write({ node, type_url: T.cluster });
     call.write({ type_url: T.listener });
@@ -107,6 +116,7 @@ process.on('message', (m: { type: string; typeUrl?: string }) => {
     process.send!({ type: 'watching' });
   }
   if (m.type === 'exit') process.exit(0);
+  if (m.type === 'errors') process.send!({ type: 'errors', errors: Object.fromEntries(refused) });
 });
 
 void (async () => {

@@ -60,6 +60,13 @@ export async function localityRun(
       );
       cpus.push(after.cpuSeconds - before.cpuSeconds);
     }
+    children.forEach((child) => child.send({ type: 'errors' }));
+    const ended = (await waitMsg(children, 'errors', 10_000)).flatMap((m: { errors: Record<string, number> }) =>
+      Object.entries(m.errors),
+    );
+    // Streams the server ended while 5,000 subscribed at once come back, as Envoys do; say how many.
+    if (ended.length)
+      process.stderr.write(`locality ${locality}: streams ended and opened again: ${JSON.stringify(ended)}\n`);
     return {
       locality: locality ? 'failover' : 'none',
       services,

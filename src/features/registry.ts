@@ -9,6 +9,7 @@ import { accessLog } from './access-log/index.ts';
 import { circuitBreaker } from './circuit-breaker/index.ts';
 import { compression } from './compression/index.ts';
 import { cors } from './cors/index.ts';
+import { fault } from './fault/index.ts';
 import { healthCheck } from './health-check/index.ts';
 import { httpSettings } from './http-settings/index.ts';
 import { loadBalancing } from './load-balancing/index.ts';
@@ -26,6 +27,7 @@ export const FEATURES = [
   websocket,
   protection,
   compression,
+  fault,
   tracing,
   accessLog,
   mirror,

@@ -270,6 +270,12 @@ function reportSchemaErrors(sink: DiagnosticSink, ref: DocRef, errors: Iterable<
     if (seen.has(key)) continue;
     if ([...seen].some((s) => key.startsWith(`${s}/`)) && e.type === ValueErrorType.Union) continue;
     seen.add(key);
+    // An object where a field takes an object or `false`: what is wrong inside the object, not the union.
+    const branch = objectBranch(e);
+    if (branch) {
+      reportSchemaErrors(sink, ref, branch);
+      continue;
+    }
     if (e.type === ValueErrorType.ObjectAdditionalProperties) {
       const field = path[path.length - 1];
       sink.error(
@@ -287,6 +293,15 @@ function reportSchemaErrors(sink: DiagnosticSink, ref: DocRef, errors: Iterable<
   }
 }
 
+/** A union's errors for its one object branch, when the value given is an object. */
+function objectBranch(e: ValueError): Iterable<ValueError> | undefined {
+  if (e.type !== ValueErrorType.Union || typeof e.value !== 'object' || e.value === null || Array.isArray(e.value))
+    return undefined;
+  const branches = (e.schema as { anyOf?: { type?: string }[] }).anyOf ?? [];
+  const objects = branches.flatMap((b, i) => (b.type === 'object' ? [i] : []));
+  return objects.length === 1 ? e.errors[objects[0]!] : undefined;
+}
+
 function suggestField(e: ValueError, field: string): string {
   // The error's schema is the object; offer its known properties.
   const props = Object.keys((e.schema as { properties?: object }).properties ?? {});
@@ -302,6 +317,10 @@ function friendlyMessage(e: ValueError): string {
       `${JSON.stringify(e.value)} is not allowed; use one of ` +
       `${schema.anyOf.map((s) => JSON.stringify(s.const)).join(', ')}`
     );
+  }
+  if (e.type === ValueErrorType.Union && schema.anyOf?.some((s) => (s as { type?: string }).type === 'object')) {
+    const others = schema.anyOf.flatMap((s) => (s.const === undefined ? [] : [JSON.stringify(s.const)]));
+    return `must be an object${others.length ? ` or ${others.join(' or ')}` : ''}`;
   }
   if (e.type === ValueErrorType.StringPattern) {
     const hint = schema.description ? `: ${schema.description}` : ` (must match ${schema.pattern})`;

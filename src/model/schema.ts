@@ -6,6 +6,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 import { Duration, Enum, Name, NAME_PATTERN, NonEmpty, Port, strict } from '../features/kit/schema-primitives.ts';
+import { GRPC_STATUS_CODES } from '../features/kit/grpc-status.ts';
 import { ClientName, SanMatch } from '../features/protection/schema.ts';
 import { LocalityName, LocalitySelect } from '../features/locality/schema.ts';
 import { RegexRewrite } from './traffic-schema.ts';
@@ -382,25 +383,6 @@ export const GrpcRouteMatch = Type.Object(
   strict,
 );
 
-/** gRPC status names (the codes 1-16), as a gRPC route's fault aborts with them. */
-export const GRPC_STATUS_CODES = {
-  cancelled: 1,
-  unknown: 2,
-  'invalid-argument': 3,
-  'deadline-exceeded': 4,
-  'not-found': 5,
-  'already-exists': 6,
-  'permission-denied': 7,
-  'resource-exhausted': 8,
-  'failed-precondition': 9,
-  aborted: 10,
-  'out-of-range': 11,
-  unimplemented: 12,
-  internal: 13,
-  unavailable: 14,
-  'data-loss': 15,
-  unauthenticated: 16,
-} as const;
 const FaultPercent = Type.Number({ exclusiveMinimum: 0, maximum: 100, description: 'Share of RPCs, in percent.' });
 
 /** Fault injection for proxyless gRPC clients (gRFC A33): the client delays or fails some RPCs itself. */

@@ -173,8 +173,11 @@ function patchTypeSnapshot(
   return t;
 }
 
-/** `prev` with some of its resources replaced by others of the same names. */
-export function replacedIn(prev: TypeSnapshot, replacements: ReadonlyMap<string, EncodedResource>): TypeSnapshot {
+/** `prev` with some of its resources replaced by others of the same names (undefined: removed). */
+export function replacedIn(
+  prev: TypeSnapshot,
+  replacements: ReadonlyMap<string, EncodedResource | undefined>,
+): TypeSnapshot {
   const list = patchByName(sortedOf(prev), replacements.keys(), (name) => replacements.get(name));
   return patchTypeSnapshot(prev, list, new Set(replacements.keys()));
 }

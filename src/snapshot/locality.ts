@@ -78,14 +78,33 @@ export function localityVariants(
       const r = firstOf(variants, lookups);
       if (r && base.resources.has(name)) chosen.set(name, r);
     }
-    const made = replacedIn(base, chosen);
     const before = prev?.localities?.get(key);
+    const made = before ? sinceBefore(before.types.endpoint, base, chosen) : replacedIn(base, chosen);
     const endpoint = before?.types.endpoint.version === made.version ? before.types.endpoint : made;
     const types = { ...snapshot.types, endpoint };
     const same = before && RESOURCE_KINDS.every((k) => before.types[k] === types[k]);
     out.set(key, same ? before : { group: snapshot.group, types });
   }
   return out;
+}
+
+/**
+ * A locality's endpoint type made from its previous one (not from the group's), at the names whose
+ * resource differs: the streams in that locality then find the change recorded against what they
+ * hold, and look at those names only, not at every assignment of the group.
+ */
+function sinceBefore(
+  before: TypeSnapshot,
+  base: TypeSnapshot,
+  chosen: ReadonlyMap<string, EncodedResource>,
+): TypeSnapshot {
+  const delta = new Map<string, EncodedResource | undefined>();
+  for (const r of base.resources.values()) {
+    const want = chosen.get(r.name) ?? r;
+    if (before.resources.get(r.name) !== want) delta.set(r.name, want);
+  }
+  for (const r of before.resources.values()) if (!base.resources.has(r.name)) delta.set(r.name, undefined);
+  return delta.size ? replacedIn(before, delta) : before;
 }
 
 /** The snapshot a node in `locality` is served: its locality's variant, or the group's own. */

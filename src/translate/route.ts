@@ -1,5 +1,5 @@
+import { GRPC_STATUS_CODES } from '../features/kit/grpc-status.ts';
 import {
-  GRPC_STATUS_CODES,
   type GrpcRouteDoc,
   type HashPolicyDoc,
   type ListenerDoc,

@@ -17,6 +17,7 @@ import {
 } from '../../src/translate/features.ts';
 import { featureServices } from '../../src/model/targets.ts';
 
+const FAULT_VHOST = { name: 'f', domains: ['f'], routes: [{ to: 's', fault: { abort: { status: 503, percent: 1 } } }] };
 const CORS_VHOST = { name: 'v', domains: ['*'], cors: { origins: ['https://a.example'] }, routes: [{ to: 's' }] };
 
 const LISTENERS: { name: string; listener: object; vhosts: object[]; filters: string[]; services: string[] }[] = [
@@ -32,7 +33,7 @@ const LISTENERS: { name: string; listener: object; vhosts: object[]; filters: st
       tracing: { zipkin: { service: 'zipkin' } },
       accessLog: [{ to: { service: 'als' } }],
     },
-    vhosts: [CORS_VHOST],
+    vhosts: [CORS_VHOST, FAULT_VHOST],
     filters: [
       'envoy.filters.http.cors',
       'envoy.filters.http.rbac',
@@ -41,6 +42,7 @@ const LISTENERS: { name: string; listener: object; vhosts: object[]; filters: st
       'envoy.filters.http.ratelimit',
       'envoy.filters.http.compressor.gzip',
       'envoy.filters.http.compressor.brotli',
+      'envoy.filters.http.fault',
     ],
     services: ['authz', 'rls', 'zipkin', 'als'],
   },
@@ -59,7 +61,7 @@ for (const c of LISTENERS)
 
 test('per-filter configurations: each feature adds its own entries, nothing set is nothing', () => {
   assert.is(filterConfigs({}, false), undefined);
-  const off = filterConfigs({ access: false, cors: false, compression: false, extAuth: false }, false)!;
+  const off = filterConfigs({ access: false, cors: false, compression: false, extAuth: false, fault: false }, false)!;
   assert.equal(Object.keys(off), [
     'envoy.filters.http.cors',
     'envoy.filters.http.rbac',
@@ -67,6 +69,7 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
     'envoy.filters.http.compressor.gzip',
     'envoy.filters.http.compressor.brotli',
     'envoy.filters.http.compressor.zstd',
+    'envoy.filters.http.fault',
   ]);
   assert.equal(
     BUILT_FEATURES.map((f) => f.name),
@@ -76,6 +79,7 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
       'websocket',
       'protection',
       'compression',
+      'fault',
       'tracing',
       'access-log',
       'mirror',
