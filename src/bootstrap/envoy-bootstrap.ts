@@ -12,6 +12,7 @@ import { LONG_POLL_METADATA } from './config-source.ts';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../translate/grpc-server.ts';
 import { CERTIFICATE_REFRESH } from './grpc-certificates.ts';
 import type { NodeLocality } from '../model/node-groups.ts';
+import { RUNTIME_LAYER } from '../translate/runtime.ts';
 
 /**
  * ads / delta: one aggregated stream; per-type / per-type-delta: one gRPC stream per
@@ -42,8 +43,8 @@ export interface BootstrapInput {
   requestTimeoutMs?: number;
   /** rest: how long the server may hold an unchanged poll (opts into long polling when > 0). */
   longPollMs?: number;
-  /** files mode: where this group's CDS/LDS files are, as Envoy sees them. */
-  files?: { cds: string; lds: string; watchedDirectory?: string };
+  /** files mode: where this group's CDS/LDS (and RTDS) files are, as Envoy sees them. */
+  files?: { cds: string; lds: string; rtds?: string; watchedDirectory?: string };
   /**
    * The service this node is an endpoint of (its group's workload): Envoy's local cluster, whose
    * endpoints by zone zone-aware routing weighs. `files` mode: where its assignment's file is.
@@ -268,20 +269,34 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
   }
   const local = input.localCluster;
   if (local) {
-    const files = input.files;
-    const eds = files ? fileSource(local.file!, files.watchedDirectory) : dynamic.cds_config;
+    const eds = input.files ? fileSource(local.file!, input.files.watchedDirectory) : dynamic.cds_config;
     clusters.push({
       name: LOCAL_CLUSTER,
       type: 'EDS',
       eds_cluster_config: { service_name: local.service, eds_config: eds },
     });
   }
+  const files = input.files;
+  const rtds: Obj | undefined = files
+    ? files.rtds === undefined
+      ? undefined
+      : fileSource(files.rtds, files.watchedDirectory)
+    : (dynamic.cds_config as Obj);
   const bootstrap: Obj = {
     node,
     admin,
     dynamic_resources: dynamic,
     ...(clusters.length ? { static_resources: { clusters } } : {}),
     ...(local && { cluster_manager: { local_cluster_name: LOCAL_CLUSTER } }),
+    // The group's Runtime values over RTDS, under the admin layer (what an operator sets by hand wins).
+    ...(rtds && {
+      layered_runtime: {
+        layers: [
+          { name: RUNTIME_LAYER, rtds_layer: { name: RUNTIME_LAYER, rtds_config: rtds } },
+          { name: 'admin', admin_layer: {} },
+        ],
+      },
+    }),
   };
   return checked('bootstrap', 'envoy.config.bootstrap.v3.Bootstrap', bootstrap);
 }

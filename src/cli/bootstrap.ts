@@ -191,6 +191,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
       files: {
         cds: r.envoyPath(group, 'cluster'),
         lds: r.envoyPath(group, 'listener'),
+        rtds: r.envoyPath(group, 'runtime'),
         watchedDirectory: settings.files.layout === 'watched_directory' ? r.envoyGroupDir(group) : undefined,
       },
     });

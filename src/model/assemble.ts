@@ -276,7 +276,12 @@ function reportSchemaErrors(sink: DiagnosticSink, ref: DocRef, errors: Iterable<
       reportSchemaErrors(sink, ref, branch);
       continue;
     }
-    if (e.type === ValueErrorType.ObjectAdditionalProperties) {
+    const keyPattern = Object.keys((e.schema as { patternProperties?: object }).patternProperties ?? {})[0];
+    if (e.type === ValueErrorType.ObjectAdditionalProperties && keyPattern) {
+      // A map whose keys follow a pattern (runtime keys): the key is malformed, not unknown.
+      const key = String(path[path.length - 1]);
+      sink.error(Codes.SCHEMA, ref, path, `"${key}" is not a valid key (must match ${keyPattern})`, 'key');
+    } else if (e.type === ValueErrorType.ObjectAdditionalProperties) {
       const field = path[path.length - 1];
       sink.error(
         Codes.UNKNOWN_FIELD,
@@ -322,6 +327,9 @@ function friendlyMessage(e: ValueError): string {
     const others = schema.anyOf.flatMap((s) => (s.const === undefined ? [] : [JSON.stringify(s.const)]));
     return `must be an object${others.length ? ` or ${others.join(' or ')}` : ''}`;
   }
+  const PRIMITIVE: Record<string, string> = { boolean: 'true or false', number: 'a number', string: 'text' };
+  if (e.type === ValueErrorType.Union && schema.anyOf?.every((s) => PRIMITIVE[(s as { type?: string }).type ?? '']))
+    return `must be ${schema.anyOf.map((s) => PRIMITIVE[(s as { type: string }).type]).join(', ')}`;
   if (e.type === ValueErrorType.StringPattern) {
     const hint = schema.description ? `: ${schema.description}` : ` (must match ${schema.pattern})`;
     return `${JSON.stringify(e.value)} is not valid${hint}`;

@@ -15,7 +15,7 @@ import { Codes } from '../shared/diagnostics.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
 import type { DiagnosticSink, DocRef, NeedService } from './diagnostic-sink.ts';
 import type { ListenerDoc, SecretDoc, ServiceDoc, VirtualHostDoc } from './schema.ts';
-import { DEFAULT_GROUP, groupNames, LIST_OF, type DocKind, type Model } from './types.ts';
+import { DEFAULT_GROUP, groupNames, LIST_OF, listenerGroups, type DocKind, type Model } from './types.ts';
 import { editDistance } from '../shared/edit-distance.ts';
 import { checkService, checkUpstreamNames } from './service-checks.ts';
 import { checkGrpcRoute, checkHeaders, checkHttpRoute, checkShadowedRoutes, checkStringMatch } from './route-checks.ts';
@@ -43,6 +43,7 @@ export function checkModel(model: Model, sink: DiagnosticSink, lookup: Lookup, m
   checkGrpcDocuments(c);
   checkPolicies(c);
   checkPatches(c);
+  checkRuntimes(c);
   checkGroupConflicts(model, groupNames(model), c.ref, sink);
   checkLocalityAcrossDocuments(c);
 }
@@ -380,5 +381,29 @@ function checkPatches(c: ModelRefs): void {
     const r = ref('EnvoyPatch', p.name);
     needGroups(r, p.groups);
     checkPatchShape(p, r, sink);
+  }
+}
+
+/** Runtime documents: the groups they name, and each key set by one document per group. */
+function checkRuntimes(c: ModelRefs): void {
+  const { model, sink, ref, needGroups } = c;
+  const setBy = new Map<string, string>();
+  for (const rt of model.runtimes ?? []) {
+    const r = ref('Runtime', rt.name);
+    needGroups(r, rt.groups);
+    for (const key of Object.keys(rt.values))
+      for (const group of listenerGroups(rt)) {
+        const at = `${group}\u0000${key}`;
+        const other = setBy.get(at);
+        if (other === undefined) setBy.set(at, rt.name);
+        else
+          sink.error(
+            Codes.CONFLICT,
+            r,
+            ['values', key],
+            `runtime key "${key}" is set for node group "${group}" by Runtime "${other}" too: set it in one`,
+            'key',
+          );
+      }
   }
 }

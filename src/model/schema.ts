@@ -697,6 +697,36 @@ export const NodeGroup = Type.Object(
   strict,
 );
 
+/** A runtime key as Envoy names them: dot-separated segments of letters, digits, "_" and "-". */
+export const RUNTIME_KEY_PATTERN = '^(?=.{1,256}$)[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$';
+
+export const Runtime = Type.Object(
+  {
+    kind: Type.Literal('Runtime'),
+    name: Name,
+    groups: Type.Optional(Groups),
+    values: Type.Record(
+      Type.String({ pattern: RUNTIME_KEY_PATTERN }),
+      Type.Union([Type.Boolean(), Type.Number(), Type.String({ maxLength: 1024 })]),
+      {
+        additionalProperties: false,
+        minProperties: 1,
+        maxProperties: 1000,
+        description:
+          "Envoy runtime keys and their values (true/false, numbers, text), e.g. 'upstream.healthy_panic_threshold' " +
+          'or an envoy.reloadable_features flag: one RTDS layer per node group, changed without a listener or ' +
+          'cluster update.',
+      },
+    ),
+  },
+  {
+    ...strict,
+    description:
+      "Runtime values for the groups' proxies, served over RTDS (the layer the generated bootstraps declare, " +
+      'below the admin layer). A key is set by one Runtime document per group. Envoy only.',
+  },
+);
+
 export const Guard = Type.Object(
   {
     kind: Type.Literal('Guard'),
@@ -813,6 +843,7 @@ export const KINDS = {
   Guard,
   Rollout,
   EnvoyPatch,
+  Runtime,
 } as const satisfies Record<string, TSchema>;
 
 export type KindName = keyof typeof KINDS;
@@ -827,6 +858,7 @@ export type GrpcAccessRuleDoc = Static<typeof GrpcAccessRule>;
 export type SecretDoc = Static<typeof Secret>;
 export type NodeGroupDoc = Static<typeof NodeGroup>;
 export type GuardDoc = Static<typeof Guard>;
+export type RuntimeDoc = Static<typeof Runtime>;
 export type RolloutDoc = Static<typeof Rollout>;
 export type RolloutStageDoc = Static<typeof RolloutStage>;
 export type RouteDoc = Static<typeof Route>;

@@ -4,6 +4,7 @@ import type {
   GuardDoc,
   ListenerDoc,
   RolloutDoc,
+  RuntimeDoc,
   NodeGroupDoc,
   SecretDoc,
   ServiceDoc,
@@ -44,6 +45,8 @@ export interface Model {
   rollouts?: RolloutDoc[];
   /** Changes to generated Envoy resources; absent in models stored before they existed. */
   envoyPatches?: EnvoyPatchDoc[];
+  /** Runtime values served over RTDS; absent in models stored before they existed. */
+  runtimes?: RuntimeDoc[];
 }
 
 export type ModelListName = keyof Omit<Model, 'schemaVersion'>;
@@ -65,6 +68,7 @@ export const LIST_OF = {
   Guard: 'guards',
   Rollout: 'rollouts',
   EnvoyPatch: 'envoyPatches',
+  Runtime: 'runtimes',
 } as const satisfies Record<string, ModelListName>;
 
 /** Model lists are sorted by name (the order validation produces and a restored model must have). */
@@ -89,6 +93,7 @@ export function emptyModel(): Model {
     guards: [],
     rollouts: [],
     envoyPatches: [],
+    runtimes: [],
   };
 }
 

@@ -23,6 +23,7 @@ import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts
 import { TranslationMemo } from './memo.ts';
 import { listenerTargets, targetsOf } from '../model/targets.ts';
 import { secretResource } from './secret.ts';
+import { RUNTIME_LAYER, runtimeLayer } from './runtime.ts';
 
 export interface TranslatedResource {
   kind: ResourceKind;
@@ -99,12 +100,22 @@ export function translateGroup(
       return m ? [translateSecret(m, memo)] : [];
     }),
   );
+  const runtimes = model.runtimes ?? [];
+  const runtime = memo.section(`runtime\u0000${group}`, [runtimes], () => [
+    {
+      kind: 'runtime' as const,
+      name: RUNTIME_LAYER,
+      json: runtimeLayer(runtimes, group),
+      origin: originKey('Runtime', RUNTIME_LAYER),
+    },
+  ]);
   return {
     cluster: back.clusters,
     endpoint: back.endpoints,
     listener: front.listeners,
     route: front.routes,
     secret,
+    runtime,
   };
 }
 

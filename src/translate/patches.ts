@@ -18,7 +18,7 @@ import type { EnvoyPatchDoc } from '../model/patch-schema.ts';
 import { originKey, originOf, type Model } from '../model/types.ts';
 import { compileGlob } from '../shared/glob.ts';
 import type { PathSegment } from '../shared/diagnostics.ts';
-import type { ResourceKind } from '../xds/resource-types.ts';
+import { RESOURCE_KINDS, type ResourceKind } from '../xds/resource-types.ts';
 import type { JsonObject } from '../features/kit/envoy-json.ts';
 import type { GroupResources, TranslatedResource } from './index.ts';
 import type { TranslationMemo } from './memo.ts';
@@ -78,7 +78,8 @@ export function patchGroup(
   translated: GroupResources,
   memo: TranslationMemo,
 ): PatchedGroup {
-  const lists = [translated.listener, translated.route, translated.cluster, translated.endpoint];
+  // Every kind's list, those no patch targets too: a hit hands back `translated` as it was then.
+  const lists = RESOURCE_KINDS.map((k) => translated[k]);
   return memo.section(`patch\u0000${group}`, [model.envoyPatches, ...lists], () => {
     const patches = groupPatches(model, group);
     if (!patches.length) return { resources: translated, problems: [], matched: new Set(), changedBy: new Map() };

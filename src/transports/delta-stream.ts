@@ -78,7 +78,7 @@ const MAX_PENDING = 32;
 const NO_NAMES: ReadonlySet<string> = new Set();
 
 /** The order of a push's last step: a listener before the routes it names, removals of what they used after both. */
-const AFTER_WARMING: readonly ResourceKind[] = ['listener', 'route', 'cluster', 'endpoint', 'secret'];
+const AFTER_WARMING: readonly ResourceKind[] = ['listener', 'route', 'cluster', 'endpoint', 'secret', 'runtime'];
 
 /** Upserts alone (ahead of listeners and routes), or everything due (which completes a push). */
 type Phase = 'upserts' | 'all';
@@ -196,10 +196,10 @@ export class DeltaStream extends StreamBase {
   }
 
   protected onConfig(snap: GroupSnapshot): void {
-    // Upserts of clusters, their endpoints and secrets first; removals only after routes moved.
-    // Clusters whose content changed need their CLA again, or they stay warming (§4.7).
+    // Upserts of clusters, their endpoints, secrets and the runtime layer first; removals only after
+    // routes moved. Clusters whose content changed need their CLA again, or they stay warming (§4.7).
     let pushed = NOTHING_PUSHED;
-    for (const kind of ['cluster', 'endpoint', 'secret'] as const) {
+    for (const kind of ['cluster', 'endpoint', 'secret', 'runtime'] as const) {
       const ts = this.types.get(kind);
       const rewarm =
         kind === 'endpoint' && ts

@@ -247,6 +247,8 @@ export class SotwStream extends StreamBase {
     const eds = this.types.get('endpoint');
     this.refresh('endpoint', snap, eds && changed.length ? changed.filter((c) => eds.sub.covers(c)) : NONE);
     this.refresh('secret', snap);
+    // The runtime layer references nothing and nothing references it: it never waits for warming.
+    this.refresh('runtime', snap);
     // Clusters this push introduced: routes to them wait until their endpoints are out.
     const heldNow = cds?.heldFrom;
     const introduced =

@@ -3,7 +3,7 @@
  * tests and benchmarks read their per-type facts from here.
  *
  * The table is in make-before-break push order (docs/xds-protocol.md §4.7): clusters, then their
- * endpoints, then listeners, then routes; secrets last.
+ * endpoints, then listeners, then routes; secrets, then the runtime layer (which nothing references).
  */
 export interface ResourceType<K extends string = string> {
   readonly kind: K;
@@ -93,6 +93,17 @@ export const RESOURCE_TYPES = [
     grpcService: 'envoy.service.secret.v3.SecretDiscoveryService',
     grpcNoun: 'Secrets',
     short: 'sds',
+    carriesConfigSources: false,
+  }),
+  type({
+    kind: 'runtime',
+    typeUrl: 'type.googleapis.com/envoy.service.runtime.v3.Runtime',
+    envoyName: 'Runtime',
+    wildcard: false,
+    restPath: 'runtime',
+    grpcService: 'envoy.service.runtime.v3.RuntimeDiscoveryService',
+    grpcNoun: 'Runtime',
+    short: 'rtds',
     carriesConfigSources: false,
   }),
 ] as const;

@@ -31,7 +31,11 @@ const cases: Record<string, BootstrapInput> = {
   files: {
     ...base,
     mode: 'files',
-    files: { cds: '/var/lib/fleetxds/files/edge/cds.json', lds: '/var/lib/fleetxds/files/edge/lds.json' },
+    files: {
+      cds: '/var/lib/fleetxds/files/edge/cds.json',
+      lds: '/var/lib/fleetxds/files/edge/lds.json',
+      rtds: '/var/lib/fleetxds/files/edge/rtds.json',
+    },
   },
   'files-watched': {
     ...base,

@@ -51,6 +51,8 @@ test('a sequence of random edits: every build is what a build from nothing gives
   /** The members of the aggregate service `agg` (routes to -1 go to it). */
   let aggregate: [number, number] | undefined;
   let canary = false;
+  /** Runtime values (a Runtime document when any): they change only the runtime layer. */
+  const runtime = new Map<string, number>();
   const texts = () => {
     const t = new Map<string, string>();
     t.set('services.yaml', [...services].map(([n, ip]) => service(n, ip)).join('---\n'));
@@ -66,6 +68,11 @@ test('a sequence of random edits: every build is what a build from nothing gives
       ].join('---\n'),
     );
     if (grpcs.size) t.set('grpc.yaml', [...grpcs].map(([n, s]) => grpc(n, s)).join('---\n'));
+    if (runtime.size)
+      t.set(
+        'runtime.yaml',
+        `kind: Runtime\nname: rt\nvalues: { ${[...runtime].map(([k, v]) => `${k}: ${v}`).join(', ')} }\n`,
+      );
     return t;
   };
   const parses = new Map<string, ParsedFile>();
@@ -83,7 +90,7 @@ test('a sequence of random edits: every build is what a build from nothing gives
   let previous: ReadonlyMap<string, GroupSnapshot> | undefined;
   let built = 0;
   for (let step = 0; step < 300; step++) {
-    const op = rnd(11);
+    const op = rnd(13);
     const s = rnd(16); // a few of these do not exist: dangling routes make some trees invalid
     if (op === 0)
       services.set(rnd(14), rnd(250) + 1); // endpoint change, or a new service
@@ -109,7 +116,9 @@ test('a sequence of random edits: every build is what a build from nothing gives
       const a = rnd(14);
       const b = rnd(14);
       if (a !== b) aggregate = [a, b];
-    } else aggregate = undefined;
+    } else if (op === 10) runtime.set(`k${rnd(4)}.v`, rnd(100));
+    else if (op === 11) runtime.delete(`k${rnd(4)}.v`);
+    else aggregate = undefined;
     // Keep most trees valid: routes and gRPC services to services that do not exist are dropped half the time.
     if (rnd(2)) {
       for (const r of vhosts.values())
@@ -131,6 +140,39 @@ test('a sequence of random edits: every build is what a build from nothing gives
     built++;
   }
   assert.ok(built > 100, `${built} trees were built`);
+});
+
+test('a Runtime edit changes the runtime layer of its groups and nothing else', () => {
+  const caches = new PipelineCaches();
+  // The same parse of the unchanged file: its documents are the same objects in both trees.
+  const kept = parseYamlFile(
+    'a.yaml',
+    `${service(1, 1)}---\n${vhost(0, [['a', 1]])}---\n${listener('edge', 8080, [0])}`,
+  );
+  const tree = (value: number) => ({
+    root: '/cfg',
+    treeHash: '',
+    files: [
+      kept,
+      parseYamlFile('rt.yaml', `kind: Runtime\nname: rt\nvalues: { upstream.healthy_panic_threshold: ${value} }\n`),
+    ],
+    diagnostics: [],
+  });
+  const one = buildConfig(validateSourceSet(tree(10), caches.assembler, caches.checks).model!, caches);
+  const two = buildConfig(
+    validateSourceSet(tree(20), caches.assembler, caches.checks).model!,
+    caches,
+    undefined,
+    new Map(),
+    one.config!.groups,
+  );
+  const [a, b] = [one, two].map((r) => r.config!.groups.get('default')!);
+  for (const kind of ['cluster', 'endpoint', 'listener', 'route'] as const)
+    assert.is(b!.types[kind], a!.types[kind], kind);
+  assert.equal(
+    [...b!.types.runtime.resources.values()].map((r) => r.json),
+    [{ name: 'fleetxds', layer: { 'upstream.healthy_panic_threshold': 20 } }],
+  );
 });
 
 test("an edit to a service only an aggregate reaches changes that service's cluster, and only that one", () => {

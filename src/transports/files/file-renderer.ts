@@ -55,6 +55,7 @@ const KIND_FILES: Record<ResourceKind, { single?: string; folder?: string }> = {
   endpoint: { folder: 'eds' },
   route: { folder: 'rds' },
   secret: { folder: 'sds' },
+  runtime: { single: 'rtds' },
 };
 
 export class FileRenderer {
@@ -123,6 +124,18 @@ export class FileRenderer {
         phase: kind === 'cluster' ? 2 : 5,
       });
     }
+    // The runtime layer: one file, whenever (nothing references it, nothing waits for it).
+    const runtime = snap.types.runtime;
+    files.push({
+      rel: this.relPath('runtime'),
+      content: doc(
+        'runtime',
+        runtime.version,
+        [...runtime.resources.values()].map((r) => r.json),
+      ),
+      mode: 0o640,
+      phase: 0,
+    });
     const phases: Record<'endpoint' | 'route' | 'secret', [number, number]> = {
       secret: [0, 0],
       endpoint: [1, 3],
