@@ -35,3 +35,18 @@ export function nodeLimitViolation(node: {
 export function displayUserAgent(ua: string): string {
   return ua.length > MAX_USER_AGENT ? `${ua.slice(0, MAX_USER_AGENT)}…` : ua;
 }
+
+/**
+ * `major.minor.patch` of a node's user_agent_build_version (Envoy sends that, not
+ * user_agent_version), in either JSON spelling; undefined unless the numbers are whole.
+ */
+export function buildVersionText(build: unknown): string | undefined {
+  const v = (build as { version?: Record<string, unknown> } | null | undefined)?.version;
+  if (!v || typeof v !== 'object') return undefined;
+  const part = (snake: string, camel: string) => {
+    const n = v[snake] ?? v[camel] ?? 0;
+    return Number.isInteger(n) && (n as number) >= 0 && (n as number) < 2 ** 32 ? String(n) : undefined;
+  };
+  const parts = [part('major_number', 'majorNumber'), part('minor_number', 'minorNumber'), part('patch', 'patch')];
+  return parts.every((p) => p !== undefined) ? parts.join('.') : undefined;
+}

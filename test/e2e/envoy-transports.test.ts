@@ -120,6 +120,14 @@ test('Envoy rejected nothing and holds the versions fleetxds serves; fleetxds sh
   ).catch((err) => {
     throw new Error(`${(err as Error).message}: ${missing.join('; ')}`);
   });
+  // Envoy says its release in user_agent_build_version: the status names it, on every transport.
+  const nodes = await lab.server.admin('/api/v1/nodes');
+  for (const s of specs) {
+    const entries = [...nodes.connected, ...nodes.polling].filter((n: any) => n.nodeId === `${s.id}-1`);
+    assert.ok(entries.length > 0, s.id);
+    for (const e of entries)
+      assert.match(e.userAgent, new RegExp(`^envoy/${s.version.replace('.', '\\.')}\\.\\d+$`), s.id);
+  }
 });
 
 /** Resolves once each REST Envoy of `of` has made `more` further CDS polls (answered or held to the end). */

@@ -16,6 +16,7 @@ import { requestType } from '../../src/xds/proto-root.ts';
 import { decodeToJson, encodeJson, parseTimestamp, timestampJson } from '../../src/xds/proto-json.ts';
 import { DISCOVERY_REQUEST } from '../../src/xds/resource-types.ts';
 import { DREQ, partitionField } from '../../src/xds/wire.ts';
+import { buildVersionText } from '../../src/security/node-limits.ts';
 
 const SEED = Number(process.env.FLEETXDS_PROPERTY_SEED ?? 20261127);
 const RUNS = Number(process.env.FLEETXDS_PROPERTY_RUNS ?? 300);
@@ -249,6 +250,29 @@ test('proto3 JSON with PGV rules: any JSON gives bytes and the issues, never a t
       assert.ok(Buffer.from(again.bytes).equals(Buffer.from(r.bytes)), 'JSON -> bytes -> JSON -> the same bytes');
     }),
   );
+});
+
+test("a node's build version: any JSON gives a dotted triple of whole numbers or nothing, never a throw", () => {
+  const whole = fc.integer({ min: 0, max: 2 ** 32 - 1 });
+  fc.assert(
+    fc.property(whole, whole, whole, fc.boolean(), (major, minor, patch, camel) => {
+      const v = camel
+        ? { majorNumber: major, minorNumber: minor, patch }
+        : { major_number: major, minor_number: minor, patch };
+      assert.is(buildVersionText({ version: v }), `${major}.${minor}.${patch}`);
+    }),
+  );
+  fc.assert(
+    fc.property(fc.anything(), (junk) => {
+      const out = buildVersionText(junk);
+      assert.ok(out === undefined || /^\d+\.\d+\.\d+$/.test(out), String(out));
+      const nested = buildVersionText({ version: junk });
+      assert.ok(nested === undefined || /^\d+\.\d+\.\d+$/.test(nested), String(nested));
+    }),
+  );
+  assert.is(buildVersionText({ version: { major_number: 1.5 } }), undefined);
+  assert.is(buildVersionText({ version: { major_number: -1 } }), undefined);
+  assert.is(buildVersionText({ version: { major_number: 2 ** 40 } }), undefined);
 });
 
 test.run();

@@ -11,6 +11,7 @@ import type { DeltaRequest } from '../delta-stream.ts';
 import type { SotwRequest } from '../sotw-stream.ts';
 import type { NodeInput } from '../stream-base.ts';
 import { nodeLocality, type NodeLocality } from '../../model/node-groups.ts';
+import { buildVersionText } from '../../security/node-limits.ts';
 import type { Subscription } from '../subscription.ts';
 
 // Decoded protobuf messages as protobufjs gives them (snake_case keys; absent fields may be missing).
@@ -20,6 +21,9 @@ interface DecodedNode {
   metadata?: protobuf.Message;
   user_agent_name?: string;
   user_agent_version?: string;
+  user_agent_build_version?: {
+    version?: { major_number?: number; minor_number?: number; patch?: number } | null;
+  } | null;
   locality?: { region?: string; zone?: string; sub_zone?: string } | null;
 }
 
@@ -55,7 +59,9 @@ function toNode(type: protobuf.Type, n: DecodedNode | null | undefined): NodeInp
     id: n.id || '',
     cluster: n.cluster || '',
     metadata: n.metadata ? (messageToJson(structType, n.metadata) as Record<string, unknown>) : {},
-    userAgent: [n.user_agent_name, n.user_agent_version || ''].filter(Boolean).join('/'),
+    userAgent: [n.user_agent_name, n.user_agent_version || buildVersionText(n.user_agent_build_version) || '']
+      .filter(Boolean)
+      .join('/'),
     ...withLocality(nodeLocality(n.locality)),
   };
 }

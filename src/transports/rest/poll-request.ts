@@ -1,6 +1,6 @@
 /** A REST poll's body: a DiscoveryRequest in proto3 JSON, checked against the proto and our bounds. */
 import { nodeLocality, type NodeIdentity } from '../../model/node-groups.ts';
-import { displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
+import { buildVersionText, displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import { nestedDeeperThan } from '../../shared/json-depth.ts';
 import { encodeJson } from '../../xds/proto-json.ts';
@@ -23,6 +23,8 @@ interface JsonNode {
   userAgentName?: string;
   user_agent_version?: string;
   userAgentVersion?: string;
+  user_agent_build_version?: unknown;
+  userAgentBuildVersion?: unknown;
   locality?: { region?: string; zone?: string; sub_zone?: string; subZone?: string };
 }
 
@@ -71,7 +73,12 @@ export function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
     node: {
       ...identity,
       userAgent: displayUserAgent(
-        [node.user_agent_name ?? node.userAgentName, node.user_agent_version ?? node.userAgentVersion]
+        [
+          node.user_agent_name ?? node.userAgentName,
+          node.user_agent_version ??
+            node.userAgentVersion ??
+            buildVersionText(node.user_agent_build_version ?? node.userAgentBuildVersion),
+        ]
           .filter(Boolean)
           .join('/'),
       ),
