@@ -45,7 +45,7 @@ export function buildVersionText(build: unknown): string | undefined {
   if (!v || typeof v !== 'object') return undefined;
   const part = (snake: string, camel: string) => {
     const n = v[snake] ?? v[camel] ?? 0;
-    return Number.isInteger(n) && (n as number) >= 0 && (n as number) < 2 ** 32 ? String(n) : undefined;
+    return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n < 2 ** 32 ? String(n) : undefined;
   };
   const parts = [part('major_number', 'majorNumber'), part('minor_number', 'minorNumber'), part('patch', 'patch')];
   return parts.every((p) => p !== undefined) ? parts.join('.') : undefined;
