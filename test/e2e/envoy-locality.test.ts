@@ -15,13 +15,14 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { envoyBootstrap, grpcBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
-import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
+import { grpcBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { ENVOY_VERSIONS, freePort } from '../helpers/envoy.ts';
 import { closeIdleConnections, httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
 import { startBackend, xdsGreeterClient, type Backend, type GreeterClientHandle } from '../helpers/greeter.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
-import { tempDir, writeTree } from '../helpers/tree.ts';
+import { writeTree } from '../helpers/tree.ts';
+import { spread, startZoneProxies, type ZoneProxy } from '../helpers/zone-lab.ts';
 
 createRequire(import.meta.url)('@grpc/grpc-js-xds').register();
 
@@ -67,14 +68,7 @@ const backends: ZoneBackend[] = [
 ];
 
 /** The proxies: each release in zone a, and 1.40 in zone b too. */
-interface Proxy {
-  id: string;
-  version: EnvoyVersion;
-  zone: string;
-  port: number;
-  envoy?: EnvoyProcess;
-}
-const proxies: Proxy[] = [];
+const proxies: ZoneProxy[] = [];
 
 let app: RunningApp;
 let grpcA: Backend | undefined;
@@ -129,22 +123,7 @@ endpoints:
       'kind: GrpcService\nname: greeter\ntarget: greeter.internal:50051\ngroups: [grpc]\nroutes: [{ to: greeter-svc }]\n',
     ];
     app = await startServer(writeTree({ 'locality.yaml': docs.join('---\n') }), { rest: {} });
-    const root = tempDir();
-    for (const p of proxies) {
-      const bootstrap = envoyBootstrap({
-        mode: 'ads',
-        nodeId: p.id,
-        nodeCluster: 'edge',
-        locality: { region: REGION, zone: p.zone, subZone: '' },
-        server: { host: '127.0.0.1', port: app.grpcPort },
-      });
-      p.envoy = await startEnvoy(p.version, bootstrap, root);
-      await waitFor(
-        `Envoy ${p.id} ready`,
-        async () => (await httpGet(p.port, '/').catch(() => undefined))?.status === 200,
-        20_000,
-      );
-    }
+    await startZoneProxies(app, proxies, REGION, { nodeCluster: 'edge' });
     const bootstrap = grpcBootstrap(
       { id: 'grpc-b', cluster: 'greeter-clients', locality: { region: REGION, zone: 'zone-b', subZone: '' } },
       { host: '127.0.0.1', port: app.grpcPort },
@@ -165,23 +144,11 @@ test.after(async () => {
 });
 
 /** `n` requests through a proxy, `parallel` at a time: how many each zone answered, and failures. */
-async function spread(port: number, n: number, parallel = 20, path = '/'): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  let next = 0;
-  const worker = async () => {
-    while (next < n) {
-      next++;
-      const r = await httpGet(port, path).catch((e: Error) => ({ status: 0, body: e.message }));
-      const key = r.status === 200 ? (zoneOf(r.body) ?? r.body) : `failed ${r.status}`;
-      out[key] = (out[key] ?? 0) + 1;
-    }
-  };
-  await Promise.all(Array.from({ length: parallel }, worker));
-  return out;
-}
+const zoneSpread = (port: number, n: number, parallel = 20, path = '/') =>
+  spread(port, n, { parallel, path, keyOf: (body) => zoneOf(body) ?? body });
 
 /** The priority of each endpoint (by host) in the proxy's copy of the api cluster's assignment. */
-async function priorities(p: Proxy): Promise<Record<string, number>> {
+async function priorities(p: ZoneProxy): Promise<Record<string, number>> {
   const dump = await p.envoy!.configDump();
   const out: Record<string, number> = {};
   for (const c of dump.configs)
@@ -207,7 +174,7 @@ test('each proxy is served its own zone as priority 0 and the other zone as prio
 
 test('1,000 requests from each proxy stay in its zone (at least 95%)', async () => {
   for (const p of proxies) {
-    const counts = await spread(p.port, 1000);
+    const counts = await zoneSpread(p.port, 1000);
     const local = counts[p.zone] ?? 0;
     assert.ok(local >= 950, `${p.id} in ${p.zone}: ${JSON.stringify(counts)}`);
     assert.is(Object.keys(counts).filter((k) => k.startsWith('failed')).length, 0, JSON.stringify(counts));
@@ -247,7 +214,7 @@ async function zoneAOn(zone: string, path: string): Promise<void> {
   for (const p of proxies.filter((x) => x.zone === 'zone-a'))
     await waitFor(
       `${p.id} answered ${path} from ${zone} only`,
-      async () => (await spread(p.port, 40, 4, path))[zone] === 40,
+      async () => (await zoneSpread(p.port, 40, 4, path))[zone] === 40,
       15_000,
     ).catch(async (e: Error) => {
       const cluster = path === '/' ? 'api' : path.slice(1);

@@ -13,13 +13,13 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
-import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
-import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
+import { ENVOY_VERSIONS, freePort } from '../helpers/envoy.ts';
+import { reportSetupFailure } from '../helpers/envoy-lab.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
-import { tempDir, writeTree } from '../helpers/tree.ts';
+import { writeTree } from '../helpers/tree.ts';
+import { spread, startZoneProxies, type ZoneProxy } from '../helpers/zone-lab.ts';
 
 const REGION = 'lab-region';
 
@@ -43,14 +43,7 @@ const WEB = [
   { zone: 'zone-b', address: '127.0.0.63:8080' },
 ];
 
-interface Proxy {
-  id: string;
-  version: EnvoyVersion;
-  zone: string;
-  port: number;
-  envoy?: EnvoyProcess;
-}
-const proxies: Proxy[] = [];
+const proxies: ZoneProxy[] = [];
 let app: RunningApp;
 let tree: string;
 let docs: string[];
@@ -106,23 +99,10 @@ ${backends.map((b) => `  - { address: ${b.host}:${b.port}, region: ${REGION}, zo
     ];
     tree = writeTree({ 'zones.yaml': docs.join('---\n') });
     app = await startServer(tree);
-    const root = tempDir();
-    for (const p of proxies) {
-      const bootstrap = envoyBootstrap({
-        mode: 'ads',
-        nodeId: p.id,
-        nodeCluster: 'web',
-        locality: { region: REGION, zone: p.zone, subZone: '' },
-        localCluster: { service: 'web' },
-        server: { host: '127.0.0.1', port: app.grpcPort },
-      });
-      p.envoy = await startEnvoy(p.version, bootstrap, root);
-      await waitFor(
-        `Envoy ${p.id} ready`,
-        async () => (await httpGet(p.port, '/').catch(() => undefined))?.status === 200,
-        20_000,
-      );
-    }
+    await startZoneProxies(app, proxies, REGION, {
+      nodeCluster: 'web',
+      bootstrap: { localCluster: { service: 'web' } },
+    });
   } catch (err) {
     reportSetupFailure(err);
   }
@@ -137,26 +117,10 @@ test.after(async () => {
   }
 });
 
-/** `n` requests through a proxy, 10 at a time: how many each zone answered, and failures. */
-async function spread(port: number, n: number, path = '/'): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  let next = 0;
-  const worker = async () => {
-    while (next < n) {
-      next++;
-      const r = await httpGet(port, path).catch((e: Error) => ({ status: 0, body: e.message }));
-      const key = r.status === 200 ? r.body : `failed ${r.status}`;
-      out[key] = (out[key] ?? 0) + 1;
-    }
-  };
-  await Promise.all(Array.from({ length: 10 }, worker));
-  return out;
-}
-
 const ZONE_STATS = 'cluster\\.api\\.lb_(zone_routing_all_directly|zone_routing_sampled|zone_routing_cross_zone)$';
 
 /** The proxy's zone-routing counters, by their last name part. */
-async function zoneStats(p: Proxy): Promise<Record<string, number>> {
+async function zoneStats(p: ZoneProxy): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const [name, v] of Object.entries(await p.envoy!.stats(ZONE_STATS)))
     out[name.replace('cluster.api.lb_', '')] = Number(v);
@@ -213,7 +177,7 @@ test('a zone-b proxy (75% of its workload, 50% of api) keeps 2/3 in zone b and s
 
 test('a service that turns zone routing off (routingEnabled: 0) is spread over both zones alike', async () => {
   for (const p of proxies.filter((x) => x.zone === 'zone-a')) {
-    const counts = await spread(p.port, 1000, '/even');
+    const counts = await spread(p.port, 1000, { path: '/even' });
     // Round robin over six endpoints, three per zone: half each, give or take the interleaving.
     const local = counts['zone-a'] ?? 0;
     assert.ok(local >= 400 && local <= 600, `${p.id}: ${JSON.stringify(counts)}`);
