@@ -1,7 +1,7 @@
 /**
  * A benchmark load generator: one child process simulating many Envoys, each with its own
  * HTTP/2 connection and one ADS stream (SotW or delta). Subscribes like Envoy does (CDS and LDS
- * wildcard, EDS for every cluster, RDS by name), ACKs every response by nonce, and reports to the
+ * wildcard, EDS for every cluster, RDS by name, the RTDS layer), ACKs every response by nonce, and reports to the
  * parent over IPC when each stream has ACKed a new version of the watched type and how many bytes
  * it received. Not a test double: it is only used to load the real server.
  */
@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { rawAdsClient } from '../../test/helpers/raw-ads.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
+import { RUNTIME_LAYER } from '../../src/translate/runtime.ts';
 
 const [port, count, mode, prefix, routeName] = [
   Number(process.argv[2]),
@@ -20,6 +21,8 @@ const [port, count, mode, prefix, routeName] = [
 /** `a,b,c`: stream i runs in zone i mod 3 of region r (node.locality); none: no locality. */
 const zones = process.argv[7]?.split(',').filter(Boolean) ?? [];
 const T = TypeUrls;
+/** CDS, EDS, LDS, RDS and the runtime layer, as an Envoy on fleetxds's bootstrap subscribes. */
+const SUBSCRIBED = 5;
 const delta = mode === 'delta';
 const Cluster = lookupType('envoy.config.cluster.v3.Cluster');
 const Client = rawAdsClient(delta);
@@ -62,7 +65,14 @@ function open(i: number): void {
         type_url: typeUrl,
         version_info: msg.version_info,
         response_nonce: msg.nonce,
-        resource_names: typeUrl === T.route ? [routeName] : typeUrl === T.endpoint ? edsNames : [],
+        resource_names:
+          typeUrl === T.route
+            ? [routeName]
+            : typeUrl === T.endpoint
+              ? edsNames
+              : typeUrl === T.runtime
+                ? [RUNTIME_LAYER]
+                : [],
       });
     if (typeUrl === T.cluster && !edsRequested) {
       edsRequested = true;
@@ -76,7 +86,7 @@ function open(i: number): void {
     // Ready once the stream holds all four types: a stream that had its routes but not yet its endpoints would
     // still be subscribing (EDS for every cluster) while a change is measured.
     st.got.add(typeUrl);
-    if (st.got.size === 4 && !st.ready) {
+    if (st.got.size === SUBSCRIBED && !st.ready) {
       st.ready = true;
       if (++readyCount === count) process.send!({ type: 'ready' });
     }
@@ -99,10 +109,12 @@ function open(i: number): void {
     call.write({ node, type_url: T.cluster });
     call.write({ type_url: T.listener });
     call.write({ type_url: T.route, resource_names_subscribe: [routeName] });
+    call.write({ type_url: T.runtime, resource_names_subscribe: [RUNTIME_LAYER] });
   } else {
     call.write({ node, type_url: T.cluster });
     call.write({ type_url: T.listener });
     call.write({ type_url: T.route, resource_names: [routeName] });
+    call.write({ type_url: T.runtime, resource_names: [RUNTIME_LAYER] });
   }
 }
 

@@ -23,10 +23,14 @@ export interface FanoutResult {
   serverRssMB: number;
   bytesPerClientEndpointChange: number;
   bytesPerClientRouteChange: number;
+  /** A runtime value set for every group: p99 ms until every stream ACKed the layer, and server CPU s. */
+  runtimeP99: number;
+  runtimeCpuSeconds: number;
 }
 
 const RDS = TypeUrls.route;
 const EDS = TypeUrls.endpoint;
+const RTDS = TypeUrls.runtime;
 
 export function waitMsg(children: ChildProcess[], type: string, timeoutMs: number): Promise<any[]> {
   return Promise.all(
@@ -99,6 +103,13 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
         [serviceYaml(0, 7), ...Array.from({ length: 99 }, (_, i) => serviceYaml(i + 1))].join('---\n'),
       ),
     );
+    // A runtime value for every group: one RTDS layer each, no listener, route or cluster touched.
+    const runtime = await measure(RTDS, () =>
+      writeFileSync(
+        join(cfg, 'runtime.yaml'),
+        'kind: Runtime\nname: bench\nvalues: { upstream.healthy_panic_threshold: 30 }\n',
+      ),
+    );
     const avg = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
     return {
       n,
@@ -110,6 +121,8 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
       serverRssMB: Math.round(route.rss),
       bytesPerClientRouteChange: avg(route.bytes),
       bytesPerClientEndpointChange: avg(eds.bytes),
+      runtimeP99: percentile(runtime.lat, 99),
+      runtimeCpuSeconds: Number(runtime.cpu.toFixed(2)),
     };
   } finally {
     for (const c of children) c.kill('SIGKILL');

@@ -6,6 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { KINDS } from '../model/schema.ts';
+import { FEATURES } from '../features/registry.ts';
 import { ServerConfigSchema } from '../config/server-config.ts';
 import { projectPath } from '../shared/paths.ts';
 import { GRPC_CLIENT_KINDS, GRPC_CLIENT_NAMES, GRPC_FEATURES, type GrpcFeature } from '../model/grpc-compat.ts';
@@ -192,8 +193,32 @@ export function grpcClientsReference(): string {
       `| ${head.join(' | ')} |`,
       `|${head.map(() => '---').join('|')}|`,
       ...rows.map((r) => `| ${r.join(' | ')} |`),
+      '',
+      '## For Envoy only',
+      '',
+      'What no gRPC release takes from xDS, and why. fleetxds does not send it to gRPC applications, or they ' +
+        'ignore it.',
+      '',
+      '| setting | why |',
+      '|---|---|',
+      ...envoyOnlyRows().map(([what, why]) => `| ${what} | ${why} |`),
     ].join('\n') + '\n'
   );
+}
+
+/** The features gRPC clients do not take, each with its reason: the registry's, then those outside it. */
+function envoyOnlyRows(): [what: string, why: string][] {
+  const features = FEATURES.flatMap((f): [string, string][] =>
+    f.grpc.kind === 'envoy-only' ? [[`[${f.name}](../${f.docs})`, f.grpc.why]] : [],
+  );
+  return [
+    ...features,
+    [
+      '[`Service.locality.zoneAware`](../locality.md#zone-aware-routing-envoy)',
+      'zone-aware routing weighs zones by a local cluster, which gRPC clients do not have',
+    ],
+    ['[`Runtime`](../configuration.md#runtime-values)', 'gRPC clients have no runtime layer (no RTDS)'],
+  ];
 }
 
 export const REFERENCE_PAGES: Readonly<Record<string, () => string>> = {
