@@ -103,6 +103,9 @@ async function updates(): Promise<string> {
 test('a runtime value changes behaviour without a listener, route or cluster update; removing it restores it', async () => {
   await allAnswer(503, undefined);
   const before = await updates();
+  // The counters compared are there to move: every Envoy has added its listeners and routes.
+  assert.match(before, /listener_manager\.listener_added/);
+  assert.match(before, /\.rds\..*update_success/);
   await apply([...base, RUNTIME]);
   await allAnswer(200, '0');
   await apply(base);
