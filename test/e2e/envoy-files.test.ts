@@ -2,7 +2,8 @@
  * Real Envoy on rendered files (path-based subscriptions), in both layouts: files replaced one by
  * one with renames, and watched_directory (a version directory swapped in by one symlink rename).
  * Envoy starts from `fleetxds bootstrap --mode files`, routes HTTP and HTTPS (SNI, SDS from files),
- * follows YAML edits, rejects nothing and holds the versions of the files.
+ * follows YAML edits (a runtime value too, from the rendered RTDS file), rejects nothing and holds
+ * the versions of the files.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,6 +45,15 @@ for (const layout of ['files', 'watched_directory'] as const) {
       ];
       lab.write('routes.yaml', routes);
       await lab.routesTo(spec!, '/split', 'B');
+
+      // The runtime layer from its rendered file (rtds.json), as the bootstrap declares it.
+      lab.write('runtime.yaml', [{ kind: 'Runtime', name: 'flags', groups: [spec!.id], values: { 'lab.flag': 7 } }]);
+      await waitFor('the runtime value in Envoy', async () => {
+        const runtime = (await (await fetch(`http://127.0.0.1:${envoy.adminPort}/runtime`)).json()) as {
+          entries: Record<string, { final_value: string }>;
+        };
+        return runtime.entries['lab.flag']?.final_value === '7';
+      });
 
       assert.is(await envoy.rejected(), 0, envoy.log().slice(-2000));
       const served = (await lab.server.admin('/api/v1/config')).groups[spec!.id];
