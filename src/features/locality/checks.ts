@@ -1,7 +1,7 @@
 /** What the schema cannot say about a service's locality settings. */
 import { Codes } from '../../shared/diagnostics.ts';
 import type { FeatureCheck } from '../kit/feature.ts';
-import type { LocalityService } from './schema.ts';
+import { localitySelects, type LocalityService } from './schema.ts';
 
 /** Envoy's minimum upstream size for zone-aware routing when the cluster does not say. */
 export const ENVOY_MIN_CLUSTER_SIZE = 6;
@@ -77,15 +77,7 @@ export function checkLocality(s: LocalityService, c: FeatureCheck): void {
   l.weights?.forEach((w, i) => {
     if (w.region === undefined && w.zone === undefined && w.subZone === undefined)
       c.error(Codes.INVALID_VALUE, ['locality', 'weights', i], 'a weight names no region, zone or subZone');
-    else if (
-      !s.registration &&
-      !placed.some(
-        (e) =>
-          (w.region === undefined || w.region === e.region) &&
-          (w.zone === undefined || w.zone === e.zone) &&
-          (w.subZone === undefined || w.subZone === e.subZone),
-      )
-    )
+    else if (!s.registration && !placed.some((e) => localitySelects(w, e)))
       c.warn(
         Codes.INVALID_VALUE,
         ['locality', 'weights', i],

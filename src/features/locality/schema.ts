@@ -43,10 +43,13 @@ export const LocalitySelect = Type.Object(
 );
 export type LocalitySelectDoc = Static<typeof LocalitySelect>;
 
-/** Whether a node's locality is one `select` names (a node that declares none is in none). */
+/**
+ * Whether a locality is one `select` names: each field `select` gives is equal (a node group or
+ * rollout stage selecting nodes, a weight applying to endpoints). Nothing declared: in none.
+ */
 export function localitySelects(
   select: LocalitySelectDoc,
-  l: { readonly region: string; readonly zone: string; readonly subZone: string } | undefined,
+  l: { readonly region?: string; readonly zone?: string; readonly subZone?: string } | undefined,
 ): boolean {
   return (
     !!l &&

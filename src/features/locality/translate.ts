@@ -6,7 +6,7 @@
  * service has are bounded by its endpoints' localities, never by the number of callers.
  */
 import { compact, type JsonObject } from '../kit/envoy-json.ts';
-import type { LocalityService, LocalityWeightDoc } from './schema.ts';
+import { localitySelects, type LocalityService, type LocalityWeightDoc } from './schema.ts';
 
 /** A locality as Envoy's `Locality` has it (every field present, empty when not given). */
 export interface Locality {
@@ -81,13 +81,7 @@ function localityOf(e: LocalityEndpoints): Locality {
 }
 
 function weightOf(weights: readonly LocalityWeightDoc[], l: Locality): number {
-  const w = weights.find(
-    (x) =>
-      (x.region === undefined || x.region === l.region) &&
-      (x.zone === undefined || x.zone === l.zone) &&
-      (x.subZone === undefined || x.subZone === l.subZone),
-  );
-  return w?.weight ?? 1;
+  return weights.find((w) => localitySelects(w, l))?.weight ?? 1;
 }
 
 /** A service's assignment with the operator's locality weights in place of the endpoint counts. */
