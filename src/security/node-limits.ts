@@ -37,6 +37,14 @@ export function displayUserAgent(ua: string): string {
 }
 
 /**
+ * What a node says it runs, as the status shows it: its user_agent_name and version, the version
+ * taken from user_agent_build_version when it sends none (Envoy does that), e.g. `envoy/1.40.0`.
+ */
+export function userAgentText(name: unknown, version: unknown, build: unknown): string {
+  return [name, version || buildVersionText(build)].filter((p) => typeof p === 'string' && p !== '').join('/');
+}
+
+/**
  * `major.minor.patch` of a node's user_agent_build_version (Envoy sends that, not
  * user_agent_version), in either JSON spelling; undefined unless the numbers are whole.
  */

@@ -11,7 +11,7 @@ import type { DeltaRequest } from '../delta-stream.ts';
 import type { SotwRequest } from '../sotw-stream.ts';
 import type { NodeInput } from '../stream-base.ts';
 import { nodeLocality, type NodeLocality } from '../../model/node-groups.ts';
-import { buildVersionText } from '../../security/node-limits.ts';
+import { userAgentText } from '../../security/node-limits.ts';
 import type { Subscription } from '../subscription.ts';
 
 // Decoded protobuf messages as protobufjs gives them (snake_case keys; absent fields may be missing).
@@ -59,9 +59,7 @@ function toNode(type: protobuf.Type, n: DecodedNode | null | undefined): NodeInp
     id: n.id || '',
     cluster: n.cluster || '',
     metadata: n.metadata ? (messageToJson(structType, n.metadata) as Record<string, unknown>) : {},
-    userAgent: [n.user_agent_name, n.user_agent_version || buildVersionText(n.user_agent_build_version) || '']
-      .filter(Boolean)
-      .join('/'),
+    userAgent: userAgentText(n.user_agent_name, n.user_agent_version, n.user_agent_build_version),
     ...withLocality(nodeLocality(n.locality)),
   };
 }

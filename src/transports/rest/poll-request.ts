@@ -1,6 +1,6 @@
 /** A REST poll's body: a DiscoveryRequest in proto3 JSON, checked against the proto and our bounds. */
 import { nodeLocality, type NodeIdentity } from '../../model/node-groups.ts';
-import { buildVersionText, displayUserAgent, nodeLimitViolation } from '../../security/node-limits.ts';
+import { displayUserAgent, nodeLimitViolation, userAgentText } from '../../security/node-limits.ts';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
 import { nestedDeeperThan } from '../../shared/json-depth.ts';
 import { encodeJson } from '../../xds/proto-json.ts';
@@ -73,14 +73,11 @@ export function parseRequest(body: unknown, kind: ResourceKind): PollRequest {
     node: {
       ...identity,
       userAgent: displayUserAgent(
-        [
+        userAgentText(
           node.user_agent_name ?? node.userAgentName,
-          node.user_agent_version ??
-            node.userAgentVersion ??
-            buildVersionText(node.user_agent_build_version ?? node.userAgentBuildVersion),
-        ]
-          .filter(Boolean)
-          .join('/'),
+          node.user_agent_version ?? node.userAgentVersion,
+          node.user_agent_build_version ?? node.userAgentBuildVersion,
+        ),
       ),
     },
     names: b.resource_names ?? b.resourceNames ?? [],
