@@ -267,21 +267,19 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
       break;
     }
   }
+  // Where the local cluster's assignment and the runtime layer come from: the proxy's source of
+  // clusters, or in files mode their own rendered files (none: not declared).
+  const files = input.files;
+  const sourceOf = (file: string | undefined): Obj | undefined =>
+    !files ? (dynamic.cds_config as Obj) : file === undefined ? undefined : fileSource(file, files.watchedDirectory);
   const local = input.localCluster;
-  if (local) {
-    const eds = input.files ? fileSource(local.file!, input.files.watchedDirectory) : dynamic.cds_config;
+  if (local)
     clusters.push({
       name: LOCAL_CLUSTER,
       type: 'EDS',
-      eds_cluster_config: { service_name: local.service, eds_config: eds },
+      eds_cluster_config: { service_name: local.service, eds_config: sourceOf(local.file) },
     });
-  }
-  const files = input.files;
-  const rtds: Obj | undefined = files
-    ? files.rtds === undefined
-      ? undefined
-      : fileSource(files.rtds, files.watchedDirectory)
-    : (dynamic.cds_config as Obj);
+  const rtds = sourceOf(files?.rtds);
   const bootstrap: Obj = {
     node,
     admin,

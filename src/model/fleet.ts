@@ -26,7 +26,7 @@ export interface FleetNode {
   readonly locality?: NodeLocality;
 }
 
-export function localityKey(l: NodeLocality | undefined): string {
+function localityKey(l: NodeLocality | undefined): string {
   return l ? JSON.stringify([l.region, l.zone, l.subZone]) : '';
 }
 

@@ -11,6 +11,7 @@ import type { RolloutPlan } from './plan.ts';
 import { servesNew, type RolloutState } from './state.ts';
 import type { NodeLocality } from '../model/node-groups.ts';
 import { localizedFor } from '../snapshot/locality.ts';
+import { statusNode } from '../status/node-registry.ts';
 
 /** A connected proxy as the registry reports it. */
 export interface NodeView {
@@ -64,8 +65,7 @@ export function rolloutProgress(
     unauthenticated: 0,
   }));
   for (const n of nodes) {
-    const node = { id: n.nodeId, cluster: '', metadata: {}, ...(n.locality && { locality: n.locality }) };
-    const i = plan.stageOf(node, n.group);
+    const i = plan.stageOf(statusNode({ nodeId: n.nodeId, nodeCluster: '', locality: n.locality }), n.group);
     const s = stages[i]!;
     if (!n.authenticated && !plan.acceptsUnauthenticated) {
       s.unauthenticated++;
