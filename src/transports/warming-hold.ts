@@ -8,8 +8,8 @@
  * routes still use) wait until this stream has sent the CLA of every introduced cluster, or until
  * `limitMs` has passed (a client that never asks must not freeze its routes for ever).
  *
- * What holds: responses of the kinds in HELD_KINDS, pushed or requested. Endpoints and secrets
- * never wait: they are what warming needs.
+ * What holds: responses of the kinds in HELD_KINDS, pushed or requested. Endpoints, secrets and
+ * the runtime layer never wait: the first two are what warming needs, the last references nothing.
  */
 import type { ResourceKind } from '../xds/resource-types.ts';
 
