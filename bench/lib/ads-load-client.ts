@@ -1,7 +1,7 @@
 /**
  * A benchmark load generator: one child process simulating many Envoys, each with its own
  * HTTP/2 connection and one ADS stream (SotW or delta). Subscribes like Envoy does (CDS and LDS
- * wildcard, EDS for every cluster, RDS by name, the RTDS layer), ACKs every response by nonce, and reports to the
+ * wildcard, EDS for every cluster, RDS by name, the RTDS layers), ACKs every response by nonce, and reports to the
  * parent over IPC when each stream has ACKed a new version of the watched type and how many bytes
  * it received. Not a test double: it is only used to load the real server.
  */
@@ -9,7 +9,10 @@ import * as grpc from '@grpc/grpc-js';
 import { lookupType } from '../../src/xds/proto-root.ts';
 import { rawAdsClient } from '../../test/helpers/raw-ads.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
-import { RUNTIME_LAYER } from '../../src/translate/runtime.ts';
+import { OVERRIDE_LAYER, RUNTIME_LAYER } from '../../src/translate/runtime.ts';
+
+/** The runtime layers fleetxds's bootstraps declare (here on the ADS stream, for either protocol). */
+const LAYERS = [RUNTIME_LAYER, OVERRIDE_LAYER];
 
 const [port, count, mode, prefix, routeName] = [
   Number(process.argv[2]),
@@ -21,7 +24,7 @@ const [port, count, mode, prefix, routeName] = [
 /** `a,b,c`: stream i runs in zone i mod 3 of region r (node.locality); none: no locality. */
 const zones = process.argv[7]?.split(',').filter(Boolean) ?? [];
 const T = TypeUrls;
-/** CDS, EDS, LDS, RDS and the runtime layer, as an Envoy on fleetxds's bootstrap subscribes. */
+/** CDS, EDS, LDS, RDS and the runtime layers, as an Envoy on fleetxds's bootstrap subscribes. */
 const SUBSCRIBED = 5;
 const delta = mode === 'delta';
 const Cluster = lookupType('envoy.config.cluster.v3.Cluster');
@@ -41,6 +44,8 @@ const states: StreamState[] = [];
 const refused = new Map<string, number>();
 let watch: { typeUrl: string } | undefined;
 let readyCount = 0;
+/** Runtime responses received by every stream (TTL renewals among them). */
+let runtimeResponses = 0;
 
 function open(i: number): void {
   const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
@@ -59,6 +64,7 @@ function open(i: number): void {
   call.on('data', ({ msg, size }) => {
     st.bytes += size;
     const typeUrl = msg.type_url as string;
+    if (typeUrl === T.runtime) runtimeResponses++;
     if (delta) call.write({ type_url: typeUrl, response_nonce: msg.nonce });
     else
       call.write({
@@ -66,13 +72,7 @@ function open(i: number): void {
         version_info: msg.version_info,
         response_nonce: msg.nonce,
         resource_names:
-          typeUrl === T.route
-            ? [routeName]
-            : typeUrl === T.endpoint
-              ? edsNames
-              : typeUrl === T.runtime
-                ? [RUNTIME_LAYER]
-                : [],
+          typeUrl === T.route ? [routeName] : typeUrl === T.endpoint ? edsNames : typeUrl === T.runtime ? LAYERS : [],
       });
     if (typeUrl === T.cluster && !edsRequested) {
       edsRequested = true;
@@ -109,12 +109,12 @@ function open(i: number): void {
     call.write({ node, type_url: T.cluster });
     call.write({ type_url: T.listener });
     call.write({ type_url: T.route, resource_names_subscribe: [routeName] });
-    call.write({ type_url: T.runtime, resource_names_subscribe: [RUNTIME_LAYER] });
+    call.write({ type_url: T.runtime, resource_names_subscribe: LAYERS });
   } else {
     call.write({ node, type_url: T.cluster });
     call.write({ type_url: T.listener });
     call.write({ type_url: T.route, resource_names: [routeName] });
-    call.write({ type_url: T.runtime, resource_names: [RUNTIME_LAYER] });
+    call.write({ type_url: T.runtime, resource_names: LAYERS });
   }
 }
 
@@ -127,6 +127,7 @@ process.on('message', (m: { type: string; typeUrl?: string }) => {
     }
     process.send!({ type: 'watching' });
   }
+  if (m.type === 'runtime-responses') process.send!({ type: 'runtime-responses', count: runtimeResponses });
   if (m.type === 'exit') process.exit(0);
   if (m.type === 'errors') process.send!({ type: 'errors', errors: Object.fromEntries(refused) });
 });

@@ -66,7 +66,11 @@ export const figureKey = {
     `peers.${client}.${services}x${streams}.${server}`,
   registration: (endpoints: number) => `registration.${endpoints}`,
   locality: (services: number, streams: number, locality: string) => `locality.${services}x${streams}.${locality}`,
+  ttl: (streams: number, mode: string) => `ttl.${streams}.${mode}`,
 };
+
+/** The TTL renewal targets' point: an overrides layer of 1,000 values held by 5,000 streams. */
+const TTL_STREAMS = 5000;
 
 /** The locality targets' point: 1,000 services, 5,000 streams over three zones. */
 const LOCALITY: Point = [1000, 5000];
@@ -201,6 +205,15 @@ const LOCALITY_TEXT =
   `${count(LOCALITY[1])} streams in 3 zones`;
 
 export const TARGETS: readonly Target[] = [
+  ...(['sotw', 'delta'] as const).map((mode): Target => ({
+    text:
+      `TTL renewals of a 1,000-value overrides layer held by ${count(TTL_STREAMS)} ` +
+      `${mode === 'sotw' ? 'SotW' : 'delta'} ADS streams: server CPU, share of one core`,
+    scenario: 'ttl',
+    limit: 5,
+    unit: '%',
+    measure: (f) => one(f.get(`${figureKey.ttl(TTL_STREAMS, mode)}.cpuPercent`)),
+  })),
   {
     text: `${LOCALITY_TEXT}: server CPU / without locality`,
     scenario: 'locality',

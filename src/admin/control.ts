@@ -7,6 +7,7 @@ import type { DecisionResult, SharedDecisionStatus } from '../decision-log/decis
 import type { RolloutView } from '../rollout/view.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
 import type { AuditEntry } from '../store/audit.ts';
+import type { StoredWindow } from '../store/override-windows.ts';
 import type { NackEvent } from '../store/nacks.ts';
 import type { Pin } from '../store/pins.ts';
 import type { Rejection } from '../store/rejections.ts';
@@ -39,6 +40,8 @@ export interface AdminControl {
   diff(fromId: number, toId: number): Record<string, GroupChanges> | undefined;
   pins(): Pin[];
   audit(limit?: number): AuditEntry[];
+  /** The expiring overrides of the newest applied tree, soonest deadline first. */
+  overrides(): StoredWindow[];
   /** The newest refusal on record, current or not. */
   latestRejection(): Rejection | undefined;
   /** The newest refusal while the directory still holds the refused tree (or secret files). */

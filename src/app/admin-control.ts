@@ -19,6 +19,7 @@ export function adminControl(parts: {
     diff: (a, b) => stores.revisions.diff(a, b),
     pins: () => stores.pins.list(),
     audit: (limit) => stores.audit.list(limit),
+    overrides: () => stores.overrideWindows.list(),
     latestRejection: () => stores.rejections.latest(),
     currentRejection: () => (pipeline.refusalIsCurrent ? stores.rejections.latest() : undefined),
     nacks: (nodeId, limit) => stores.nacks.list(nodeId, limit),

@@ -137,6 +137,7 @@ async function startGrpc(
       maxUnreadBytes: config.grpc.maxUnreadBytes,
       maxBehindMs: config.grpc.maxBehindMs,
       warmingHoldMs: config.grpc.warmingHoldMs,
+      overrideTtlMs: config.grpc.overrideTtlMs,
       maxStreams: config.grpc.maxStreams,
       maxConnectionAgeMs: config.grpc.maxConnectionAgeMs,
       maxConnectionAgeGraceMs: config.grpc.maxConnectionAgeGraceMs,
@@ -232,6 +233,7 @@ async function assemble(config: ServerConfig, log: Logger, teardown: Teardown): 
     },
   );
   teardown.defer('applying the tree', () => pipeline.idle());
+  teardown.stopFirst('override deadlines', () => pipeline.stop());
   const desk = new DecisionDesk(pipeline, log.child({ component: 'decisions' }), stores.replicaState, sharedLog);
   teardown.defer('decisions under way', () => desk.idle());
   const rollouts = new RolloutDriver(pipeline, cache, registry, stores, log.child({ component: 'rollout' }));

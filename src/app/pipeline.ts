@@ -50,9 +50,15 @@ export class ConfigPipeline {
   private readonly trees: TreeApply;
   private readonly revisions: RevisionLoader;
   private queue: Promise<unknown> = Promise.resolve();
+  /** Applies the tree again when its next override falls due. */
+  private expiryTimer?: NodeJS.Timeout;
+  private stopped = false;
 
   constructor(
-    stores: Pick<Stores, 'revisions' | 'pins' | 'audit' | 'rejections' | 'rollouts' | 'replicaState' | 'atomically'> &
+    stores: Pick<
+      Stores,
+      'revisions' | 'pins' | 'audit' | 'rejections' | 'rollouts' | 'replicaState' | 'atomically' | 'overrideWindows'
+    > &
       Partial<Pick<Stores, 'parses'>>,
     cache: SnapshotCache,
     log: Logger,
@@ -120,6 +126,7 @@ export class ConfigPipeline {
       try {
         return await this.trees.apply(dir);
       } finally {
+        this.armExpiry(dir);
         // New parses are stored once the change is out: responses are written before SQLite syncs.
         await new Promise<void>((r) => setImmediate(r));
         this.caches.source.flush();
@@ -152,6 +159,25 @@ export class ConfigPipeline {
   /** Endpoints registered at run time changed for these services. */
   membersChanged(changed: ReadonlySet<string>): void {
     this.served.membersChanged(changed);
+  }
+
+  /**
+   * The next deadline of what is served: the tree is applied again then, and the version it makes
+   * leaves out what lapsed. Timers fire at most every 2^31 ms: a later deadline re-arms.
+   */
+  private armExpiry(dir: string): void {
+    clearTimeout(this.expiryTimer);
+    const next = this.trees.nextDeadline;
+    if (next === undefined || this.stopped) return;
+    const wait = Math.min(Math.max(next - Date.now(), 0), 2 ** 31 - 1);
+    this.expiryTimer = setTimeout(() => void this.applyDirectory(dir).catch(() => undefined), wait);
+    this.expiryTimer.unref();
+  }
+
+  /** No more deadlines are acted on (shutdown). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.expiryTimer);
   }
 
   /** Resolves when every queued change has been handled (before the stores close). */

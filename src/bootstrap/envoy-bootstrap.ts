@@ -12,7 +12,7 @@ import { LONG_POLL_METADATA } from './config-source.ts';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../translate/grpc-server.ts';
 import { CERTIFICATE_REFRESH } from './grpc-certificates.ts';
 import type { NodeLocality } from '../model/node-groups.ts';
-import { RUNTIME_LAYER } from '../translate/runtime.ts';
+import { OVERRIDE_LAYER, RUNTIME_LAYER } from '../translate/runtime.ts';
 
 /**
  * ads / delta: one aggregated stream; per-type / per-type-delta: one gRPC stream per
@@ -43,8 +43,8 @@ export interface BootstrapInput {
   requestTimeoutMs?: number;
   /** rest: how long the server may hold an unchanged poll (opts into long polling when > 0). */
   longPollMs?: number;
-  /** files mode: where this group's CDS/LDS (and RTDS) files are, as Envoy sees them. */
-  files?: { cds: string; lds: string; rtds?: string; watchedDirectory?: string };
+  /** files mode: where this group's CDS/LDS (and runtime layers') files are, as Envoy sees them. */
+  files?: { cds: string; lds: string; rtds?: { base: string; overrides: string }; watchedDirectory?: string };
   /**
    * The service this node is an endpoint of (its group's workload): Envoy's local cluster, whose
    * endpoints by zone zone-aware routing weighs. `files` mode: where its assignment's file is.
@@ -279,18 +279,30 @@ export function envoyBootstrap(input: BootstrapInput): Obj {
       type: 'EDS',
       eds_cluster_config: { service_name: local.service, eds_config: sourceOf(local.file) },
     });
-  const rtds = sourceOf(files?.rtds);
+  const rtds = files ? files.rtds : { base: undefined, overrides: undefined };
+  const layers = rtds && {
+    base: sourceOf(rtds.base)!,
+    // Over SotW ADS the overrides layer has a stream of its own: Envoy's SotW ADS tells every runtime
+    // layer on the stream of a resource whose TTL lapsed, and a layer told of another's removal
+    // stops Envoy. On a stream of its own the layer is the only one told.
+    overrides:
+      input.mode === 'ads'
+        ? grpcVariant(GRPC_XDS_CLUSTER, false).sourceFor('runtime', OVERRIDE_LAYER)
+        : sourceOf(rtds.overrides)!,
+  };
   const bootstrap: Obj = {
     node,
     admin,
     dynamic_resources: dynamic,
     ...(clusters.length ? { static_resources: { clusters } } : {}),
     ...(local && { cluster_manager: { local_cluster_name: LOCAL_CLUSTER } }),
-    // The group's Runtime values over RTDS, under the admin layer (what an operator sets by hand wins).
-    ...(rtds && {
+    // The group's Runtime values over RTDS, its overrides above them, under the admin layer (what
+    // an operator sets by hand wins).
+    ...(layers && {
       layered_runtime: {
         layers: [
-          { name: RUNTIME_LAYER, rtds_layer: { name: RUNTIME_LAYER, rtds_config: rtds } },
+          { name: RUNTIME_LAYER, rtds_layer: { name: RUNTIME_LAYER, rtds_config: layers.base } },
+          { name: OVERRIDE_LAYER, rtds_layer: { name: OVERRIDE_LAYER, rtds_config: layers.overrides } },
           { name: 'admin', admin_layer: {} },
         ],
       },

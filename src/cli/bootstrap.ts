@@ -188,12 +188,7 @@ export async function bootstrapCommand(a: BootstrapArgs): Promise<number> {
         ? { service: doc.workload, file: r.envoyPath(group, 'endpoint', doc.workload) }
         : undefined,
       admin: envoyAdmin,
-      files: {
-        cds: r.envoyPath(group, 'cluster'),
-        lds: r.envoyPath(group, 'listener'),
-        rtds: r.envoyPath(group, 'runtime'),
-        watchedDirectory: settings.files.layout === 'watched_directory' ? r.envoyGroupDir(group) : undefined,
-      },
+      files: r.bootstrapFiles(group),
     });
   } else {
     const r = settings.rest;

@@ -20,6 +20,7 @@ import { validateSourceSet } from '../model/validate.ts';
 import { buildConfig, buildSecrets, type BuiltConfig } from '../snapshot/build.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { modelHash } from '../model/files.ts';
+import { resolveExpiry, type ExpiryResult } from '../model/expiry.ts';
 import { provenanceOf, type SourceProvenance } from '../source/git-info.ts';
 import { PipelineCaches } from './caches.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
@@ -42,6 +43,8 @@ export interface TreeCheck {
   diagnostics: Diagnostic[];
   /** The tree could not be read completely for a reason that passes (SourceSet.incomplete): not judged. */
   incomplete?: string;
+  /** With `model`: its overrides served now and those past their deadline (left out of `model`). */
+  expiry?: Pick<ExpiryResult, 'active' | 'expired'>;
 }
 
 /**
@@ -103,6 +106,11 @@ async function checkTreeUncapped(
     fleet?: () => ConnectedFleet;
     /** Look up which commit the tree is (while it is checked). */
     provenance?: boolean;
+    /**
+     * The time the tree is served at, and when each override already served started
+     * (model/expiry.ts); default: now, and none (every past deadline is refused).
+     */
+    clock?: { now: number; started: ReadonlyMap<string, number> };
   } = {},
 ): Promise<TreeCheck & { unchanged?: true }> {
   const lookup = opts.provenance ? provenanceOf(dir) : undefined;
@@ -112,12 +120,17 @@ async function checkTreeUncapped(
     return { treeHash: source.treeHash, diagnostics: source.diagnostics, incomplete: source.incomplete };
   const validated = validateSourceSet(source, caches.assembler, caches.checks);
   if (!validated.model) return { treeHash: source.treeHash, diagnostics: validated.diagnostics };
-  const model = validated.model;
-  const secrets = await loadSecrets(model.secrets, resolve(dir), (name) => originIn(model, originKey('Secret', name)));
-  const diagnostics = [...validated.diagnostics, ...secrets.diagnostics];
-  if (hasErrors(secrets.diagnostics)) return { treeHash: source.treeHash, diagnostics };
   const texts = new Map(source.files.map((f) => [f.file, f.text]));
   const textOf = (f: string) => texts.get(f);
+  // What is served is the tree without the overrides past their deadline.
+  const timed = resolveExpiry(validated.model, opts.clock ?? { now: Date.now(), started: new Map() }, textOf);
+  if (hasErrors(timed.diagnostics))
+    return { treeHash: source.treeHash, diagnostics: [...validated.diagnostics, ...timed.diagnostics] };
+  const model = timed.model;
+  const expiry = { active: timed.active, expired: timed.expired };
+  const secrets = await loadSecrets(model.secrets, resolve(dir), (name) => originIn(model, originKey('Secret', name)));
+  const diagnostics = [...validated.diagnostics, ...timed.diagnostics, ...secrets.diagnostics];
+  if (hasErrors(secrets.diagnostics)) return { treeHash: source.treeHash, diagnostics };
   const built = buildConfig(model, caches, textOf, secrets.materials, opts.previous);
   const all = [...diagnostics, ...built.diagnostics];
   if (built.config && opts.fleet) {
@@ -141,6 +154,7 @@ async function checkTreeUncapped(
     secrets: secrets.materials,
     secretResources: encodedSecrets.secrets,
     config: built.config,
+    expiry,
     ...(provenance && { provenance }),
     treeHash: source.treeHash,
     diagnostics: all,

@@ -201,6 +201,15 @@ export const ServerConfigSchema = Type.Object(
               'long (default 5 s; 0 turns the wait off).',
           }),
         ),
+        overrideTtlMs: Type.Optional(
+          Type.Integer({
+            minimum: 3000,
+            maximum: 3_600_000,
+            description:
+              'Overrides (Runtime documents and faults with until or for) are served with this xDS TTL and renewed ' +
+              'every third of it: a proxy that stops hearing from fleetxds drops them after this long (default 30 s).',
+          }),
+        ),
         tls: Type.Optional(TlsFiles),
         threads: Type.Optional(
           Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal('auto')], {

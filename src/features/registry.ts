@@ -9,6 +9,7 @@ import { accessLog } from './access-log/index.ts';
 import { circuitBreaker } from './circuit-breaker/index.ts';
 import { compression } from './compression/index.ts';
 import { cors } from './cors/index.ts';
+import { expiry } from './expiry/index.ts';
 import { fault } from './fault/index.ts';
 import { healthCheck } from './health-check/index.ts';
 import { httpSettings } from './http-settings/index.ts';
@@ -36,6 +37,7 @@ export const FEATURES = [
   healthCheck,
   outlierDetection,
   circuitBreaker,
+  expiry,
 ] as const;
 
 type Registered = (typeof FEATURES)[number];

@@ -20,6 +20,7 @@ import { editDistance } from '../shared/edit-distance.ts';
 import { checkService, checkUpstreamNames } from './service-checks.ts';
 import { checkGrpcRoute, checkHeaders, checkHttpRoute, checkShadowedRoutes, checkStringMatch } from './route-checks.ts';
 import { checkLocalityAcrossDocuments } from './locality-checks.ts';
+import { checkDeadline, hasDeadline, RESERVED_RUNTIME_PREFIX } from '../features/kit/deadline.ts';
 import { checkTcpListener, checkDomainClashes, checkGroupConflicts, checkPatchShape } from './listener-checks.ts';
 
 /** The model's definition of a document (src/model/assemble.ts). */
@@ -384,16 +385,31 @@ function checkPatches(c: ModelRefs): void {
   }
 }
 
-/** Runtime documents: the groups they name, and each key set by one document per group. */
+/**
+ * Runtime documents: the groups they name, their deadline, and each key set by one document per
+ * group, and by one override (a document with a deadline, in the layer above) besides.
+ */
 function checkRuntimes(c: ModelRefs): void {
   const { model, sink, ref, needGroups } = c;
   const setBy = new Map<string, string>();
   for (const rt of model.runtimes ?? []) {
     const r = ref('Runtime', rt.name);
     needGroups(r, rt.groups);
-    for (const key of Object.keys(rt.values))
+    checkDeadline(rt, [], { error: (code, path, message) => sink.error(code, r, path, message) });
+    const layer = hasDeadline(rt) ? 'override' : 'base';
+    for (const key of Object.keys(rt.values)) {
+      if (key.startsWith(RESERVED_RUNTIME_PREFIX)) {
+        sink.error(
+          Codes.INVALID_VALUE,
+          r,
+          ['values', key],
+          `keys under "${RESERVED_RUNTIME_PREFIX}" are fleetxds's own (fault windows): choose another name`,
+          'key',
+        );
+        continue;
+      }
       for (const group of listenerGroups(rt)) {
-        const at = `${group}\u0000${key}`;
+        const at = `${layer}\u0000${group}\u0000${key}`;
         const other = setBy.get(at);
         if (other === undefined) setBy.set(at, rt.name);
         else
@@ -401,9 +417,13 @@ function checkRuntimes(c: ModelRefs): void {
             Codes.CONFLICT,
             r,
             ['values', key],
-            `runtime key "${key}" is set for node group "${group}" by Runtime "${other}" too: set it in one`,
+            layer === 'base'
+              ? `runtime key "${key}" is set for node group "${group}" by Runtime "${other}" too: set it in one ` +
+                  '(an override, with until or for, may set it again)'
+              : `runtime key "${key}" is set for node group "${group}" by the override "${other}" too: set it in one`,
             'key',
           );
       }
+    }
   }
 }

@@ -19,18 +19,32 @@ export interface ConnectedFleet {
   readonly localities: ReadonlyMap<string, ReadonlyMap<string, LocalityCount>>;
 }
 
-/** A node as the fleet summary reads it. */
+/** A node's stream (or REST poller) as the fleet summary reads it. */
 export interface FleetNode {
+  /** A node with several streams (per-type xDS, the overrides layer's own stream) counts once. */
+  readonly nodeId?: string;
   readonly group: string;
   readonly userAgent: string;
   readonly locality?: NodeLocality;
+}
+
+function oncePerNode(streams: readonly FleetNode[]): FleetNode[] {
+  const seen = new Set<string>();
+  return streams.filter((n) => {
+    if (n.nodeId === undefined) return true;
+    const key = `${n.group}\u0000${n.nodeId}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 function localityKey(l: NodeLocality | undefined): string {
   return l ? JSON.stringify([l.region, l.zone, l.subZone]) : '';
 }
 
-export function connectedFleet(nodes: readonly FleetNode[]): ConnectedFleet {
+export function connectedFleet(streams: readonly FleetNode[]): ConnectedFleet {
+  const nodes = oncePerNode(streams);
   const localities = new Map<string, Map<string, LocalityCount>>();
   for (const n of nodes) {
     let g = localities.get(n.group);

@@ -9,6 +9,7 @@ import { Duration, Enum, Name, NAME_PATTERN, NonEmpty, Port, strict } from '../f
 import { GRPC_STATUS_CODES } from '../features/kit/grpc-status.ts';
 import { ClientName, SanMatch } from '../features/protection/schema.ts';
 import { LocalityName, LocalitySelect } from '../features/locality/schema.ts';
+import { expiryFields } from '../features/kit/deadline.ts';
 import { RegexRewrite } from './traffic-schema.ts';
 import { LISTENER_FIELDS, ROUTE_FIELDS, SERVICE_FIELDS, VIRTUAL_HOST_FIELDS } from '../features/registry.ts';
 import { EnvoyPatch } from './patch-schema.ts';
@@ -718,12 +719,15 @@ export const Runtime = Type.Object(
           'cluster update.',
       },
     ),
+    ...expiryFields,
   },
   {
     ...strict,
     description:
       "Runtime values for the groups' proxies, served over RTDS (the layer the generated bootstraps declare, " +
-      'below the admin layer). A key is set by one Runtime document per group. Envoy only.',
+      'below the admin layer). A key is set by one Runtime document per group. With until or for, an override: ' +
+      'its values sit in a layer above, removed at the deadline and dropped by the proxies themselves if ' +
+      'fleetxds is gone; a key may then be set once more, by an override. Envoy only.',
   },
 );
 

@@ -51,6 +51,18 @@ function upToDate(n: NodeView, target: GroupSnapshot | undefined): boolean {
   return true;
 }
 
+/** The registry's entries by proxy (node id within its group). */
+function byNode(nodes: Iterable<NodeView>): NodeView[][] {
+  const out = new Map<string, NodeView[]>();
+  for (const n of nodes) {
+    const key = `${n.group}\u0000${n.nodeId}`;
+    const list = out.get(key);
+    if (list) list.push(n);
+    else out.set(key, [n]);
+  }
+  return [...out.values()];
+}
+
 export function rolloutProgress(
   plan: RolloutPlan,
   state: RolloutState,
@@ -64,17 +76,21 @@ export function rolloutProgress(
     upToDate: 0,
     unauthenticated: 0,
   }));
-  for (const n of nodes) {
+  // A proxy may hold several streams (per-type xDS; over SotW ADS the overrides runtime layer has
+  // its own): it counts once, up to date when every stream is, authenticated when every stream is.
+  for (const streams of byNode(nodes)) {
+    const n = streams[0]!;
     const i = plan.stageOf(statusNode({ nodeId: n.nodeId, nodeCluster: '', locality: n.locality }), n.group);
     const s = stages[i]!;
-    if (!n.authenticated && !plan.acceptsUnauthenticated) {
+    if (!streams.every((x) => x.authenticated) && !plan.acceptsUnauthenticated) {
       s.unauthenticated++;
       continue;
     }
     s.nodes++;
     const staged = cfg?.staged?.groups.get(n.group);
     const target = s.onNewVersion && staged ? staged : cfg?.groups.get(n.group);
-    if (upToDate(n, target && localizedFor(target, n.locality))) s.upToDate++;
+    const served = target && localizedFor(target, n.locality);
+    if (streams.every((x) => upToDate(x, served))) s.upToDate++;
   }
   const current = stages[state.stage];
   const gates = plan.stages[state.stage]?.gates;

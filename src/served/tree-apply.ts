@@ -8,7 +8,8 @@ import type { ConnectedFleet } from '../model/fleet.ts';
 import type { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { checkTree } from '../compile/check-tree.ts';
+import { checkTree, type TreeCheck } from '../compile/check-tree.ts';
+import { nextDeadline, type Window } from '../model/expiry.ts';
 import type { PipelineCaches } from '../compile/caches.ts';
 import type { EnvoyChecker } from '../compile/envoy-check.ts';
 import { originIn, originKey, type Model, type SecretMaterial } from '../model/types.ts';
@@ -25,6 +26,9 @@ import { versionManifest, type RevisionLoader } from './revision-loader.ts';
 import type { RollbackSuppression } from './rollback-suppression.ts';
 import type { ServedState } from './served-state.ts';
 
+/** How soon an override that fell due is tried again when the tree could not be applied. */
+const DUE_RETRY_MS = 30_000;
+
 export type ApplyOutcome =
   | { status: 'applied'; versionId: number; diagnostics: Diagnostic[] }
   | { status: 'unchanged'; versionId: number; diagnostics: Diagnostic[] }
@@ -33,7 +37,7 @@ export type ApplyOutcome =
   | { status: 'unreadable'; reason: string; diagnostics: Diagnostic[] };
 
 export interface ApplyParts {
-  readonly stores: Pick<Stores, 'revisions' | 'rejections'>;
+  readonly stores: Pick<Stores, 'revisions' | 'rejections' | 'overrideWindows' | 'audit'>;
   readonly served: ServedState;
   readonly decisions: OperatorDecisions;
   readonly suppression: RollbackSuppression;
@@ -65,6 +69,18 @@ export class TreeApply {
     return this.refusedNow;
   }
 
+  /** The overrides served now (by id), and the soonest of their deadlines. */
+  private overrides: { ids: ReadonlySet<string>; next?: number } = { ids: new Set() };
+
+  /**
+   * When the next override falls due (ms since the epoch): the tree is to be applied again then.
+   * None while a rollback is served: it serves the version the operator chose until the directory
+   * changes.
+   */
+  get nextDeadline(): number | undefined {
+    return this.p.suppression.tree ? undefined : this.overrides.next;
+  }
+
   constructor(private readonly p: ApplyParts) {}
 
   async apply(dir: string): Promise<ApplyOutcome> {
@@ -72,14 +88,21 @@ export class TreeApply {
     const started = performance.now();
     const cpuAtStart = process.cpuUsage();
     const served = state.revision;
+    const now = Date.now();
+    // An override fell due: the same tree makes a new version. Not over a rollback, which serves
+    // the version the operator chose until the directory changes.
+    const due = this.overrides.next !== undefined && now >= this.overrides.next && !suppression.tree;
+    // Should the tree be refused or unreadable now, the lapse is tried again a little later.
+    if (due) this.overrides = { ...this.overrides, next: now + DUE_RETRY_MS };
     const check = await checkTree(dir, this.p.caches, {
       // Nothing is parsed when the tree is byte-for-byte the one being served (e.g. at every start).
-      unlessTreeHash: [served?.treeHash, suppression.tree],
+      unlessTreeHash: due ? undefined : [served?.treeHash, suppression.tree],
       previous: served && new Map([...served.groups].map(([name, g]) => [name, g.snapshot])),
       against: this.p.cache.current?.groups,
       envoy: this.p.envoy,
       fleet: this.p.fleet,
       provenance: true,
+      clock: { now, started: stores.overrideWindows.started() },
     });
     if (check.unchanged && served) {
       this.refusedNow = false;
@@ -94,6 +117,7 @@ export class TreeApply {
     if (!model || !config || !secretResources || !hash) return this.reject(check.treeHash, dir, check.diagnostics);
     this.lastRejectedTree = undefined;
     this.refusedNow = false;
+    const lapsed = this.keepWindows(check.expiry);
     if (served && hash === suppression.model) {
       // The push a rollback reverted (reached here after the rollback, from another replica).
       suppression.set(check.treeHash, hash);
@@ -141,6 +165,14 @@ export class TreeApply {
       material: check.secrets ?? new Map<string, SecretMaterial>(),
       rollout: servedRollout(rollout),
     });
+    for (const w of lapsed)
+      stores.audit.append('fleetxds', 'override-expired', {
+        what: w.what,
+        deadline: new Date(w.deadline).toISOString(),
+        versionId: id,
+      });
+    if (lapsed.length)
+      log.info({ versionId: id, expired: lapsed.map((w) => w.what) }, 'overrides expired; served without them');
     const ms = performance.now() - started;
     log.info(
       {
@@ -155,6 +187,22 @@ export class TreeApply {
     );
     events.emit('applied', ms);
     return { status: 'applied', versionId: id, diagnostics: check.diagnostics };
+  }
+
+  /**
+   * Records when the tree's overrides started (new ones now) and which are served; returns those
+   * served until now that lapsed (the new version removes them).
+   */
+  private keepWindows(expiry: TreeCheck['expiry']): readonly Window[] {
+    const active = expiry?.active ?? [];
+    const expired = expiry?.expired ?? [];
+    this.p.stores.overrideWindows.keep([
+      ...active.map((w) => ({ ...w, expired: false })),
+      ...expired.map((w) => ({ ...w, expired: true })),
+    ]);
+    const before = this.overrides.ids;
+    this.overrides = { ids: new Set(active.map((w) => w.id)), next: nextDeadline(active) };
+    return expired.filter((w) => before.has(w.id));
   }
 
   private reject(treeHash: string, source: string, diagnostics: Diagnostic[]): ApplyOutcome {
@@ -186,6 +234,9 @@ export class TreeApply {
     );
     const revision = this.p.revisions.fromRecord(record, material);
     if (!revision) return false;
+    // Its overrides' deadlines: one past already makes the first read of the directory a new version.
+    const served = stores.overrideWindows.list().filter((w) => !w.expired);
+    this.overrides = { ids: new Set(served.map((w) => w.id)), next: nextDeadline(served) };
     suppression.restore();
     decisions.restoreRollout(revision);
     state.update({

@@ -19,6 +19,7 @@ import { ReplicaStateStore } from './replica-state.ts';
 import { RolloutStore } from './rollouts.ts';
 import { DEFAULT_RETENTION, type RetentionSettings } from './retention.ts';
 import { RegistrationStore } from './registrations.ts';
+import { OverrideWindowStore } from './override-windows.ts';
 
 /** Every store of one database file, and the few things done across them. */
 export interface Stores {
@@ -33,6 +34,8 @@ export interface Stores {
   readonly registrations: RegistrationStore;
   /** Parsed YAML files by content: a restart parses only what changed. */
   readonly parses: ParseStore;
+  /** When each expiring override of the tree was first served. */
+  readonly overrideWindows: OverrideWindowStore;
   /** Runs `fn` in one transaction (BEGIN IMMEDIATE): a decision and its audit entry land together. */
   atomically<T>(fn: () => T): T;
   /** The database file (`:memory:` in tests). */
@@ -65,6 +68,7 @@ export function openStores(
     replicaState: new ReplicaStateStore(db),
     registrations: new RegistrationStore(db),
     parses: new ParseStore(db),
+    overrideWindows: new OverrideWindowStore(db),
     atomically: (fn) => db.transaction(fn).immediate(),
     path,
     settings: () => ({

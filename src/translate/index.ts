@@ -23,7 +23,7 @@ import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts
 import { TranslationMemo } from './memo.ts';
 import { listenerTargets, targetsOf } from '../model/targets.ts';
 import { secretResource } from './secret.ts';
-import { RUNTIME_LAYER, runtimeLayer } from './runtime.ts';
+import { OVERRIDE_LAYER, overrideLayer, RUNTIME_LAYER, runtimeLayer } from './runtime.ts';
 
 export interface TranslatedResource {
   kind: ResourceKind;
@@ -101,12 +101,18 @@ export function translateGroup(
     }),
   );
   const runtimes = model.runtimes ?? [];
-  const runtime = memo.section(`runtime\u0000${group}`, [runtimes], () => [
+  const runtime = memo.section(`runtime\u0000${group}`, [runtimes, model.virtualHosts], () => [
     {
       kind: 'runtime' as const,
       name: RUNTIME_LAYER,
       json: runtimeLayer(runtimes, group),
       origin: originKey('Runtime', RUNTIME_LAYER),
+    },
+    {
+      kind: 'runtime' as const,
+      name: OVERRIDE_LAYER,
+      json: overrideLayer(runtimes, model.virtualHosts, group),
+      origin: originKey('Runtime', OVERRIDE_LAYER),
     },
   ]);
   return {

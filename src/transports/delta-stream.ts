@@ -17,6 +17,8 @@ import type { EncodedResource } from '../snapshot/encoder.ts';
 import { diffTypes, type GroupSnapshot, type TypeSnapshot } from '../snapshot/group-snapshot.ts';
 import { RESOURCE_KINDS, ResourceTypes, TypeUrls, type ResourceKind } from '../xds/resource-types.ts';
 import { DDR, encodeResourceWrapper, lenField, stringField } from '../xds/wire.ts';
+import { OVERRIDE_LAYER } from '../translate/runtime.ts';
+import { deltaHeartbeat, deltaTtlFramed, servedWithTtl } from './ttl.ts';
 import { StreamBase, type NodeInput, type ContainmentHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
 
@@ -305,7 +307,10 @@ export class DeltaStream extends StreamBase {
     const head = [versionField(t), TYPE_URL_FIELDS[ts.kind], stringField(DDR.nonce, nonce)];
     for (const n of removed.sort()) head.push(stringField(DDR.removedResources, n));
     head.push(this.controlPlaneField(DDR.controlPlane));
-    const resources = upserts.sort((a, b) => (a.name < b.name ? -1 : 1)).map(framed);
+    const ttlMs = this.ttlMs;
+    const resources = upserts
+      .sort((a, b) => (a.name < b.name ? -1 : 1))
+      .map((r) => (r.kind === 'runtime' ? (deltaTtlFramed(r, ttlMs) ?? framed(r)) : framed(r)));
     const parts: Buffer[] = [Buffer.concat(head)];
     if (resources.length <= SEPARATE_RESOURCES) parts.push(...resources);
     else parts.push(Buffer.concat(resources));
@@ -315,6 +320,34 @@ export class DeltaStream extends StreamBase {
     if (ts.pending.size > MAX_PENDING) ts.pending.delete(ts.pending.keys().next().value as string);
     this.opts.registry.sent(this.status!, TypeUrls[ts.kind], t.version, nonce);
     this.sendBytes(parts);
+    if (ts.kind === 'runtime') this.syncRenewal(this.ttlHeld(ts) !== undefined);
     return pushed;
+  }
+
+  /** The resource with a TTL the client holds, at the version it holds, of the runtime layers, if any. */
+  private ttlHeld(ts: DeltaTypeState): EncodedResource | undefined {
+    const r = this.snapshot()?.types.runtime.resources.get(OVERRIDE_LAYER);
+    return r && servedWithTtl(r) && this.held(ts, r.name) === r.version ? r : undefined;
+  }
+
+  /**
+   * A heartbeat: the name and version the client holds of what has a TTL, without a body (Envoy
+   * renews its TTL and applies nothing). Only when nothing sent is unanswered: a response on its way
+   * carries a TTL of its own.
+   */
+  protected renew(): void {
+    const ts = this.types.get('runtime');
+    const r = ts && this.ttlHeld(ts);
+    if (!ts || !r) {
+      this.syncRenewal(false);
+      return;
+    }
+    if (ts.pending.size) return;
+    const nonce = this.nextNonce();
+    const snap = this.snapshot()!.types.runtime;
+    const head = [versionField(snap), TYPE_URL_FIELDS.runtime, stringField(DDR.nonce, nonce)];
+    head.push(this.controlPlaneField(DDR.controlPlane));
+    ts.pending.set(nonce, snap);
+    this.sendBytes([Buffer.concat(head), deltaHeartbeat(r, this.ttlMs)]);
   }
 }

@@ -22,6 +22,8 @@ import { DR, stringField, stringFieldThen } from '../xds/wire.ts';
 import { StreamBase, type NodeInput, type ContainmentHolder } from './stream-base.ts';
 import { Subscription } from './subscription.ts';
 import { appendAll } from '../shared/arrays.ts';
+import { OVERRIDE_LAYER } from '../translate/runtime.ts';
+import { servedWithTtl, sotwFramed } from './ttl.ts';
 
 /** The fields of a DiscoveryRequest the state machine uses. */
 export interface SotwRequest {
@@ -58,16 +60,27 @@ interface TypeState extends ContainmentHolder {
   resumed?: boolean;
   /** A request that came during a warming hold, answered when the hold ends. */
   owed?: { force: boolean; names: Set<string> };
+  /** The version the client's newest reply ACKed, when it answered the newest response (TTL renewals). */
+  acked?: string;
 }
 
 /** Response bodies (all but the nonce) shared by every stream asking for the same selection. */
-function responseBody(t: TypeSnapshot, key: string, selected: readonly EncodedResource[]): Buffer {
+function responseBody(t: TypeSnapshot, key: string, selected: readonly EncodedResource[], ttlMs: number): Buffer {
+  // Only runtime layers may have a TTL (ttl.ts): other types' bodies do not depend on it.
+  if (t.kind === 'runtime') return derive(t, 'sotw-body-ttl', `${ttlMs}\u0000${key}`, makeTtlBody, { selected, ttlMs });
   return derive(t, 'sotw-body', key, makeBody, selected);
 }
 
 function makeBody(t: TypeSnapshot, selected: readonly EncodedResource[]): Buffer {
   const parts: Buffer[] = [stringField(DR.versionInfo, t.version)];
   for (const r of selected) parts.push(r.framed);
+  parts.push(stringField(DR.typeUrl, TypeUrls[t.kind]));
+  return Buffer.concat(parts);
+}
+
+function makeTtlBody(t: TypeSnapshot, a: { selected: readonly EncodedResource[]; ttlMs: number }): Buffer {
+  const parts: Buffer[] = [stringField(DR.versionInfo, t.version)];
+  for (const r of a.selected) parts.push(sotwFramed(r, a.ttlMs));
   parts.push(stringField(DR.typeUrl, TypeUrls[t.kind]));
   return Buffer.concat(parts);
 }
@@ -179,6 +192,7 @@ export class SotwStream extends StreamBase {
       // Only the newest response of a type may be answered; older nonces are stale (§4.6).
       if (req.response_nonce !== ts.nonce) return;
       const error = req.error_detail;
+      ts.acked = error ? undefined : req.version_info;
       this.recordReply({
         kind,
         // A NACK is about what was sent; an ACK says which version the client now holds.
@@ -265,6 +279,35 @@ export class SotwStream extends StreamBase {
     this.refresh('cluster', snap); // drops clusters an interim response kept; nothing otherwise
   }
 
+  /** The resource with a TTL the client holds (and subscribes to) of the runtime layers, if any. */
+  private ttlHeld(ts: TypeState): EncodedResource | undefined {
+    const r = ts.heldFrom?.resources.get(OVERRIDE_LAYER);
+    return r && ts.sub.covers(r.name) && servedWithTtl(r) ? r : undefined;
+  }
+
+  /**
+   * Renews what the client holds with a TTL: the resource again, at the version the client ACKed.
+   * Not a heartbeat (the name without a body): Envoy's SotW client leaves a heartbeat's TTL as it
+   * was, so only a resend renews it. Only when the client is up to date: a response it has not
+   * answered yet carries a TTL of its own.
+   */
+  protected renew(): void {
+    const ts = this.types.get('runtime');
+    const r = ts && this.ttlHeld(ts);
+    if (!ts || !r || ts.acked === undefined || ts.acked !== ts.sentSnapshot?.version) {
+      if (ts && !r) this.syncRenewal(false);
+      return;
+    }
+    const nonce = this.nextNonce();
+    ts.nonce = nonce;
+    const body = Buffer.concat([
+      stringField(DR.versionInfo, ts.acked),
+      sotwFramed(r, this.ttlMs),
+      stringField(DR.typeUrl, TypeUrls.runtime),
+    ]);
+    this.sendBytes([stringFieldThen(DR.nonce, nonce, this.controlPlaneField(DR.controlPlane)), body]);
+  }
+
   /** Nothing to send: the client holds this version too. */
   private unchanged(kind: ResourceKind, base: TypeSnapshot): void {
     this.opts.registry.unchanged(this.status!, TypeUrls[kind], base.version);
@@ -345,10 +388,12 @@ export class SotwStream extends StreamBase {
       }
       key = selectionKey(ts.sub, t, selected);
     }
-    const body = responseBody(t, key, selected);
+    const body = responseBody(t, key, selected, this.ttlMs);
     const nonce = this.nextNonce();
     ts.nonce = nonce;
+    ts.acked = undefined;
     ts.sentSnapshot = base;
+    if (kind === 'runtime') this.syncRenewal(this.ttlHeld(ts) !== undefined);
     this.opts.registry.sent(this.status!, TypeUrls[kind], t.version, nonce);
     // The per-stream fields first (protobuf fields may come in any order), so that the transport can
     // write them with the message's length prefix and the shared body goes as it is.

@@ -17,6 +17,7 @@ import { displayUserAgent, nodeLimitViolation } from '../security/node-limits.ts
 import type { GroupAckTracker } from './group-ack-tracker.ts';
 import { recordReply, type Reply } from './replies.ts';
 import { DEFAULT_WARMING_HOLD_MS, WarmingHold, type HoldOutcome } from './warming-hold.ts';
+import { DEFAULT_OVERRIDE_TTL_MS, TtlRenewal } from './ttl.ts';
 
 /** Per-type stream state that NACK containment may hold back at an older snapshot. */
 export interface ContainmentHolder {
@@ -64,6 +65,8 @@ export interface StreamOptions {
   variantFor?: (node: NodeIdentity) => ConfigSourceVariant;
   /** Longest wait of listeners and routes for the endpoints of new clusters (ADS only; warming-hold.ts). */
   warmingHoldMs?: number;
+  /** The xDS TTL of overrides (ttl.ts; default DEFAULT_OVERRIDE_TTL_MS). */
+  overrideTtlMs?: number;
 }
 
 /** derive() spaces of the encoded control_plane field, by field number (SotW's, delta's). */
@@ -78,6 +81,8 @@ const makeControlPlane = (_cfg: unknown, field: number, identifier: string) =>
 
 export abstract class StreamBase {
   protected status?: StreamStatus;
+  /** Renews what the client holds with a TTL (ttl.ts), while it holds any. */
+  protected renewal?: TtlRenewal;
   protected node?: NodeIdentity;
   protected group?: string;
   /** How this client fetches what resources reference (set with its node). */
@@ -301,6 +306,20 @@ export abstract class StreamBase {
     this.opts.send(parts, this.onFlushed);
   }
 
+  /** The TTL of overrides on this stream. */
+  protected get ttlMs(): number {
+    return this.opts.overrideTtlMs ?? DEFAULT_OVERRIDE_TTL_MS;
+  }
+
+  /** Starts or stops renewals as the client comes to hold, or stops holding, a resource with a TTL. */
+  protected syncRenewal(holding: boolean): void {
+    if (!holding && !this.renewal) return;
+    (this.renewal ??= new TtlRenewal(this.ttlMs, () => this.renew())).sync(holding && !this.closed);
+  }
+
+  /** Renews what the client holds with a TTL (when it is up to date). */
+  protected abstract renew(): void;
+
   /** One callback for every write of the stream (a push made one per stream before). */
   private readonly onFlushed = (): void => this.flushed();
 
@@ -308,6 +327,7 @@ export abstract class StreamBase {
     if (this.closed) return;
     this.closed = true;
     this.hold?.stop();
+    this.renewal?.stop();
     clearTimeout(this.behind?.timer);
     this.behind = undefined;
     this.unsubscribe?.();

@@ -112,8 +112,46 @@ export const DDR = {
   removedResources: 6,
   controlPlane: 7,
 } as const;
-// Resource: version=1, resource=2, name=3
-export const RES = { version: 1, resource: 2, name: 3 } as const;
+// Resource: version=1, resource=2, name=3, ttl=6
+export const RES = { version: 1, resource: 2, name: 3, ttl: 6 } as const;
+
+/** The type URL of the Resource wrapper (a SotW response wraps a resource in it to give it a TTL). */
+export const RESOURCE_WRAPPER_URL = 'type.googleapis.com/envoy.service.discovery.v3.Resource';
+
+/** google.protobuf.Duration{seconds=1, nanos=2} of `ms` milliseconds, as a Resource's ttl field. */
+export function ttlField(ms: number): Buffer {
+  const seconds = Math.floor(ms / 1000);
+  const nanos = (ms % 1000) * 1_000_000;
+  const body = Buffer.allocUnsafe(varintSize(seconds) + varintSize(nanos) + 2);
+  let pos = 0;
+  if (seconds) {
+    body[pos++] = (1 << 3) | 0;
+    pos = writeVarint(body, pos, seconds);
+  }
+  if (nanos) {
+    body[pos++] = (2 << 3) | 0;
+    pos = writeVarint(body, pos, nanos);
+  }
+  return lenField(RES.ttl, body.subarray(0, pos));
+}
+
+/**
+ * envoy.service.discovery.v3.Resource{name, version, resource, ttl}: a resource with a TTL, or,
+ * without `anyBytes`, the heartbeat that renews it (docs/xds-protocol.md, TTL).
+ */
+export function encodeTtlResource(
+  name: string,
+  version: string,
+  anyBytes: Uint8Array | undefined,
+  ttlMs: number,
+): Buffer {
+  return Buffer.concat([
+    stringField(RES.version, version),
+    ...(anyBytes ? [lenField(RES.resource, anyBytes)] : []),
+    stringField(RES.name, name),
+    ttlField(ttlMs),
+  ]);
+}
 
 /** envoy.service.discovery.v3.Resource{name, version, resource}: the delta wrapper. */
 export function encodeResourceWrapper(name: string, version: string, anyBytes: Uint8Array): Buffer {

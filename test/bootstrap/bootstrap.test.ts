@@ -34,7 +34,10 @@ const cases: Record<string, BootstrapInput> = {
     files: {
       cds: '/var/lib/fleetxds/files/edge/cds.json',
       lds: '/var/lib/fleetxds/files/edge/lds.json',
-      rtds: '/var/lib/fleetxds/files/edge/rtds.json',
+      rtds: {
+        base: '/var/lib/fleetxds/files/edge/rtds/fleetxds.json',
+        overrides: '/var/lib/fleetxds/files/edge/rtds/fleetxds-overrides.json',
+      },
     },
   },
   'files-watched': {

@@ -104,7 +104,7 @@ test('what the commands print is what the docs promise', () => {
   assert.match(all, /: valid\b/, 'validate');
   assert.match(all, /\{"ready":true,"versionId":1\}/, 'the first tree is served');
   assert.match(all, /^LIVE$/m, 'Envoy bootstrapped by the docs is live');
-  assert.match(all, /^3$/m, 'the files bootstrap names its three files');
+  assert.match(all, /^4$/m, 'the files bootstrap names its four files');
 });
 
 test.run();

@@ -46,7 +46,7 @@ for (const layout of ['files', 'watched_directory'] as const) {
       lab.write('routes.yaml', routes);
       await lab.routesTo(spec!, '/split', 'B');
 
-      // The runtime layer from its rendered file (rtds.json), as the bootstrap declares it.
+      // The runtime layers from their rendered files (rtds/<layer>.json), as the bootstrap declares them.
       lab.write('runtime.yaml', [{ kind: 'Runtime', name: 'flags', groups: [spec!.id], values: { 'lab.flag': 7 } }]);
       await waitFor('the runtime value in Envoy', async () => {
         const runtime = (await (await fetch(`http://127.0.0.1:${envoy.adminPort}/runtime`)).json()) as {

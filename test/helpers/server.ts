@@ -24,6 +24,7 @@ export interface StartOptions {
     maxConnectionAgeMs?: number;
     maxConnectionAgeGraceMs?: number;
     warmingHoldMs?: number;
+    overrideTtlMs?: number;
     threads?: number | 'auto';
     tls?: ServerConfig['grpc']['tls'];
   };

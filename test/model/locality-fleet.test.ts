@@ -86,6 +86,16 @@ test('callers that declare no locality, and callers where a service has no endpo
   ]);
 });
 
+test('a node with several streams (its ADS stream, its overrides layer stream) counts once', async () => {
+  const node = (id: string): FleetNode => ({ ...at('c'), nodeId: id });
+  const w = await warnings([node('n1'), node('n1'), node('n2')]);
+  assert.match(
+    w.join('\n'),
+    /2 connected nodes run of node group "edge" where this service has no endpoint: r\/c \(2\)/,
+  );
+  assert.not.match(w.join('\n'), /\(3\)/);
+});
+
 test("zone-aware routing needs the caller's very locality: a sub-zone the endpoints lack is elsewhere", async () => {
   const w = await warnings([at('a', 'rack-1')]);
   assert.equal(w.length, 1, w.join('\n'));

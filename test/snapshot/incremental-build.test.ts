@@ -171,7 +171,10 @@ test('a Runtime edit changes the runtime layer of its groups and nothing else', 
     assert.is(b!.types[kind], a!.types[kind], kind);
   assert.equal(
     [...b!.types.runtime.resources.values()].map((r) => r.json),
-    [{ name: 'fleetxds', layer: { 'upstream.healthy_panic_threshold': 20 } }],
+    [
+      { name: 'fleetxds', layer: { 'upstream.healthy_panic_threshold': 20 } },
+      { name: 'fleetxds-overrides', layer: {} },
+    ],
   );
 });
 

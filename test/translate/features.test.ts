@@ -88,6 +88,7 @@ test('per-filter configurations: each feature adds its own entries, nothing set 
       'health-check',
       'outlier-detection',
       'circuit-breaker',
+      'expiry',
     ],
   );
 });

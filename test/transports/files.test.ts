@@ -81,7 +81,7 @@ test('a one-endpoint change rewrites only that endpoint file; a removed cluster 
   const out = tempDir();
   const r = new FileRenderer({ dir: out, format: 'json', layout: 'files' });
   const first = await r.render(await published(BASE));
-  assert.is(first.written, 6); // cds, lds, rtds, eds/api, eds/web, rds/edge
+  assert.is(first.written, 7); // cds, lds, rtds/fleetxds, rtds/fleetxds-overrides, eds/api, eds/web, rds/edge
   const cdsIno = statSync(join(out, 'default', 'cds.json')).ino;
   const second = await r.render(
     await published({ ...BASE, 'services.yaml': BASE['services.yaml']!.replace('10.0.1.1:80', '10.0.1.2:80') }),

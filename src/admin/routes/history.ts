@@ -47,6 +47,15 @@ export const historyRoutes: FastifyPluginAsync<AdminDeps> = async (app, deps) =>
     },
   );
   app.get('/api/v1/audit', async () => ({ audit: deps.control.audit() }));
+  // What lapses when: the newest applied tree's overrides with their deadlines (times in ISO form).
+  app.get('/api/v1/overrides', async () => ({
+    overrides: deps.control.overrides().map((w) => ({
+      what: w.what,
+      started: new Date(w.startedAt).toISOString(),
+      deadline: new Date(w.deadline).toISOString(),
+      expired: w.expired,
+    })),
+  }));
   app.get('/api/v1/rejections/latest', async () => {
     const r = deps.control.latestRejection();
     if (!r) throw new FleetError(ErrorCodes.NOT_FOUND, 'no rejected tree');

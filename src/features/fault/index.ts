@@ -3,6 +3,7 @@
  * at the proxy. Proxyless gRPC clients have their own (GrpcService routes' `fault`, gRFC A33).
  */
 import { Codes } from '../../shared/diagnostics.ts';
+import { checkDeadline } from '../kit/deadline.ts';
 import { defineFeature, type FeatureCheck } from '../kit/feature.ts';
 import { faultFields, type FaultDoc, type FaultRoute, type FaultVirtualHost } from './schema.ts';
 import { faultFilters, faultPerFilterConfig } from './translate.ts';
@@ -10,6 +11,7 @@ import { faultFilters, faultPerFilterConfig } from './translate.ts';
 function checkFault(f: FaultDoc | false | undefined, path: readonly (string | number)[], c: FeatureCheck): void {
   if (!f) return;
   const at = [...path, 'fault'];
+  checkDeadline(f, at, c);
   if (f.headerControlled && (f.delay || f.abort))
     c.error(
       Codes.CONFLICT,

@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { GRPC_STATUS_CODES } from '../kit/grpc-status.ts';
 import { Duration, Enum, strict } from '../kit/schema-primitives.ts';
+import { expiryFields } from '../kit/deadline.ts';
 
 const Percent = Type.Number({ exclusiveMinimum: 0, maximum: 100, description: 'Share of requests, in percent.' });
 
@@ -52,12 +53,14 @@ export const Fault = Type.Object(
         description: 'At most this many requests delayed or failed at once per proxy (the rest pass untouched).',
       }),
     ),
+    ...expiryFields,
   },
   {
     ...strict,
     description:
       'Delay or fail a share of the requests at the proxy, to test how callers cope: delay, abort or both, or ' +
-      'headerControlled. A route sets its own or `false` (none of its virtual host).',
+      'headerControlled. A route sets its own or `false` (none of its virtual host). With until or for, a ' +
+      'fault window: removed at the deadline, and dropped by the proxies themselves if fleetxds is gone.',
   },
 );
 export type FaultDoc = Static<typeof Fault>;

@@ -1,6 +1,7 @@
 /**
  * Renders DiscoveryResponse files for Envoy's path-based (filesystem) subscriptions, per node group:
- *   <dir>/<group>/cds.json, lds.json, eds/<cluster>.json, rds/<route>.json, sds/<secret>.json
+ *   <dir>/<group>/cds.json, lds.json, eds/<cluster>.json, rds/<route>.json, sds/<secret>.json,
+ *   rtds/<layer>.json
  * CDS/LDS files hold the full state; EDS/RDS/SDS files exactly one resource (Envoy does no name
  * filtering on files). Every write is temp + fsync + rename (Envoy reloads only on a move) and
  * only files whose content changed are rewritten.
@@ -12,6 +13,7 @@
  * `watched_directory` layout instead renders each version into <group>/.v-<hash>/ and swaps the
  * <group>/current symlink with one rename, so Envoy sees all files of a version change at once.
  */
+import { OVERRIDE_LAYER, RUNTIME_LAYER } from '../../translate/runtime.ts';
 import { createHash } from 'node:crypto';
 import type { Dirent } from 'node:fs';
 import { mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink } from 'node:fs/promises';
@@ -55,7 +57,7 @@ const KIND_FILES: Record<ResourceKind, { single?: string; folder?: string }> = {
   endpoint: { folder: 'eds' },
   route: { folder: 'rds' },
   secret: { folder: 'sds' },
-  runtime: { single: 'rtds' },
+  runtime: { folder: 'rtds' },
 };
 
 export class FileRenderer {
@@ -76,6 +78,24 @@ export class FileRenderer {
       this.opts.layout === 'watched_directory' ? 'current' : '',
     );
     return join(base, this.relPath(kind, name));
+  }
+
+  /** The files a group's bootstrap names, as Envoy sees them (its clusters, listeners, runtime layers). */
+  bootstrapFiles(group: string): {
+    cds: string;
+    lds: string;
+    rtds: { base: string; overrides: string };
+    watchedDirectory?: string;
+  } {
+    return {
+      cds: this.envoyPath(group, 'cluster'),
+      lds: this.envoyPath(group, 'listener'),
+      rtds: {
+        base: this.envoyPath(group, 'runtime', RUNTIME_LAYER),
+        overrides: this.envoyPath(group, 'runtime', OVERRIDE_LAYER),
+      },
+      watchedDirectory: this.opts.layout === 'watched_directory' ? this.envoyGroupDir(group) : undefined,
+    };
   }
 
   envoyGroupDir(group: string): string {
@@ -124,24 +144,15 @@ export class FileRenderer {
         phase: kind === 'cluster' ? 2 : 5,
       });
     }
-    // The runtime layer: one file, whenever (nothing references it, nothing waits for it).
-    const runtime = snap.types.runtime;
-    files.push({
-      rel: this.relPath('runtime'),
-      content: doc(
-        'runtime',
-        runtime.version,
-        [...runtime.resources.values()].map((r) => r.json),
-      ),
-      mode: 0o640,
-      phase: 0,
-    });
-    const phases: Record<'endpoint' | 'route' | 'secret', [number, number]> = {
+    // Runtime layers, one file each (a layer reads one resource), whenever: nothing references
+    // them, nothing waits for them.
+    const phases: Record<'endpoint' | 'route' | 'secret' | 'runtime', [number, number]> = {
       secret: [0, 0],
+      runtime: [0, 0],
       endpoint: [1, 3],
       route: [4, 6],
     };
-    for (const kind of ['secret', 'endpoint', 'route'] as const) {
+    for (const kind of ['secret', 'runtime', 'endpoint', 'route'] as const) {
       for (const r of snap.types[kind].resources.values()) {
         const rel = this.relPath(kind, r.name);
         const [isNew, existing] = phases[kind];
@@ -206,7 +217,7 @@ export class FileRenderer {
     const gdir = inside(this.opts.dir, groupDirName(group));
     const previous = new Set(await listFiles(gdir));
     const files = this.plan(group, snap, previous);
-    for (const sub of ['eds', 'rds', 'sds'])
+    for (const sub of ['eds', 'rds', 'sds', 'rtds'])
       await mkdir(join(gdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
     for (const f of files) await this.writeIfChanged(inside(gdir, f.rel), f.content, f.mode, stats);
     const keep = new Set(files.map((f) => f.rel));
@@ -251,7 +262,7 @@ export class FileRenderer {
     }
     const vdir = inside(gdir, vname);
     await rm(vdir, { recursive: true, force: true });
-    for (const sub of ['eds', 'rds', 'sds'])
+    for (const sub of ['eds', 'rds', 'sds', 'rtds'])
       await mkdir(join(vdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
     for (const f of files) {
       await writeFileAtomic(inside(vdir, f.rel), f.content, f.mode);

@@ -48,6 +48,8 @@ export interface GrpcServerOptions {
   maxBehindMs?: number;
   /** ADS: longest wait of routes for the endpoints of clusters added with them (warming-hold.ts). */
   warmingHoldMs?: number;
+  /** The xDS TTL of overrides (ttl.ts). */
+  overrideTtlMs?: number;
   /** Streams this server serves at most; more are refused with RESOURCE_EXHAUSTED. */
   maxStreams?: number;
   /**
@@ -172,6 +174,7 @@ function xdsMethod(spec: ServiceSpec, ctx: MethodContext): MethodHandler {
         : undefined,
       maxBehindMs: opts.maxBehindMs ?? DEFAULT_MAX_BEHIND_MS,
       warmingHoldMs: opts.warmingHoldMs,
+      overrideTtlMs: opts.overrideTtlMs,
       onStuck: (behindMs: number) => {
         log().warn(
           { node: stream.streamStatus?.nodeId, behindMs },

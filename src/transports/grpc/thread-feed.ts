@@ -39,7 +39,8 @@ export interface FeedGroup {
  * Resources new to the threads, as parallel columns (one structured clone of a few arrays, not of
  * thousands of objects). `framed` is the DiscoveryResponse field; its Any is its last `anyLength`
  * bytes. Resources whose type carries config sources also carry their JSON text (a per-type
- * client is served a view re-encoded from it); the others never need it on a gRPC stream.
+ * client is served a view re-encoded from it), and so do runtime layers (whether one is served
+ * with a TTL depends on what it holds); the others never need it on a gRPC stream.
  */
 export interface FeedResources {
   readonly bytes: SharedArrayBuffer;
@@ -172,8 +173,11 @@ function stagedFeed(s: StagedVersion, groups: FeedGroup[]): FeedMessage['staged'
   };
 }
 
+/** Whether a thread needs a resource's JSON: to re-encode a view of it, or to tell whether it has a TTL (ttl.ts). */
+const needsJson = (r: EncodedResource) => ResourceTypes[r.kind].carriesConfigSources || r.kind === 'runtime';
+
 function packResources(list: readonly EncodedResource[]): FeedResources {
-  const texts = list.map((r) => (ResourceTypes[r.kind].carriesConfigSources ? Buffer.from(jsonText(r)) : undefined));
+  const texts = list.map((r) => (needsJson(r) ? Buffer.from(jsonText(r)) : undefined));
   let size = 0;
   for (let i = 0; i < list.length; i++) size += list[i]!.framed.length + (texts[i]?.length ?? 0);
   const bytes = new SharedArrayBuffer(size);

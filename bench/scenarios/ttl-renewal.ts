@@ -1,0 +1,84 @@
+/**
+ * Overrides with an xDS TTL at rest: N simulated Envoys (separate processes, one ADS stream each,
+ * subscribed to both runtime layers) hold an overrides layer of `keys` values, and the server
+ * renews it every third of the TTL (SotW: the layer again; delta: a heartbeat). Nothing changes
+ * meanwhile: the server's CPU over several renewal rounds, as a share of one core, is what the
+ * renewals cost. The streams' count of runtime responses over the window checks they happened.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { procStats } from '../lib/proc.ts';
+import { benchServer } from '../lib/server.ts';
+import { forkLoadClients, waitMsg } from './fanout.ts';
+
+export interface TtlRenewalResult {
+  streams: number;
+  mode: 'sotw' | 'delta';
+  keys: number;
+  ttlMs: number;
+  windowS: number;
+  /** Server CPU over the window, percent of one core. */
+  cpuPercent: number;
+  /** Renewals each stream received over the window (about window / (TTL / 3)). */
+  renewalsPerStream: number;
+}
+
+/** An override of `keys` runtime values for every group, for an hour. */
+function overrideYaml(keys: number): string {
+  const values = Array.from({ length: keys }, (_, i) => `  bench.override.k${i}: ${i}`).join('\n');
+  return `kind: Runtime\nname: bench-override\nfor: 1h\nvalues:\n${values}\n`;
+}
+
+export async function ttlRenewal(
+  streams: number,
+  mode: 'sotw' | 'delta',
+  keys = 1000,
+  ttlMs = 30_000,
+  windowMs = 60_000,
+): Promise<TtlRenewalResult> {
+  const { server, cfg } = await benchServer(100, '', `{ listen: 127.0.0.1:0, overrideTtlMs: ${ttlMs} }`);
+  const children: ChildProcess[] = [];
+  try {
+    writeFileSync(join(cfg, 'override.yaml'), overrideYaml(keys));
+    // The watcher's debounce, then the apply: the streams connect to the version with the override.
+    await new Promise((r) => setTimeout(r, 2000));
+    forkLoadClients(children, server.grpcPort, streams, mode, 2);
+    await waitMsg(children, 'ready', 300_000);
+    // A third of the TTL for every stream's first renewal timer to be running.
+    await new Promise((r) => setTimeout(r, ttlMs / 3));
+    const count = async () => {
+      for (const c of children) c.send({ type: 'runtime-responses' });
+      return (await waitMsg(children, 'runtime-responses', 10_000)).reduce((a, m) => a + (m.count as number), 0);
+    };
+    const responsesBefore = await count();
+    const before = procStats(server.child.pid!);
+    await new Promise((r) => setTimeout(r, windowMs));
+    const after = procStats(server.child.pid!);
+    const renewals = (await count()) - responsesBefore;
+    return {
+      streams,
+      mode,
+      keys,
+      ttlMs,
+      windowS: windowMs / 1000,
+      cpuPercent: Number((((after.cpuSeconds - before.cpuSeconds) / (windowMs / 1000)) * 100).toFixed(2)),
+      renewalsPerStream: Number((renewals / streams).toFixed(1)),
+    };
+  } finally {
+    for (const c of children) c.kill('SIGKILL');
+    await server.stop('SIGKILL');
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const n = Number(process.argv[2] ?? 1000);
+  const mode = (process.argv[3] ?? 'sotw') as 'sotw' | 'delta';
+  ttlRenewal(n, mode).then(
+    (r) => console.log(JSON.stringify(r)),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}
