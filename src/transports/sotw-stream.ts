@@ -300,11 +300,8 @@ export class SotwStream extends StreamBase {
     }
     const nonce = this.nextNonce();
     ts.nonce = nonce;
-    const body = Buffer.concat([
-      stringField(DR.versionInfo, ts.acked),
-      sotwFramed(r, this.ttlMs),
-      stringField(DR.typeUrl, TypeUrls.runtime),
-    ]);
+    // The body every stream holding this layer at this version is renewed with: made once, shared.
+    const body = responseBody(this.view(ts.sentSnapshot), r.name, alone(r), this.ttlMs);
     this.sendBytes([stringFieldThen(DR.nonce, nonce, this.controlPlaneField(DR.controlPlane)), body]);
   }
 
