@@ -58,28 +58,45 @@ function overrideId(doc: Override['doc'], kind: OverrideKind, part: unknown): st
 
 const routeName = (r: { name?: string }, i: number) => (r.name ? `route "${r.name}"` : `route ${i + 1}`);
 
+/** A virtual host's overrides, by document: a parsed document never changes, and most have none. */
+const VHOST_OVERRIDES = new WeakMap<VirtualHostDoc, readonly Override[]>();
+
+function vhostOverrides(vh: VirtualHostDoc): readonly Override[] {
+  const known = VHOST_OVERRIDES.get(vh);
+  if (known) return known;
+  const out: Override[] = [];
+  const doc = { kind: 'VirtualHost', name: vh.name } as const;
+  const add = (kind: OverrideKind, path: PathSegment[], part: Expiring, what: string) =>
+    out.push({ id: overrideId(doc, kind, part), kind, doc, path, deadline: part, what });
+  if (hasDeadline(vh.fault)) add('fault', ['fault'], vh.fault, `the fault of VirtualHost "${vh.name}"`);
+  vh.routes.forEach((r, i) => {
+    if (hasDeadline(r)) add('route', ['routes', i], r, `${routeName(r, i)} of VirtualHost "${vh.name}"`);
+    if (hasDeadline(r.fault))
+      add('fault', ['routes', i, 'fault'], r.fault, `the fault of ${routeName(r, i)} of VirtualHost "${vh.name}"`);
+  });
+  const frozen = out.length ? out : NO_OVERRIDES;
+  VHOST_OVERRIDES.set(vh, frozen);
+  return frozen;
+}
+
+const NO_OVERRIDES: readonly Override[] = Object.freeze([]);
+
 /** Every override of a model, in document order. */
 export function overridesOf(model: Model): Override[] {
   const out: Override[] = [];
-  const add = (doc: Override['doc'], kind: OverrideKind, path: PathSegment[], part: Expiring, what: string) =>
-    out.push({ id: overrideId(doc, kind, part), kind, doc, path, deadline: part, what });
-  for (const vh of model.virtualHosts) {
-    const doc = { kind: 'VirtualHost', name: vh.name } as const;
-    if (hasDeadline(vh.fault)) add(doc, 'fault', ['fault'], vh.fault, `the fault of VirtualHost "${vh.name}"`);
-    vh.routes.forEach((r, i) => {
-      if (hasDeadline(r)) add(doc, 'route', ['routes', i], r, `${routeName(r, i)} of VirtualHost "${vh.name}"`);
-      if (hasDeadline(r.fault))
-        add(
-          doc,
-          'fault',
-          ['routes', i, 'fault'],
-          r.fault,
-          `the fault of ${routeName(r, i)} of VirtualHost "${vh.name}"`,
-        );
+  for (const vh of model.virtualHosts) for (const o of vhostOverrides(vh)) out.push(o);
+  for (const rt of model.runtimes ?? []) {
+    if (!hasDeadline(rt)) continue;
+    const doc = { kind: 'Runtime', name: rt.name } as const;
+    out.push({
+      id: overrideId(doc, 'runtime', rt),
+      kind: 'runtime',
+      doc,
+      path: [],
+      deadline: rt,
+      what: `Runtime "${rt.name}"`,
     });
   }
-  for (const rt of model.runtimes ?? [])
-    if (hasDeadline(rt)) add({ kind: 'Runtime', name: rt.name }, 'runtime', [], rt, `Runtime "${rt.name}"`);
   return out;
 }
 

@@ -40,16 +40,23 @@ export class OverrideWindowStore {
    * the tree's overrides.
    */
   keep(windows: readonly StoredWindow[]): void {
+    const kept = new Map(this.list().map((w) => [w.id, w]));
+    const changed = windows.filter((w) => {
+      const k = kept.get(w.id);
+      return !k || k.deadline !== w.deadline || k.expired !== w.expired || k.what !== w.what;
+    });
+    const ids = new Set(windows.map((w) => w.id));
+    const stale = [...kept.keys()].filter((id) => !ids.has(id));
+    // Nothing to write (a tree without overrides, or with the same ones): no transaction, no sync.
+    if (!changed.length && !stale.length) return;
     const put = this.db.prepare(
       'INSERT INTO override_windows (id, what, started_at, deadline, expired) VALUES (?, ?, ?, ?, ?) ' +
         'ON CONFLICT (id) DO UPDATE SET what = excluded.what, deadline = excluded.deadline, expired = excluded.expired',
     );
     const drop = this.db.prepare('DELETE FROM override_windows WHERE id = ?');
     this.db.transaction(() => {
-      for (const w of windows) put.run(w.id, w.what, w.startedAt, w.deadline, w.expired ? 1 : 0);
-      const ids = new Set(windows.map((w) => w.id));
-      for (const { id } of this.db.prepare('SELECT id FROM override_windows').all() as { id: string }[])
-        if (!ids.has(id)) drop.run(id);
+      for (const w of changed) put.run(w.id, w.what, w.startedAt, w.deadline, w.expired ? 1 : 0);
+      for (const id of stale) drop.run(id);
     })();
   }
 }
