@@ -12,21 +12,13 @@ import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
+/** The base tree with a maintenance answer, first among the routes of `site`, carrying `window`. */
 const withWindow = (window: string) => ({
   ...BASE,
-  'edge.yaml': `kind: Listener
-name: edge
-port: 8080
-virtualHosts: [site]
----
-kind: VirtualHost
-name: site
-domains: [example.com]
-routes:
-  - { match: { prefix: /maintenance }, directResponse: { status: 503 }, ${window} }
-  - { match: { prefix: /api }, to: api }
-  - to: web
-`,
+  'edge.yaml': BASE['edge.yaml']!.replace(
+    'routes:\n',
+    `routes:\n  - { match: { prefix: /maintenance }, directResponse: { status: 503 }, ${window} }\n`,
+  ),
 });
 
 /** Whether the served routes still have the override. */

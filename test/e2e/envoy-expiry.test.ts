@@ -7,14 +7,14 @@
  *    fleetxds runs (they outlive several TTLs), and dropped by the proxies themselves one TTL after
  *    fleetxds is gone: the fault stops and the runtime key returns to its base value.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
 import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { listenOn, siteListenerYaml } from '../helpers/envoy-releases.ts';
+import { plainBackend, siteListenerYaml } from '../helpers/envoy-releases.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
@@ -34,13 +34,7 @@ const servers: Server[] = [];
 
 test.before(async () => {
   try {
-    const backend = await listenOn(
-      createServer((req, res) => {
-        req.resume();
-        res.end('backend');
-      }),
-      servers,
-    );
+    const backend = await plainBackend(servers);
     const docs = [
       `kind: Service\nname: api\nendpoints: [{ address: 127.0.0.1:${backend} }]\n`,
       `kind: VirtualHost

@@ -5,13 +5,13 @@
  * lets them through, and removing it brings the failures back: no listener, route or cluster is
  * updated for either. Rolling back to the version with the value restores it.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { ENVOY_VERSIONS, freePort, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { listenOn, perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
+import { plainBackend, perRelease, siteListenerYaml, startEnvoys, stopAll } from '../helpers/envoy-releases.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { writeTree } from '../helpers/tree.ts';
@@ -28,13 +28,7 @@ const RUNTIME =
 
 test.before(async () => {
   try {
-    const backend = await listenOn(
-      createServer((req, res) => {
-        req.resume();
-        res.end('backend');
-      }),
-      servers,
-    );
+    const backend = await plainBackend(servers);
     const releases = await perRelease(freePort, (_v, p, g) => [siteListenerYaml(g, g, p)]);
     for (const [v, p] of releases.ports) ports.set(v, p);
     base = [

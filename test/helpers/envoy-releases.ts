@@ -4,6 +4,7 @@
  */
 import type { RunningApp } from '../../src/app/app.ts';
 import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
+import { createServer } from 'node:http';
 import type { AddressInfo, Server } from 'node:net';
 import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from './envoy.ts';
 import { waitFor } from './process.ts';
@@ -74,6 +75,17 @@ export async function listenOn(server: Server, into: Server[], host = '127.0.0.1
   into.push(server);
   await new Promise<void>((r) => server.listen(0, host, r));
   return (server.address() as AddressInfo).port;
+}
+
+/** An HTTP backend on a free loopback port answering every request with `backend` (closed with `into`). */
+export function plainBackend(into: Server[]): Promise<number> {
+  return listenOn(
+    createServer((req, res) => {
+      req.resume();
+      res.end('backend');
+    }),
+    into,
+  );
 }
 
 /** An HTTP listener on 127.0.0.1:`port` for a release's group, with the virtual host `site`. */
