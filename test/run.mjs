@@ -59,6 +59,11 @@ const ONE_NODE = [
     'traffic',
     'websocket',
     'weighted-by-load',
+    'fault',
+    'runtime',
+    'zone-aware',
+    // Its TTL framing and renewals are proven on every Node.js by test/transports/ttl.test.ts.
+    'expiry',
   ].map((f) => [`test/e2e/envoy-${f}.test.ts`, 'a feature through Envoy']),
   // The server's state machines seen through Envoy (stages, registrations, the warming hold): pure
   // logic, whose transports are proven on every Node.js by test/transports/.

@@ -102,6 +102,31 @@ export function rolloutLines(v: RolloutView | null | undefined): string {
   return out;
 }
 
+interface OverrideRow {
+  what: string;
+  started: string;
+  deadline: string;
+  expired: boolean;
+}
+
+/** One line per override, soonest deadline first: when it lapses (or lapsed), and what it is. */
+export function overrideLines(rows: readonly OverrideRow[], now: number): string {
+  if (!rows.length) return 'no expiring overrides\n';
+  const left = (ms: number) =>
+    ms >= 3_600_000
+      ? `${Math.round(ms / 360_000) / 10}h`
+      : ms >= 60_000
+        ? `${Math.round(ms / 60_000)}m`
+        : `${Math.ceil(ms / 1000)}s`;
+  return rows
+    .map((r) => {
+      const ms = Date.parse(r.deadline) - now;
+      const when = r.expired ? 'expired (remove it from the tree)' : ms > 0 ? `in ${left(ms)}` : 'due now';
+      return `${r.deadline}  ${when.padEnd(12)}  ${r.what}\n`;
+    })
+    .join('');
+}
+
 export async function adminCommand(
   command: string,
   args: string[],
@@ -181,6 +206,12 @@ export async function adminCommand(
         if (!['promote', 'halt', 'resume', 'abort'].includes(sub)) return 2;
         const r = (await call('POST', `/api/v1/rollout/${sub}`, { actor })) as { rollout: RolloutView | null };
         process.stdout.write(`${sub}: done\n${rolloutLines(r.rollout)}`);
+        return 0;
+      }
+      case 'overrides': {
+        if (args.length) return 2;
+        const o = (await call('GET', '/api/v1/overrides')) as { overrides: OverrideRow[] };
+        process.stdout.write(options.json ? `${JSON.stringify(o, null, 2)}\n` : overrideLines(o.overrides, Date.now()));
         return 0;
       }
       case 'explain': {

@@ -56,6 +56,7 @@ const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: versio
                                                 by line) and rollback, through the running server's admin API
   rollout status|promote|halt|resume|abort  [--config FILE]
                                                 the staged rollout under way (see kind: Rollout)
+  overrides [--json] [--config FILE]            the tree's expiring overrides (until, for): when each lapses
   explain NODE_ID [--type cluster|endpoint|listener|route|secret] [--json] [--config FILE]
                                                 what the node is served, per type, and why (pins, rollout
                                                 stages, NACKs, warming holds, catch-up, REST polls)
@@ -150,6 +151,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     case 'pin':
     case 'unpin':
     case 'rollout':
+    case 'overrides':
     case 'explain':
       return (await import('./admin-client.ts')).adminCommand(command, positionals, config, {
         type: values.type,

@@ -331,9 +331,9 @@ export class DeltaStream extends StreamBase {
   }
 
   /**
-   * A heartbeat: the name and version the client holds of what has a TTL, without a body (Envoy
-   * renews its TTL and applies nothing). Only when nothing sent is unanswered: a response on its way
-   * carries a TTL of its own.
+   * A heartbeat (DELTA-12): the name and version the client holds of what has a TTL, without a
+   * body (Envoy renews its TTL and applies nothing). Only when nothing sent is unanswered: a
+   * response on its way carries a TTL of its own.
    */
   protected renew(): void {
     const ts = this.types.get('runtime');

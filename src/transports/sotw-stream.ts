@@ -286,10 +286,10 @@ export class SotwStream extends StreamBase {
   }
 
   /**
-   * Renews what the client holds with a TTL: the resource again, at the version the client ACKed.
-   * Not a heartbeat (the name without a body): Envoy's SotW client leaves a heartbeat's TTL as it
-   * was, so only a resend renews it. Only when the client is up to date: a response it has not
-   * answered yet carries a TTL of its own.
+   * Renews what the client holds with a TTL (SOTW-16): the resource again, at the version the
+   * client ACKed. Not a heartbeat (the name without a body): Envoy's SotW client leaves a
+   * heartbeat's TTL as it was, so only a resend renews it. Only when the client is up to date: a
+   * response it has not answered yet carries a TTL of its own.
    */
   protected renew(): void {
     const ts = this.types.get('runtime');

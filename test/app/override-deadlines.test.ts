@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
-import { waitFor } from '../helpers/process.ts';
+import { runCliAsync, waitFor } from '../helpers/process.ts';
+import { writeFileSync } from 'node:fs';
 import { startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
@@ -103,6 +104,24 @@ test('a rollback is not undone at a deadline: the version the operator chose sta
     await new Promise((r) => setTimeout(r, 1500));
     assert.is(app.cache.current!.versionId, rolledBack);
     assert.is(expiries(app).length, 0);
+  } finally {
+    await app.close();
+  }
+});
+
+test('`fleetxds overrides` lists them through the admin API, soonest first', async () => {
+  const db = join(tempDir(), 'state.db');
+  const dir = writeTree(withWindow('for: 2h'));
+  const app = await startServer(dir, { database: db });
+  try {
+    const settings = join(tempDir(), 'fleetxds.yaml');
+    writeFileSync(
+      settings,
+      `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:${app.adminPort} }\n`,
+    );
+    const cli = await runCliAsync(['overrides', '--config', settings]);
+    assert.is(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}in 2h {9}route 1 of VirtualHost "site"\n$/);
   } finally {
     await app.close();
   }

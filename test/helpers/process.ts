@@ -129,6 +129,21 @@ export async function waitFor<T>(
   throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
 }
 
+/**
+ * The same without blocking this process: for a CLI call to a server running in this very process
+ * (runCli would hold the event loop the server answers on).
+ */
+export function runCliAsync(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...fleetxdsArgs(), ...args], { cwd: projectPath() });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /** Runs the fleetxds CLI to completion from the project root. */
 export function runCli(args: string[], env: Record<string, string> = {}): SpawnSyncReturns<string> {
   return spawnSync(process.execPath, [...fleetxdsArgs(), ...args], {

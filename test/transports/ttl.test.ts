@@ -3,7 +3,7 @@
  * gRPC socket: the overrides layer goes in a Resource wrapper with the TTL while it holds a value
  * (the base layer never does), SotW renews it by resending it at the version the client ACKed,
  * delta by a heartbeat (name and version, no body), both at a third of the TTL, only while the
- * client is up to date; an emptied layer goes without a TTL and renewals stop.
+ * client is up to date; an emptied layer goes without a TTL and renewals stop (SOTW-16, DELTA-12).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
