@@ -61,7 +61,7 @@ export class ConfigPipeline {
     > &
       Partial<Pick<Stores, 'parses'>>,
     cache: SnapshotCache,
-    log: Logger,
+    private readonly log: Logger,
     /** The config directory Secret file paths are relative to. */
     configDir: string,
     opts: PipelineOptions = {},
@@ -170,7 +170,10 @@ export class ConfigPipeline {
     const next = this.trees.nextDeadline;
     if (next === undefined || this.stopped) return;
     const wait = Math.min(Math.max(next - Date.now(), 0), 2 ** 31 - 1);
-    this.expiryTimer = setTimeout(() => void this.applyDirectory(dir).catch(() => undefined), wait);
+    this.expiryTimer = setTimeout(
+      () => void this.applyDirectory(dir).catch((err) => this.log.error({ err }, 'applying at a deadline failed')),
+      wait,
+    );
     this.expiryTimer.unref();
   }
 
