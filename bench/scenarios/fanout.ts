@@ -12,6 +12,7 @@ import { serviceYaml, vhostYaml } from '../lib/generate.ts';
 import { benchServer } from '../lib/server.ts';
 import { percentile, procStats } from '../lib/proc.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
+import { runWhenMain } from '../lib/main.ts';
 
 export interface FanoutResult {
   n: number;
@@ -131,14 +132,4 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const n = Number(process.argv[2] ?? 1000);
-  const mode = (process.argv[3] ?? 'sotw') as 'sotw' | 'delta';
-  fanout(n, mode).then(
-    (r) => console.log(JSON.stringify(r)),
-    (e) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, (args) => fanout(Number(args[0] ?? 1000), (args[1] ?? 'sotw') as 'sotw' | 'delta'));

@@ -14,6 +14,7 @@ import { TypeUrls } from '../../src/xds/resource-types.ts';
 import { CLIENT_CORE, percentile, pin, procStats, SERVER_CORE, sleep } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
 import { waitMsg } from './fanout.ts';
+import { runWhenMain } from '../lib/main.ts';
 
 const TOKEN = 'bench-registration-token';
 
@@ -130,16 +131,6 @@ export async function registrationScenario(
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  registrationScenario(
-    Number(process.argv[2] ?? 1000),
-    Number(process.argv[3] ?? 10),
-    Number(process.argv[4] ?? 1000),
-  ).then(
-    (r) => console.log(JSON.stringify(r)),
-    (e) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, (args) =>
+  registrationScenario(Number(args[0] ?? 1000), Number(args[1] ?? 10), Number(args[2] ?? 1000)),
+);

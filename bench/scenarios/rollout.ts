@@ -14,6 +14,7 @@ import { vhostYaml } from '../lib/generate.ts';
 import { benchServer } from '../lib/server.ts';
 import { percentile, procStats } from '../lib/proc.ts';
 import { waitMsg } from './fanout.ts';
+import { runWhenMain } from '../lib/main.ts';
 
 export interface RolloutCost {
   n: number;
@@ -98,12 +99,4 @@ export async function rolloutCost(n: number): Promise<RolloutCost> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  rolloutCost(Number(process.argv[2] ?? 1000)).then(
-    (r) => console.log(JSON.stringify(r)),
-    (e) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, (args) => rolloutCost(Number(args[0] ?? 1000)));

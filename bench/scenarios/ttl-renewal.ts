@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { procStats } from '../lib/proc.ts';
 import { benchServer } from '../lib/server.ts';
 import { forkLoadClients, waitMsg } from './fanout.ts';
+import { runWhenMain } from '../lib/main.ts';
 
 export interface TtlRenewalResult {
   streams: number;
@@ -81,14 +82,6 @@ export async function ttlRenewal(
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const n = Number(process.argv[2] ?? 1000);
-  const mode = (process.argv[3] ?? 'sotw') as 'sotw' | 'delta';
-  ttlRenewal(n, mode, 1000, 30_000, Number(process.argv[4] ?? 60_000)).then(
-    (r) => console.log(JSON.stringify(r)),
-    (e) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(import.meta.url, (args) =>
+  ttlRenewal(Number(args[0] ?? 1000), (args[1] ?? 'sotw') as 'sotw' | 'delta', 1000, 30_000, Number(args[2] ?? 60_000)),
+);

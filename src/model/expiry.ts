@@ -14,7 +14,7 @@ import { Codes, sortDiagnostics, type Diagnostic, type PathSegment } from '../sh
 import { parseDurationMs } from '../shared/duration.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
-import type { RuntimeDoc, VirtualHostDoc } from './schema.ts';
+import type { VirtualHostDoc } from './schema.ts';
 import { docOf, originOf, recordOrigin, type Model } from './types.ts';
 
 export type OverrideKind = 'route' | 'fault' | 'runtime';
@@ -125,7 +125,7 @@ export function resolveExpiry(
   const sink = new DiagnosticSink(textOf);
   if (!overrides.length) return { model, active: [], expired: [], diagnostics: sink.diagnostics };
   const refOf = (o: Override): DocRef | undefined => {
-    const doc = o.doc.kind === 'Runtime' ? findRuntime(model, o.doc.name) : findVirtualHost(model, o.doc.name);
+    const doc = docOf(model, o.doc.kind, o.doc.name);
     const origin = doc && originOf(doc);
     return origin && { origin, kind: o.doc.kind, name: o.doc.name };
   };
@@ -140,19 +140,18 @@ export function resolveExpiry(
       active.push(w);
       continue;
     }
-    const field = o.deadline.until !== undefined ? 'until' : 'for';
     if (known === undefined)
       sink.error(
         Codes.INVALID_VALUE,
         refOf(o),
-        [...o.path, field],
+        deadlinePath(o),
         `the deadline of ${o.what} is in the past (${new Date(w.deadline).toISOString()}): it would never be served`,
       );
     else {
       sink.warn(
         Codes.INVALID_VALUE,
         refOf(o),
-        [...o.path, field],
+        deadlinePath(o),
         `${o.what} expired at ${new Date(w.deadline).toISOString()} and is no longer served: remove it from the tree`,
       );
       expired.push(w);
@@ -182,21 +181,21 @@ function checkBases(
   for (const o of overrides)
     if (o.kind === 'route') expiringRoutes.set(o.doc.name, [...(expiringRoutes.get(o.doc.name) ?? []), o]);
   for (const [name, routes] of expiringRoutes) {
-    const vh = findVirtualHost(model, name);
+    const vh = docOf(model, 'VirtualHost', name) as VirtualHostDoc | undefined;
     if (!vh || routes.length < vh.routes.length) continue;
     const last = routes[routes.length - 1]!;
     sink.error(
       Codes.INVALID_VALUE,
       refOf(last),
-      [...last.path, last.deadline.until !== undefined ? 'until' : 'for'],
+      deadlinePath(last),
       `every route of VirtualHost "${name}" has a deadline: once they lapse it has none to return to (add a route ` +
         'without until or for)',
     );
   }
 }
 
-const findVirtualHost = (model: Model, name: string) => docOf(model, 'VirtualHost', name) as VirtualHostDoc | undefined;
-const findRuntime = (model: Model, name: string) => docOf(model, 'Runtime', name) as RuntimeDoc | undefined;
+/** Where an override's deadline is written in its document (diagnostics point there). */
+const deadlinePath = (o: Override): PathSegment[] => [...o.path, o.deadline.until !== undefined ? 'until' : 'for'];
 
 /** A copy of a document that keeps its origin (diagnostics and the store locate it by its origin). */
 function copyOf<T extends object>(doc: T, changed: Partial<T>): T {

@@ -310,7 +310,7 @@ export class DeltaStream extends StreamBase {
     const ttlMs = this.ttlMs;
     const resources = upserts
       .sort((a, b) => (a.name < b.name ? -1 : 1))
-      .map((r) => (r.kind === 'runtime' ? (deltaTtlFramed(r, ttlMs) ?? framed(r)) : framed(r)));
+      .map((r) => deltaTtlFramed(r, ttlMs) ?? framed(r));
     const parts: Buffer[] = [Buffer.concat(head)];
     if (resources.length <= SEPARATE_RESOURCES) parts.push(...resources);
     else parts.push(Buffer.concat(resources));

@@ -72,15 +72,17 @@ function responseBody(t: TypeSnapshot, key: string, selected: readonly EncodedRe
 }
 
 function makeBody(t: TypeSnapshot, selected: readonly EncodedResource[]): Buffer {
-  const parts: Buffer[] = [stringField(DR.versionInfo, t.version)];
-  for (const r of selected) parts.push(r.framed);
-  parts.push(stringField(DR.typeUrl, TypeUrls[t.kind]));
-  return Buffer.concat(parts);
+  return bodyOf(t, selected, (r) => r.framed);
 }
 
 function makeTtlBody(t: TypeSnapshot, a: { selected: readonly EncodedResource[]; ttlMs: number }): Buffer {
+  return bodyOf(t, a.selected, (r) => sotwFramed(r, a.ttlMs));
+}
+
+/** version_info, each resource as `frame` makes its `resources` entry, type_url. */
+function bodyOf(t: TypeSnapshot, selected: readonly EncodedResource[], frame: (r: EncodedResource) => Buffer): Buffer {
   const parts: Buffer[] = [stringField(DR.versionInfo, t.version)];
-  for (const r of a.selected) parts.push(sotwFramed(r, a.ttlMs));
+  for (const r of selected) parts.push(frame(r));
   parts.push(stringField(DR.typeUrl, TypeUrls[t.kind]));
   return Buffer.concat(parts);
 }

@@ -11,7 +11,7 @@
 import { derive } from '../snapshot/derived.ts';
 import type { EncodedResource } from '../snapshot/encoder.ts';
 import { OVERRIDE_LAYER } from '../translate/runtime.ts';
-import { DDR, DR, encodeAny, encodeTtlResource, lenField, RESOURCE_WRAPPER_URL } from '../xds/wire.ts';
+import { DDR, DR, encodeAny, encodeResourceWrapper, lenField, RESOURCE_WRAPPER_URL } from '../xds/wire.ts';
 
 export const DEFAULT_OVERRIDE_TTL_MS = 30_000;
 
@@ -30,7 +30,7 @@ export function sotwFramed(r: EncodedResource, ttlMs: number): Buffer {
 }
 
 const makeSotwTtl = (r: EncodedResource, ttlMs: number): Buffer =>
-  lenField(DR.resources, encodeAny(RESOURCE_WRAPPER_URL, encodeTtlResource(r.name, '', r.any, ttlMs)));
+  lenField(DR.resources, encodeAny(RESOURCE_WRAPPER_URL, encodeResourceWrapper(r.name, '', r.any, ttlMs)));
 
 /** Its Resource of a delta response, with the TTL when it has one (undefined: the plain framing). */
 export function deltaTtlFramed(r: EncodedResource, ttlMs: number): Buffer | undefined {
@@ -39,7 +39,7 @@ export function deltaTtlFramed(r: EncodedResource, ttlMs: number): Buffer | unde
 }
 
 const makeDeltaTtl = (r: EncodedResource, ttlMs: number): Buffer =>
-  lenField(DDR.resources, encodeTtlResource(r.name, r.version, r.any, ttlMs));
+  lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, r.any, ttlMs));
 
 /** A delta heartbeat's Resource: the name and the version the client holds, no body. */
 export function deltaHeartbeat(r: EncodedResource, ttlMs: number): Buffer {
@@ -47,7 +47,7 @@ export function deltaHeartbeat(r: EncodedResource, ttlMs: number): Buffer {
 }
 
 const makeDeltaHeartbeat = (r: EncodedResource, ttlMs: number): Buffer =>
-  lenField(DDR.resources, encodeTtlResource(r.name, r.version, undefined, ttlMs));
+  lenField(DDR.resources, encodeResourceWrapper(r.name, r.version, undefined, ttlMs));
 
 /** A stream's renewal timer: runs while its client holds a resource with a TTL. */
 export class TtlRenewal {

@@ -119,7 +119,7 @@ export const RES = { version: 1, resource: 2, name: 3, ttl: 6 } as const;
 export const RESOURCE_WRAPPER_URL = 'type.googleapis.com/envoy.service.discovery.v3.Resource';
 
 /** google.protobuf.Duration{seconds=1, nanos=2} of `ms` milliseconds, as a Resource's ttl field. */
-export function ttlField(ms: number): Buffer {
+function ttlField(ms: number): Buffer {
   const seconds = Math.floor(ms / 1000);
   const nanos = (ms % 1000) * 1_000_000;
   const body = Buffer.allocUnsafe(varintSize(seconds) + varintSize(nanos) + 2);
@@ -136,29 +136,21 @@ export function ttlField(ms: number): Buffer {
 }
 
 /**
- * envoy.service.discovery.v3.Resource{name, version, resource, ttl}: a resource with a TTL, or,
- * without `anyBytes`, the heartbeat that renews it (docs/xds-protocol.md, TTL).
+ * envoy.service.discovery.v3.Resource{name, version, resource, ttl}: the delta wrapper, and the one
+ * that gives a resource a TTL (SotW too). Without `anyBytes`, with a TTL: the heartbeat that renews
+ * it (docs/xds-protocol.md SOTW-16, DELTA-12).
  */
-export function encodeTtlResource(
+export function encodeResourceWrapper(
   name: string,
   version: string,
   anyBytes: Uint8Array | undefined,
-  ttlMs: number,
+  ttlMs?: number,
 ): Buffer {
   return Buffer.concat([
     stringField(RES.version, version),
     ...(anyBytes ? [lenField(RES.resource, anyBytes)] : []),
     stringField(RES.name, name),
-    ttlField(ttlMs),
-  ]);
-}
-
-/** envoy.service.discovery.v3.Resource{name, version, resource}: the delta wrapper. */
-export function encodeResourceWrapper(name: string, version: string, anyBytes: Uint8Array): Buffer {
-  return Buffer.concat([
-    stringField(RES.version, version),
-    lenField(RES.resource, anyBytes),
-    stringField(RES.name, name),
+    ...(ttlMs !== undefined ? [ttlField(ttlMs)] : []),
   ]);
 }
 
