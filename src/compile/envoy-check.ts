@@ -90,8 +90,18 @@ interface Piece {
   bootstrap: Obj;
 }
 
-/** Replaces ADS references by the referenced resource inline (endpoints, routes) or a static secret name. */
-function inline(json: Obj, endpoints: ReadonlyMap<string, Obj>, routes: ReadonlyMap<string, Obj>, vhost?: number): Obj {
+/** What a group's resources reference, by name. */
+interface Referenced {
+  endpoints: ReadonlyMap<string, Obj>;
+  routes: ReadonlyMap<string, Obj>;
+  extensions: ReadonlyMap<string, Obj>;
+}
+
+/**
+ * Replaces ADS references by the referenced resource inline (endpoints, routes, filter configs) or
+ * a static secret name.
+ */
+function inline(json: Obj, { endpoints, routes, extensions }: Referenced, vhost?: number): Obj {
   return rewriteAdsReferences(json, {
     eds: ({ eds_cluster_config: _, ...cluster }, name) => ({
       ...cluster,
@@ -106,6 +116,10 @@ function inline(json: Obj, endpoints: ReadonlyMap<string, Obj>, routes: Readonly
       };
     },
     sds: ({ sds_config: _, ...config }) => config, // a name alone refers to a static secret
+    ecds: ({ config_discovery: _, ...filter }, name) => ({
+      ...filter,
+      typed_config: extensions.get(name)?.typed_config,
+    }),
   });
 }
 
@@ -121,10 +135,12 @@ interface GroupPieces {
 function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>): GroupPieces {
   const endpoints = new Map([...g.types.endpoint.resources.values()].map((r) => [r.name, r.json as Obj]));
   const routes = new Map([...g.types.route.resources.values()].map((r) => [r.name, r.json as Obj]));
+  const extensions = new Map([...g.types.extension.resources.values()].map((r) => [r.name, r.json as Obj]));
+  const refs: Referenced = { endpoints, routes, extensions };
   const secrets = [...g.types.secret.resources.values()].map((r) => r.json);
   const clusters = [...g.types.cluster.resources.values()].map((r) => ({
     name: r.name,
-    json: inline(r.json, endpoints, routes),
+    json: inline(r.json, refs),
   }));
   const listeners = g.types.listener.wildcard; // API listeners are for gRPC clients, not Envoy
   const boot = (c: Obj[], l: Obj[]): Obj => ({ static_resources: { clusters: c, listeners: l, secrets } });
@@ -137,7 +153,7 @@ function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>
   return {
     whole: boot(
       allClusters,
-      listeners.map((r) => inline(r.json, endpoints, routes)),
+      listeners.map((r) => inline(r.json, refs)),
     ),
     clustersOnly: boot(allClusters, []),
     clusters: () =>
@@ -164,10 +180,14 @@ function piecesOf(g: GroupSnapshot, origins: ReadonlyMap<string, ResourceOrigin>
           parent,
           part: true,
           blame: blame('route', rds!, i),
-          bootstrap: boot(usable, [inline(r.json, endpoints, routes, i)]),
+          bootstrap: boot(usable, [inline(r.json, refs, i)]),
         }));
         return [
-          { parent, blame: blame('listener', r.name), bootstrap: boot(usable, [inline(r.json, endpoints, new Map())]) },
+          {
+            parent,
+            blame: blame('listener', r.name),
+            bootstrap: boot(usable, [inline(r.json, { ...refs, routes: new Map() })]),
+          },
           ...vhosts,
         ];
       });

@@ -1,6 +1,6 @@
 /**
  * Where a served resource tells the proxy to fetch what it references (a cluster's endpoints, a
- * listener's routes, a TLS context's secrets). Translation points every such reference at ADS
+ * listener's routes and filter configs, a TLS context's secrets). Translation points every such reference at ADS
  * (`{ads: {}}`); a proxy that is not on ADS rejects that (`ADS must be configured to support an
  * ADS config source`), so each transport serves a *view* of the snapshot with the references
  * rewritten to what that proxy uses:
@@ -119,6 +119,8 @@ export interface AdsReferenceRewrite {
   rds(holder: Obj, routeConfigName: string): Obj;
   /** A TLS context's secret config (`name` + `sds_config`). */
   sds(holder: Obj, secretName: string): Obj;
+  /** A filter whose config comes over ECDS (`name` + `config_discovery`). */
+  ecds(filter: Obj, extensionName: string): Obj;
 }
 
 /** The one walk over a resource's ADS references (the input is untouched). */
@@ -135,6 +137,8 @@ export function rewriteAdsReferences(json: Obj, rewrite: AdsReferenceRewrite): O
     const rds = o.rds as Obj | undefined;
     if (rds && isAds(rds.config_source)) out = rewrite.rds(out, String(rds.route_config_name));
     if (typeof o.name === 'string' && isAds(o.sds_config)) out = rewrite.sds(out, o.name);
+    const discovery = o.config_discovery as Obj | undefined;
+    if (typeof o.name === 'string' && isAds(discovery?.config_source)) out = rewrite.ecds(out, o.name);
     return out;
   };
   return walk(json) as Obj;
@@ -149,6 +153,10 @@ export function retargetConfigSources(json: Obj, sourceFor: ConfigSourceFor): Ob
     }),
     rds: (h, name) => ({ ...h, rds: { ...(h.rds as Obj), config_source: sourceFor('route', name) } }),
     sds: (t, name) => ({ ...t, sds_config: sourceFor('secret', name) }),
+    ecds: (f, name) => ({
+      ...f,
+      config_discovery: { ...(f.config_discovery as Obj), config_source: sourceFor('extension', name) },
+    }),
   });
 }
 

@@ -8,6 +8,7 @@
 import type { JsonObject } from '../features/kit/envoy-json.ts';
 import { HTTP_PHASES, type Feature } from '../features/kit/feature.ts';
 import { FEATURES } from '../features/registry.ts';
+import { adsConfigSource } from './common.ts';
 import type { ListenerDoc, RouteDoc, ServiceDoc, VirtualHostDoc } from '../model/schema.ts';
 
 /** A feature as the builders call it: the model's documents fit every feature's hooks (checked here). */
@@ -48,9 +49,86 @@ function mergeInto(out: JsonObject, fields: JsonObject): void {
   }
 }
 
-/** The HTTP filters of a listener before the router, in Envoy's order. */
-export function httpFilters(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): JsonObject[] {
-  return BY_PHASE.flatMap((f) => f.http?.filters?.(l, vhosts) ?? []);
+/** Filters whose settings travel as extension configs (Feature.http.discovered). */
+const DISCOVERED: ReadonlySet<string> = new Set(BUILT_FEATURES.flatMap((f) => f.http?.discovered ?? []));
+
+/**
+ * The extension config (ECDS) of filter `filter` on listener `listener`. Envoy shares one
+ * subscription per name among its listeners, and looks a discovered filter's per-route settings up
+ * by this name only (not the filter's own), so the name is the listener's.
+ */
+export function extensionConfigName(listener: string, filter: string): string {
+  return `${listener}/${filter}`;
+}
+
+/** A listener's HTTP filters and the extension configs some of them name. */
+export interface ListenerHttpFilters {
+  /** Before the router, in Envoy's order. */
+  readonly filters: JsonObject[];
+  /** TypedExtensionConfig resources, one per discovered filter. */
+  readonly extensions: JsonObject[];
+  /** Filter name -> the extension config name it has on this listener. */
+  readonly renamed: ReadonlyMap<string, string>;
+}
+
+/** The HTTP filters of a listener before the router, in Envoy's order; policy filters by reference. */
+export function httpFilters(l: ListenerDoc, vhosts: readonly VirtualHostDoc[]): ListenerHttpFilters {
+  const filters: JsonObject[] = [];
+  const extensions: JsonObject[] = [];
+  const renamed = new Map<string, string>();
+  for (const f of BY_PHASE.flatMap((x) => x.http?.filters?.(l, vhosts) ?? [])) {
+    const config = f.typed_config as JsonObject | undefined;
+    if (!DISCOVERED.has(f.name as string) || !config) {
+      filters.push(f);
+      continue;
+    }
+    const name = extensionConfigName(l.name, f.name as string);
+    renamed.set(f.name as string, name);
+    extensions.push({ name, typed_config: config });
+    filters.push({
+      name,
+      config_discovery: { config_source: adsConfigSource(), type_urls: [config['@type'] as string] },
+    });
+  }
+  return { filters, extensions, renamed };
+}
+
+/** typed_per_filter_config with the keys of discovered filters renamed; the same object when none is. */
+function renameKeys(tpfc: unknown, renamed: ReadonlyMap<string, string>): JsonObject | undefined {
+  if (!isObject(tpfc) || !Object.keys(tpfc).some((k) => renamed.has(k))) return undefined;
+  return Object.fromEntries(Object.entries(tpfc).map(([k, v]) => [renamed.get(k) ?? k, v]));
+}
+
+/** Per built virtual host: its copy per listener that renames (kept while the virtual host is). */
+const scopedCopies = new WeakMap<JsonObject, Map<string, JsonObject>>();
+
+/**
+ * A virtual host as a listener carrying it must see it: the per-route settings of the filters the
+ * listener discovers keyed by their extension config names. The built virtual host itself when it
+ * sets none (most do not), so one build still serves every listener.
+ */
+export function scopedVirtualHost(vhost: JsonObject, renamed: ReadonlyMap<string, string>): JsonObject {
+  if (!renamed.size) return vhost;
+  const key = [...renamed.values()].join('\u0000');
+  let copies = scopedCopies.get(vhost);
+  const known = copies?.get(key);
+  if (known) return known;
+  const own = renameKeys(vhost.typed_per_filter_config, renamed);
+  const routes = vhost.routes as JsonObject[] | undefined;
+  let routesChanged = false;
+  const newRoutes = routes?.map((r) => {
+    const t = renameKeys(r.typed_per_filter_config, renamed);
+    if (!t) return r;
+    routesChanged = true;
+    return { ...r, typed_per_filter_config: t };
+  });
+  const out =
+    own || routesChanged
+      ? { ...vhost, ...(routesChanged ? { routes: newRoutes } : {}), ...(own ? { typed_per_filter_config: own } : {}) }
+      : vhost;
+  if (!copies) scopedCopies.set(vhost, (copies = new Map<string, JsonObject>()));
+  copies.set(key, out);
+  return out;
 }
 
 /**

@@ -20,6 +20,7 @@ import type { JsonObject } from '../features/kit/envoy-json.ts';
 import { buildLoadAssignment } from './endpoints.ts';
 import { buildApiListener, buildListener } from './listener.ts';
 import { buildRouteConfiguration, buildVirtualHost, grpcRoute } from './route.ts';
+import { scopedVirtualHost } from './features.ts';
 import { TranslationMemo } from './memo.ts';
 import { listenerTargets, targetsOf } from '../model/targets.ts';
 import { secretResource } from './secret.ts';
@@ -44,6 +45,8 @@ export type GroupResources = Readonly<Record<ResourceKind, readonly TranslatedRe
 interface Front {
   listeners: TranslatedResource[];
   routes: TranslatedResource[];
+  /** Extension configs (ECDS) the listeners' policy filters name. */
+  extensions: TranslatedResource[];
   /** Services some route of the group targets (only those get clusters). */
   used: ReadonlySet<string>;
   /** The services each carried virtual host or gRPC service targets (memoized per document). */
@@ -120,6 +123,7 @@ export function translateGroup(
     endpoint: back.endpoints,
     listener: front.listeners,
     route: front.routes,
+    extension: front.extensions,
     secret,
     runtime,
   };
@@ -129,6 +133,7 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
   // Listeners and routes come from two lists (listeners, gRPC services): sorted by name at the end.
   const listeners: TranslatedResource[] = [];
   const routes: TranslatedResource[] = [];
+  const extensions: TranslatedResource[] = [];
   const secretRefs = new Set<string>();
   const targets: (readonly string[])[] = [];
   const use = (names: readonly string[]) => targets.push(names);
@@ -143,13 +148,16 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
         if (n) secretRefs.add(n);
     for (const v of vs) use(memo.once('targets', v, (d) => targetsOf(d.routes)));
     use(memo.once('listener-targets', l, listenerTargets));
-    listeners.push({
-      kind: 'listener',
-      name: l.name,
-      // Its virtual hosts' protections put filters in its chain.
-      json: memo.with('listener', l, vs, () => buildListener(l, vs)),
-      origin: originKey('Listener', l.name),
-    });
+    // Its virtual hosts' protections put filters in its chain.
+    const built = memo.with('listener', l, vs, () => buildListener(l, vs));
+    listeners.push({ kind: 'listener', name: l.name, json: built.json, origin: originKey('Listener', l.name) });
+    for (const e of built.extensions)
+      extensions.push({
+        kind: 'extension',
+        name: e.name as string,
+        json: e,
+        origin: originKey('Listener', l.name),
+      });
     // A TCP listener has no routes.
     if (!l.virtualHosts) continue;
     routes.push({
@@ -161,9 +169,13 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
         buildRouteConfiguration(
           l.name,
           vs,
-          // One build per document and listener trust (address rules depend on it).
+          // One build per document and listener trust (address rules depend on it), seen with
+          // the listener's names for its discovered filters.
           (v, forwarded) =>
-            memo.once(forwarded ? 'vhost-forwarded' : 'vhost', v, (d) => buildVirtualHost(d, forwarded)),
+            scopedVirtualHost(
+              memo.once(forwarded ? 'vhost-forwarded' : 'vhost', v, (d) => buildVirtualHost(d, forwarded)),
+              built.renamed,
+            ),
           l,
         ),
       ),
@@ -200,6 +212,7 @@ function translateFront(model: Model, group: string, memo: TranslationMemo, prev
   return {
     listeners: listeners.sort(byName),
     routes: routes.sort(byName),
+    extensions: extensions.sort(byName),
     used: sameTargets(prev?.targets, targets) ? prev!.used : new Set(targets.flat()),
     targets,
     secretRefs: [...secretRefs],

@@ -2,7 +2,13 @@ import type { GrpcServiceDoc, ListenerDoc, VirtualHostDoc } from '../model/schem
 import { durationToProto } from '../shared/duration.ts';
 import { adsConfigSource, faultFilter, routerFilter, TYPE } from './common.ts';
 import { compact, type JsonObject } from '../features/kit/envoy-json.ts';
-import { connectionManagerFields, httpFilters, listenerAccessLogs, networkFilters } from './features.ts';
+import {
+  connectionManagerFields,
+  httpFilters,
+  listenerAccessLogs,
+  networkFilters,
+  type ListenerHttpFilters,
+} from './features.ts';
 
 /**
  * An HTTP connection manager routing over RDS. `fields`: what the listener's features set; the
@@ -69,6 +75,15 @@ function tcpProxy(
   };
 }
 
+/** A listener, the extension configs its filters name, and the names they have (ListenerHttpFilters). */
+export interface BuiltListener {
+  readonly json: JsonObject;
+  readonly extensions: readonly JsonObject[];
+  readonly renamed: ReadonlyMap<string, string>;
+}
+
+const NO_HTTP_FILTERS: ListenerHttpFilters = { filters: [], extensions: [], renamed: new Map() };
+
 /**
  * An Envoy listener: the HTTP connection manager (routes over RDS, named after the listener), or
  * for a TCP listener the TCP proxy, in one filter chain per certificate. With `tls.sni`, a TLS
@@ -76,10 +91,12 @@ function tcpProxy(
  * match) carries `tls.secret`. Passthrough names get chains of their own that proxy the TLS bytes
  * untouched (matched on SNI with transport protocol tls, ahead of the terminated chains).
  * `vhosts` are the listener's virtual hosts: the protections they use put filters in its chain.
+ * Policy filters name extension configs (ECDS) served beside the listener.
  */
-export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] = []): JsonObject {
+export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] = []): BuiltListener {
   const tcpLogs = listenerAccessLogs(l, true);
   const network = networkFilters(l);
+  const http = l.tcp ? NO_HTTP_FILTERS : httpFilters(l, vhosts);
   const filters = l.tcp
     ? [...network, tcpProxy(l.name, l.tcp, tcpLogs)]
     : [
@@ -90,7 +107,7 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
             l.name,
             listenerAccessLogs(l, false),
             connectionManagerFields(l, vhosts),
-            httpFilters(l, vhosts),
+            http.filters,
           ),
         },
       ];
@@ -124,7 +141,7 @@ export function buildListener(l: ListenerDoc, vhosts: readonly VirtualHostDoc[] 
     out.listener_filters = [
       { name: 'envoy.filters.listener.tls_inspector', typed_config: { '@type': TYPE.tlsInspector } },
     ];
-  return out;
+  return { json: out, extensions: http.extensions, renamed: http.renamed };
 }
 
 /** A proxyless gRPC target (gRFC A27): an API listener named after the target, routes over RDS. */

@@ -79,8 +79,19 @@ const SEPARATE_RESOURCES = 8;
 const MAX_PENDING = 32;
 const NO_NAMES: ReadonlySet<string> = new Set();
 
-/** The order of a push's last step: a listener before the routes it names, removals of what they used after both. */
-const AFTER_WARMING: readonly ResourceKind[] = ['listener', 'route', 'cluster', 'endpoint', 'secret', 'runtime'];
+/**
+ * The order of a push's last step: a listener before the filter configs and routes it names (a
+ * route may name a token requirement a filter config adds), removals of what they used after them.
+ */
+const AFTER_WARMING: readonly ResourceKind[] = [
+  'listener',
+  'extension',
+  'route',
+  'cluster',
+  'endpoint',
+  'secret',
+  'runtime',
+];
 
 /** Upserts alone (ahead of listeners and routes), or everything due (which completes a push). */
 type Phase = 'upserts' | 'all';

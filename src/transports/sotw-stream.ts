@@ -277,6 +277,9 @@ export class SotwStream extends StreamBase {
 
   protected afterWarming(snap: GroupSnapshot): void {
     this.refresh('listener', snap);
+    // The filter configs listeners name: after them (a new name is subscribed once Envoy reads the
+    // listener), before the routes (a route may name a token requirement a config adds).
+    this.refresh('extension', snap);
     this.refresh('route', snap);
     this.refresh('cluster', snap); // drops clusters an interim response kept; nothing otherwise
   }

@@ -8,12 +8,18 @@
  * routes still use) wait until this stream has sent the CLA of every introduced cluster, or until
  * `limitMs` has passed (a client that never asks must not freeze its routes for ever).
  *
- * What holds: responses of the kinds in HELD_KINDS, pushed or requested. Endpoints, secrets and
- * the runtime layer never wait: the first two are what warming needs, the last references nothing.
+ * What holds: responses of the kinds in HELD_KINDS, pushed or requested (filter configs too: an
+ * authorization server or a rate limit service is a cluster). Endpoints, secrets and the runtime
+ * layer never wait: the first two are what warming needs, the last references nothing.
  */
 import type { ResourceKind } from '../xds/resource-types.ts';
 
-export const HELD_KINDS: ReadonlySet<ResourceKind> = new Set<ResourceKind>(['cluster', 'listener', 'route']);
+export const HELD_KINDS: ReadonlySet<ResourceKind> = new Set<ResourceKind>([
+  'cluster',
+  'listener',
+  'route',
+  'extension',
+]);
 
 /** How long a stream's routes may wait for the endpoints of its new clusters to be requested and sent. */
 export const DEFAULT_WARMING_HOLD_MS = 5000;

@@ -3,7 +3,8 @@
  * tests and benchmarks read their per-type facts from here.
  *
  * The table is in make-before-break push order (docs/xds-protocol.md §4.7): clusters, then their
- * endpoints, then listeners, then routes; secrets, then the runtime layer (which nothing references).
+ * endpoints, then listeners, then the filter configs (ECDS) and routes they name; secrets, then the
+ * runtime layer (which nothing references).
  */
 export interface ResourceType<K extends string = string> {
   readonly kind: K;
@@ -71,6 +72,17 @@ export const RESOURCE_TYPES = [
     grpcNoun: 'Listeners',
     short: 'lds',
     carriesConfigSources: true,
+  }),
+  type({
+    kind: 'extension',
+    typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig',
+    envoyName: 'TypedExtensionConfig',
+    wildcard: false,
+    restPath: 'extension_configs',
+    grpcService: 'envoy.service.extension.v3.ExtensionConfigDiscoveryService',
+    grpcNoun: 'ExtensionConfigs',
+    short: 'ecds',
+    carriesConfigSources: false,
   }),
   type({
     kind: 'route',

@@ -2,7 +2,8 @@
  * Real Envoy on rendered files (path-based subscriptions), in both layouts: files replaced one by
  * one with renames, and watched_directory (a version directory swapped in by one symlink rename).
  * Envoy starts from `fleetxds bootstrap --mode files`, routes HTTP and HTTPS (SNI, SDS from files),
- * follows YAML edits (a runtime value too, from the rendered RTDS file), rejects nothing and holds
+ * follows YAML edits (a runtime value too, from the rendered RTDS file, and a JWT policy from its
+ * rendered extension config file), rejects nothing and holds
  * the versions of the files.
  */
 import { existsSync } from 'node:fs';
@@ -10,7 +11,9 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { dumpedVersions } from '../helpers/envoy.ts';
-import { httpsGet, labSpecs, reportSetupFailure, startLab } from '../helpers/envoy-lab.ts';
+import type { KeyObject } from 'node:crypto';
+import { httpGet, httpsGet, labSpecs, reportSetupFailure, startLab } from '../helpers/envoy-lab.ts';
+import { ecKeys, jwks, signedToken, TEST_ISSUER } from '../helpers/jwt.ts';
 import { waitFor } from '../helpers/process.ts';
 
 for (const layout of ['files', 'watched_directory'] as const) {
@@ -62,6 +65,27 @@ for (const layout of ['files', 'watched_directory'] as const) {
         assert.is(dumped.cluster![r.name], served.cluster.version, `cluster ${r.name}`);
       for (const r of served.listener.resources)
         assert.is(dumped.listener![r.name], served.listener.version, `listener ${r.name}`);
+
+      // A policy filter's config from its rendered file (ecds/<name>.json): a token signed by a key
+      // the listener's JWKS does not hold is refused until the JWKS is edited to hold it. Last: the
+      // filter's arrival updates the listener in place, after which Envoy's config dump keeps the
+      // listener's earlier version.
+      const stranger = ecKeys();
+      const path = `/split?token=${signedToken(stranger.privateKey)}`;
+      const listeners = lab.docs['listeners.yaml'] as any[];
+      const http = listeners.find((d) => d.name === `${spec!.id}-http`);
+      const jwt = (pub: KeyObject) => ({
+        providers: [{ name: 'corp', issuer: TEST_ISSUER, keys: { inline: jwks(pub) }, from: { query: ['token'] } }],
+        require: ['corp'],
+        optional: true,
+      });
+      http.jwt = jwt(ecKeys().publicKey);
+      lab.write('listeners.yaml', listeners);
+      await waitFor('the token refused', async () => (await httpGet(spec!.httpPort, path)).status === 401);
+      http.jwt = jwt(stranger.publicKey);
+      lab.write('listeners.yaml', listeners);
+      await waitFor('the token taken', async () => (await httpGet(spec!.httpPort, path)).status === 200);
+      assert.is(await envoy.rejected(), 0, envoy.log().slice(-2000));
     } finally {
       await lab.stop();
     }

@@ -14,6 +14,7 @@ import {
   BUILT_FEATURES,
   listenerAccessLogs,
   networkFilters,
+  scopedVirtualHost,
 } from '../../src/translate/features.ts';
 import { featureServices } from '../../src/model/targets.ts';
 
@@ -34,12 +35,13 @@ const LISTENERS: { name: string; listener: object; vhosts: object[]; filters: st
       accessLog: [{ to: { service: 'als' } }],
     },
     vhosts: [CORS_VHOST, FAULT_VHOST],
+    // Policy filters by extension config (ECDS), named after the listener.
     filters: [
       'envoy.filters.http.cors',
       'envoy.filters.http.rbac',
-      'envoy.filters.http.ext_authz',
+      'l/envoy.filters.http.ext_authz',
       'envoy.filters.http.local_ratelimit',
-      'envoy.filters.http.ratelimit',
+      'l/envoy.filters.http.ratelimit',
       'envoy.filters.http.compressor.gzip',
       'envoy.filters.http.compressor.brotli',
       'envoy.filters.http.fault',
@@ -52,12 +54,43 @@ for (const c of LISTENERS)
   test(`a listener with ${c.name}: its filters in Envoy's order and the services they call`, () => {
     const l = { name: 'l', port: 8080, virtualHosts: ['v'], ...c.listener } as unknown as ListenerDoc;
     const vhosts = c.vhosts as never[];
+    const built = httpFilters(l, vhosts);
     assert.equal(
-      httpFilters(l, vhosts).map((f) => f.name),
+      built.filters.map((f) => f.name),
       c.filters,
     );
+    // Each discovered filter names its extension config, which carries the settings.
+    const discovered = built.filters.filter((f) => f.config_discovery);
+    assert.equal(
+      built.extensions.map((e) => e.name),
+      discovered.map((f) => f.name),
+    );
+    for (const [i, f] of discovered.entries()) {
+      const typed = built.extensions[i]!.typed_config as { '@type': string };
+      assert.equal((f.config_discovery as { type_urls: string[] }).type_urls, [typed['@type']]);
+      assert.is(built.renamed.get((f.name as string).slice(2)), f.name);
+    }
     assert.equal(featureServices(l), c.services);
   });
+
+test('a virtual host seen by a listener that discovers its filters: per-route keys renamed, the rest shared', () => {
+  const renamed = new Map([['envoy.filters.http.jwt_authn', 'edge/envoy.filters.http.jwt_authn']]);
+  const plain = { name: 'p', routes: [{ name: 'r', typed_per_filter_config: { 'envoy.filters.http.cors': {} } }] };
+  assert.is(scopedVirtualHost(plain, renamed), plain, 'nothing to rename: the same object');
+  assert.is(scopedVirtualHost(plain, new Map()), plain);
+  const untouched: { name: string; typed_per_filter_config?: object } = { name: 'u' };
+  const vhost = {
+    name: 'v',
+    typed_per_filter_config: { 'envoy.filters.http.jwt_authn': { disabled: true } },
+    routes: [untouched, { name: 'r', typed_per_filter_config: { 'envoy.filters.http.jwt_authn': { x: 1 } } }],
+  };
+  const seen = scopedVirtualHost(vhost, renamed) as typeof vhost;
+  assert.equal(Object.keys(seen.typed_per_filter_config), ['edge/envoy.filters.http.jwt_authn']);
+  assert.equal(Object.keys(seen.routes[1]!.typed_per_filter_config!), ['edge/envoy.filters.http.jwt_authn']);
+  assert.is(seen.routes[0], untouched, 'a route without the filter keeps its object');
+  assert.is(scopedVirtualHost(vhost, renamed), seen, 'one copy per virtual host and listener');
+  assert.ok('envoy.filters.http.jwt_authn' in vhost.typed_per_filter_config, 'the shared build is untouched');
+});
 
 test('per-filter configurations: each feature adds its own entries, nothing set is nothing', () => {
   assert.is(filterConfigs({}, false), undefined);

@@ -268,9 +268,9 @@ test('bad requests get a 4xx with a clear message', async () => {
   const mismatch = await poll('clusters', { node: NODE, type_url: EDS });
   assert.is(mismatch.status, 400);
   assert.match(mismatch.json.error, /does not match this path/);
-  const unknownType = await poll('extension_configs', { node: NODE });
+  const unknownType = await poll('scoped-routes', { node: NODE });
   assert.is(unknownType.status, 404);
-  assert.match(unknownType.json.error, /no REST discovery at \/v3\/discovery:extension_configs/);
+  assert.match(unknownType.json.error, /no REST discovery at \/v3\/discovery:scoped-routes/);
   const huge = await poll('clusters', { node: { ...NODE, metadata: { pad: 'x'.repeat(100_000) } } });
   assert.is(huge.status, 413);
   const arr = await poll('clusters', '[1,2]');

@@ -147,10 +147,11 @@ const state: RolloutState = {
  */
 const STEPS: { step: string; cfg: () => PublishedConfig; types: number; resources: number; drops: number }[] = [
   {
-    // The groups' runtime types are empty here (no layer resource), one type shared by both.
-    step: 'first publish: 9 distinct types, 7 distinct resources',
+    // The groups' runtime and extension types are empty here (no layer, no policy filter): one
+    // type of each shared by both.
+    step: 'first publish: 10 distinct types, 7 distinct resources',
     cfg: () => publish(r1),
-    types: 9,
+    types: 10,
     resources: 7,
     drops: 0,
   },

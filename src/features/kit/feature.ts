@@ -94,6 +94,12 @@ export interface Feature<L = never, V = never, R = never, S = never> {
      * entries); `forwarded`: the listener carrying it takes client addresses from x-forwarded-for.
      */
     readonly perFilterConfig?: (o: V | R, forwarded: boolean) => JsonObject | undefined;
+    /**
+     * Its filters (by name) whose listener-wide settings are policy an operator edits: they reach
+     * the proxies as extension configs (ECDS) the listener names, so an edit reaches connections
+     * already open and drains none. Filters whose settings live in routes need not be here.
+     */
+    readonly discovered?: readonly string[];
   };
   /** Fields of an HTTP listener's connection manager, given the virtual hosts it carries. */
   readonly connectionManager?: (l: L, vhosts: readonly V[]) => JsonObject | undefined;

@@ -11,6 +11,7 @@ import {
   type ProtectionVirtualHost,
 } from './schema.ts';
 import {
+  FILTER,
   networkRbacFilter,
   perFilterConfig,
   protectionFilters,
@@ -44,6 +45,9 @@ export const protection = defineFeature<
     phase: 'protection',
     filters: (l, vhosts) => protectionFilters(l, protectionsUsed(vhosts)),
     perFilterConfig: (o, forwarded) => perFilterConfig(o, forwarded),
+    // Token providers, the authorization server and the rate limit service are the listener's;
+    // access rules and local limits are per route (route configurations) already.
+    discovered: [FILTER.jwt, FILTER.extAuth, FILTER.rateLimit],
   },
   // Limits and hashes keyed by the client's address read Envoy's downstream remote address, which
   // Envoy takes from x-forwarded-for unless use_remote_address is on: a listener that uses them and

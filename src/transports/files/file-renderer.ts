@@ -1,14 +1,14 @@
 /**
  * Renders DiscoveryResponse files for Envoy's path-based (filesystem) subscriptions, per node group:
- *   <dir>/<group>/cds.json, lds.json, eds/<cluster>.json, rds/<route>.json, sds/<secret>.json,
- *   rtds/<layer>.json
+ *   <dir>/<group>/cds.json, lds.json, eds/<cluster>.json, rds/<route>.json, ecds/<extension>.json,
+ *   sds/<secret>.json, rtds/<layer>.json
  * CDS/LDS files hold the full state; EDS/RDS/SDS files exactly one resource (Envoy does no name
  * filtering on files). Every write is temp + fsync + rename (Envoy reloads only on a move) and
  * only files whose content changed are rewritten.
  *
  * Order (make before break): secrets; endpoint files of new clusters (Envoy requires a path to
- * exist when a subscription is created); clusters; endpoint files of existing clusters; route
- * files of new route configurations; listeners; route files of existing ones; removals last.
+ * exist when a subscription is created); clusters; endpoint files of existing clusters; route and
+ * extension config files new listeners name; listeners; those of existing ones; removals last.
  *
  * `watched_directory` layout instead renders each version into <group>/.v-<hash>/ and swaps the
  * <group>/current symlink with one rename, so Envoy sees all files of a version change at once.
@@ -56,9 +56,12 @@ const KIND_FILES: Record<ResourceKind, { single?: string; folder?: string }> = {
   listener: { single: 'lds' },
   endpoint: { folder: 'eds' },
   route: { folder: 'rds' },
+  extension: { folder: 'ecds' },
   secret: { folder: 'sds' },
   runtime: { folder: 'rtds' },
 };
+
+const FOLDERS = Object.values(KIND_FILES).flatMap((f) => (f.folder ? [f.folder] : []));
 
 export class FileRenderer {
   /** Content hash of what we last wrote, per absolute path (avoids re-reading unchanged files). */
@@ -146,13 +149,14 @@ export class FileRenderer {
     }
     // Runtime layers, one file each (a layer reads one resource), whenever: nothing references
     // them, nothing waits for them.
-    const phases: Record<'endpoint' | 'route' | 'secret' | 'runtime', [number, number]> = {
+    const phases: Record<'endpoint' | 'route' | 'extension' | 'secret' | 'runtime', [number, number]> = {
       secret: [0, 0],
       runtime: [0, 0],
       endpoint: [1, 3],
       route: [4, 6],
+      extension: [4, 6],
     };
-    for (const kind of ['secret', 'runtime', 'endpoint', 'route'] as const) {
+    for (const kind of ['secret', 'runtime', 'endpoint', 'route', 'extension'] as const) {
       for (const r of snap.types[kind].resources.values()) {
         const rel = this.relPath(kind, r.name);
         const [isNew, existing] = phases[kind];
@@ -217,8 +221,7 @@ export class FileRenderer {
     const gdir = inside(this.opts.dir, groupDirName(group));
     const previous = new Set(await listFiles(gdir));
     const files = this.plan(group, snap, previous);
-    for (const sub of ['eds', 'rds', 'sds', 'rtds'])
-      await mkdir(join(gdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
+    for (const sub of FOLDERS) await mkdir(join(gdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
     for (const f of files) await this.writeIfChanged(inside(gdir, f.rel), f.content, f.mode, stats);
     const keep = new Set(files.map((f) => f.rel));
     for (const rel of previous) {
@@ -262,8 +265,7 @@ export class FileRenderer {
     }
     const vdir = inside(gdir, vname);
     await rm(vdir, { recursive: true, force: true });
-    for (const sub of ['eds', 'rds', 'sds', 'rtds'])
-      await mkdir(join(vdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
+    for (const sub of FOLDERS) await mkdir(join(vdir, sub), { recursive: true, mode: sub === 'sds' ? 0o700 : 0o750 });
     for (const f of files) {
       await writeFileAtomic(inside(vdir, f.rel), f.content, f.mode);
       stats.written++;
