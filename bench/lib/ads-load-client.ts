@@ -1,7 +1,7 @@
 /**
  * A benchmark load generator: one child process simulating many Envoys, each with its own
  * HTTP/2 connection and one ADS stream (SotW or delta). Subscribes like Envoy does (CDS and LDS
- * wildcard, EDS for every cluster, RDS by name, the RTDS layers), ACKs every response by nonce, and reports to the
+ * wildcard, EDS for every cluster, RDS by name, the RTDS layers, ECDS when asked), ACKs every response by nonce, and reports to the
  * parent over IPC when each stream has ACKed a new version of the watched type and how many bytes
  * it received. Not a test double: it is only used to load the real server.
  */
@@ -23,9 +23,11 @@ const [port, count, mode, prefix, routeName] = [
 ];
 /** `a,b,c`: stream i runs in zone i mod 3 of region r (node.locality); none: no locality. */
 const zones = process.argv[7]?.split(',').filter(Boolean) ?? [];
+/** The extension configs the listener's filters name (ECDS), as Envoy subscribes once it has read it. */
+const extensions = process.argv[8]?.split(',').filter(Boolean) ?? [];
 const T = TypeUrls;
-/** CDS, EDS, LDS, RDS and the runtime layers, as an Envoy on fleetxds's bootstrap subscribes. */
-const SUBSCRIBED = 5;
+/** CDS, EDS, LDS, RDS, the runtime layers and the extension configs, as an Envoy on fleetxds's bootstrap subscribes. */
+const SUBSCRIBED = 5 + (extensions.length ? 1 : 0);
 const delta = mode === 'delta';
 const Cluster = lookupType('envoy.config.cluster.v3.Cluster');
 const Client = rawAdsClient(delta);
@@ -61,6 +63,16 @@ function open(i: number): void {
     ...(zones.length && { locality: { region: 'r', zone: zones[i % zones.length] } }),
   };
   let edsRequested = false;
+  const subscribedNames = (typeUrl: string): string[] =>
+    typeUrl === T.route
+      ? [routeName]
+      : typeUrl === T.endpoint
+        ? edsNames
+        : typeUrl === T.runtime
+          ? LAYERS
+          : typeUrl === T.extension
+            ? extensions
+            : [];
   call.on('data', ({ msg, size }) => {
     st.bytes += size;
     const typeUrl = msg.type_url as string;
@@ -71,8 +83,7 @@ function open(i: number): void {
         type_url: typeUrl,
         version_info: msg.version_info,
         response_nonce: msg.nonce,
-        resource_names:
-          typeUrl === T.route ? [routeName] : typeUrl === T.endpoint ? edsNames : typeUrl === T.runtime ? LAYERS : [],
+        resource_names: subscribedNames(typeUrl),
       });
     if (typeUrl === T.cluster && !edsRequested) {
       edsRequested = true;
@@ -110,11 +121,13 @@ function open(i: number): void {
     call.write({ type_url: T.listener });
     call.write({ type_url: T.route, resource_names_subscribe: [routeName] });
     call.write({ type_url: T.runtime, resource_names_subscribe: LAYERS });
+    if (extensions.length) call.write({ type_url: T.extension, resource_names_subscribe: extensions });
   } else {
     call.write({ node, type_url: T.cluster });
     call.write({ type_url: T.listener });
     call.write({ type_url: T.route, resource_names: [routeName] });
     call.write({ type_url: T.runtime, resource_names: LAYERS });
+    if (extensions.length) call.write({ type_url: T.extension, resource_names: extensions });
   }
 }
 

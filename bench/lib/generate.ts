@@ -23,6 +23,8 @@ export interface TreeSpec {
   registrationToken?: string;
   /** Every service fails over by distance (its endpoints in zones a, b, c of region r). */
   locality?: boolean;
+  /** Every listener requires a JWT (its providers an extension config): what `policyEdit` changes. */
+  policy?: boolean;
 }
 
 export function serviceYaml(
@@ -83,6 +85,14 @@ const JWKS =
   '{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"JBPvOUc1PozJ1I5A1K5WtzjMZNmlKXL1UTUqQL7iTGs",' +
   '"y":"Wjh-OOdnOoQMCm8zXar7XfFxQjHaCfFFRCpSZRosZQI"}]}';
 
+/** A listener's token policy, for trees with `policy`. */
+const LISTENER_POLICY = `jwt: { providers: [{ name: corp, issuer: https://idp.example, keys: { inline: '${JWKS}' } }], require: [corp] }\n`;
+
+/** The listeners file of a tree with `policy`, its keys rotated: only the listeners' extension configs change. */
+export function policyEdit(listenersYaml: string): string {
+  return listenersYaml.replaceAll('"kid":"k1"', '"kid":"k2"');
+}
+
 /** A listener's HTTP features and edge protection, for trees with `features`. */
 const LISTENER_FEATURES =
   'accessLog: [{ to: /tmp/fleetxds-bench-access.log }]\n' +
@@ -118,7 +128,7 @@ export function generateTree(dir: string, spec: TreeSpec): { vhosts: number } {
     if (groups > 1) ldocs.push(`kind: NodeGroup\nname: ${group}\nmatch: { cluster: ${group} }\n`);
     ldocs.push(
       `kind: Listener\nname: edge-${g}\nport: 10000\ngroups: [${group}]\nvirtualHosts: [${names.join(', ')}]\n` +
-        (spec.features ? LISTENER_FEATURES : ''),
+        (spec.features ? LISTENER_FEATURES : spec.policy ? LISTENER_POLICY : ''),
     );
   }
   writeFileSync(join(dir, 'listeners.yaml'), ldocs.join('---\n'));

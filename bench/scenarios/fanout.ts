@@ -2,13 +2,15 @@
  * Fan-out: N simulated Envoys (separate processes, one HTTP/2 connection and ADS stream each) on
  * the real server process. Time from writing a one-route change to every client holding the new
  * RouteConfiguration (p50/p99/max, including the watcher's debounce), server CPU and RSS; then
- * bytes each client receives for a one-endpoint change.
+ * bytes each client receives for a one-endpoint change; then a runtime value and a token-policy
+ * edit (an extension config) for every stream, beside the one-route change.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectPath } from '../../src/shared/paths.ts';
-import { serviceYaml, vhostYaml } from '../lib/generate.ts';
+import { policyEdit, serviceYaml, vhostYaml } from '../lib/generate.ts';
+import { extensionConfigName } from '../../src/translate/features.ts';
 import { benchServer } from '../lib/server.ts';
 import { percentile, procStats } from '../lib/proc.ts';
 import { TypeUrls } from '../../src/xds/resource-types.ts';
@@ -27,11 +29,15 @@ export interface FanoutResult {
   /** A runtime value set for every group: p99 ms until every stream ACKed the layer, and server CPU s. */
   runtimeP99: number;
   runtimeCpuSeconds: number;
+  /** Every listener's token keys rotated (ECDS): p99 ms until every stream ACKed, and server CPU s. */
+  policyP99: number;
+  policyCpuSeconds: number;
 }
 
 const RDS = TypeUrls.route;
 const EDS = TypeUrls.endpoint;
 const RTDS = TypeUrls.runtime;
+const ECDS = TypeUrls.extension;
 
 export function waitMsg(children: ChildProcess[], type: string, timeoutMs: number): Promise<any[]> {
   return Promise.all(
@@ -62,13 +68,14 @@ export function forkLoadClients(
   mode: 'sotw' | 'delta',
   procs: number,
   zones: readonly string[] = [],
+  extensions: readonly string[] = [],
 ): void {
   for (let p = 0; p < procs; p++) {
     const count = Math.floor(n / procs) + (p < n % procs ? 1 : 0);
     into.push(
       fork(
         projectPath('bench', 'lib', 'ads-load-client.ts'),
-        [String(port), String(count), mode, `c${p}`, 'edge-0', ...(zones.length ? [zones.join(',')] : [])],
+        [String(port), String(count), mode, `c${p}`, 'edge-0', zones.join(','), extensions.join(',')],
         { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
       ),
     );
@@ -76,10 +83,12 @@ export function forkLoadClients(
 }
 
 export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2): Promise<FanoutResult> {
-  const { server, cfg } = await benchServer();
+  // The listener requires a token: its JWT filter's config is an extension config (ECDS).
+  const { server, cfg } = await benchServer(100, '', undefined, { policy: true });
   const children: ChildProcess[] = [];
   try {
-    forkLoadClients(children, server.grpcPort, n, mode, clientProcs);
+    const jwt = extensionConfigName('edge-0', 'envoy.filters.http.jwt_authn');
+    forkLoadClients(children, server.grpcPort, n, mode, clientProcs, [], [jwt]);
     await waitMsg(children, 'ready', 300_000);
     const measure = async (typeUrl: string, change: () => void) => {
       children.forEach((c) => {
@@ -111,6 +120,9 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
         'kind: Runtime\nname: bench\nvalues: { upstream.healthy_panic_threshold: 30 }\n',
       ),
     );
+    // The token keys rotated: the listener's JWT extension config alone changes.
+    const listeners = join(cfg, 'listeners.yaml');
+    const policy = await measure(ECDS, () => writeFileSync(listeners, policyEdit(readFileSync(listeners, 'utf8'))));
     const avg = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
     return {
       n,
@@ -124,6 +136,8 @@ export async function fanout(n: number, mode: 'sotw' | 'delta', clientProcs = 2)
       bytesPerClientEndpointChange: avg(eds.bytes),
       runtimeP99: percentile(runtime.lat, 99),
       runtimeCpuSeconds: Number(runtime.cpu.toFixed(2)),
+      policyP99: percentile(policy.lat, 99),
+      policyCpuSeconds: Number(policy.cpu.toFixed(2)),
     };
   } finally {
     for (const c of children) c.kill('SIGKILL');

@@ -57,3 +57,20 @@ routes:
   - to: web
 `,
 };
+
+/**
+ * BASE's edge listener requiring a token whose keys have id `kid` (its JWT settings an extension
+ * config, `edge/envoy.filters.http.jwt_authn`); `requireOnApi`: the /api route names a requirement.
+ */
+export function policyEdgeTree(kid: string, requireOnApi = false): Record<string, string> {
+  const jwks =
+    `{"keys":[{"kty":"EC","crv":"P-256","kid":"${kid}","x":"JBPvOUc1PozJ1I5A1K5WtzjMZNmlKXL1UTUqQL7iTGs",` +
+    '"y":"Wjh-OOdnOoQMCm8zXar7XfFxQjHaCfFFRCpSZRosZQI"}]}';
+  const edge = BASE['edge.yaml']!.replace(
+    'virtualHosts: [site]\n',
+    `virtualHosts: [site]\njwt: { providers: [{ name: corp, keys: { inline: '${jwks}' } }] }\n`,
+  );
+  return {
+    'edge.yaml': requireOnApi ? edge.replace('    to: api\n', '    to: api\n    jwt: { require: [corp] }\n') : edge,
+  };
+}

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { connect, dnames, dversions, T, type Json } from '../helpers/ads-client.ts';
 import { startServer } from '../helpers/server.ts';
-import { BASE, writeTree } from '../helpers/tree.ts';
+import { BASE, policyEdgeTree, writeTree } from '../helpers/tree.ts';
 
 const NODE = { id: 'delta-1', cluster: 'edge' };
 let dir: string;
@@ -220,6 +220,27 @@ test('ordering on one ADS stream: cluster, endpoints, listener, route; removal o
     );
   }
   assert.equal(got, ['Cluster', 'ClusterLoadAssignment', 'Listener', 'RouteConfiguration', 'Cluster -web']);
+  s.close();
+});
+
+test('delta: a token-policy edit is an extension config alone; with a route change, the config goes first', async () => {
+  await setTree(policyEdgeTree('k1'));
+  const JWT = 'edge/envoy.filters.http.jwt_authn';
+  const s = client.open();
+  s.send({ node: NODE, type_url: T.cluster });
+  s.send({ type_url: T.listener });
+  s.send({ type_url: T.route, resource_names_subscribe: ['edge'] });
+  s.send({ type_url: T.extension, resource_names_subscribe: [JWT] });
+  for (let i = 0; i < 4; i++) s.send(ack(await s.next()));
+  assert.ok(await s.quiet(200));
+  await setTree(policyEdgeTree('k2'));
+  const ecds = await s.next();
+  assert.equal([ecds.type_url, dnames(ecds)], [T.extension, [JWT]]);
+  s.send(ack(ecds));
+  assert.ok(await s.quiet(300), 'nothing but the extension config');
+  await setTree(policyEdgeTree('k2', true));
+  const got = [(await s.next()).type_url, (await s.next()).type_url];
+  assert.equal(got, [T.extension, T.route]);
   s.close();
 });
 

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { connect, names, T, type Json } from '../helpers/ads-client.ts';
 import { startServer } from '../helpers/server.ts';
-import { BASE, writeTree } from '../helpers/tree.ts';
+import { BASE, policyEdgeTree, writeTree } from '../helpers/tree.ts';
 
 const NODE = { id: 'envoy-1', cluster: 'edge' };
 let dir: string;
@@ -278,6 +278,45 @@ test('pushes are ordered CDS, EDS, LDS, RDS', async () => {
     (await s.next()).type_url,
   ];
   assert.equal(order, [T.cluster, T.endpoint, T.listener, T.route]);
+  s.close();
+});
+
+test('a token-policy edit is an extension config alone; with a route change, the config goes first', async () => {
+  await setTree(policyEdgeTree('k1'));
+  const s = client.open();
+  const JWT = 'edge/envoy.filters.http.jwt_authn';
+  s.send({ node: NODE, type_url: T.cluster });
+  s.send({ type_url: T.listener });
+  s.send({ type_url: T.route, resource_names: ['edge'] });
+  s.send({ type_url: T.extension, resource_names: [JWT] });
+  const got: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const r = await s.next();
+    got.push(r.type_url);
+    s.send(
+      ack(
+        r,
+        r.type_url === T.route
+          ? { resource_names: ['edge'] }
+          : r.type_url === T.extension
+            ? { resource_names: [JWT] }
+            : {},
+      ),
+    );
+  }
+  assert.equal(got.sort(), [T.cluster, T.extension, T.listener, T.route].sort());
+  assert.ok(await s.quiet(200));
+  // New keys: the listener and its routes stay as they are.
+  await setTree(policyEdgeTree('k2'));
+  const ecds = await s.next();
+  assert.equal([ecds.type_url, names(ecds)], [T.extension, [JWT]]);
+  s.send(ack(ecds, { resource_names: [JWT] }));
+  assert.ok(await s.quiet(300), 'nothing but the extension config');
+  // A route naming a requirement the config adds: the config first (SOTW-14).
+  await setTree(policyEdgeTree('k2', true));
+  const first = await s.next();
+  const second = await s.next();
+  assert.equal([first.type_url, second.type_url], [T.extension, T.route]);
   s.close();
 });
 
