@@ -1,9 +1,9 @@
 /**
  * A benchmark load generator: one child process simulating many Envoys, each with its own
  * HTTP/2 connection and one ADS stream (SotW or delta). Subscribes like Envoy does (CDS and LDS
- * wildcard, EDS for every cluster, RDS by name, the RTDS layers, ECDS when asked), ACKs every response by nonce, and reports to the
- * parent over IPC when each stream has ACKed a new version of the watched type and how many bytes
- * it received. Not a test double: it is only used to load the real server.
+ * wildcard, EDS for every cluster, RDS by name, the RTDS layers, ECDS when asked), ACKs every
+ * response by nonce, and reports to the parent over IPC when each stream has ACKed a new version
+ * of the watched type and how many bytes it received. Not a test double: it is only used to load the real server.
  */
 import * as grpc from '@grpc/grpc-js';
 import { lookupType } from '../../src/xds/proto-root.ts';
@@ -19,7 +19,7 @@ const [port, count, mode, prefix, routeName] = [
   Number(process.argv[3]),
   process.argv[4] as 'sotw' | 'delta',
   process.argv[5],
-  process.argv[6],
+  process.argv[6] ?? 'edge-0',
 ];
 /** `a,b,c`: stream i runs in zone i mod 3 of region r (node.locality); none: no locality. */
 const zones = process.argv[7]?.split(',').filter(Boolean) ?? [];

@@ -86,7 +86,9 @@ const JWKS =
   '"y":"Wjh-OOdnOoQMCm8zXar7XfFxQjHaCfFFRCpSZRosZQI"}]}';
 
 /** A listener's token policy, for trees with `policy`. */
-const LISTENER_POLICY = `jwt: { providers: [{ name: corp, issuer: https://idp.example, keys: { inline: '${JWKS}' } }], require: [corp] }\n`;
+const LISTENER_POLICY =
+  `jwt: { providers: [{ name: corp, issuer: https://idp.example, keys: { inline: '${JWKS}' } }], ` +
+  'require: [corp] }\n';
 
 /** The listeners file of a tree with `policy`, its keys rotated: only the listeners' extension configs change. */
 export function policyEdit(listenersYaml: string): string {
