@@ -8,6 +8,7 @@
 import { Codes, hasErrors, type Diagnostic } from '../shared/diagnostics.ts';
 import { clientSupportWarnings } from '../model/grpc-compat.ts';
 import type { ConnectedFleet } from '../model/fleet.ts';
+import { runtimeFleetWarnings } from '../model/runtime-flags.ts';
 import { localityFleetWarnings } from '../model/locality-checks.ts';
 import { sha256Hex } from '../shared/hash.ts';
 import { appendAll } from '../shared/arrays.ts';
@@ -100,8 +101,9 @@ async function checkTreeUncapped(
     against?: ReadonlyMap<string, GroupSnapshot>;
     envoy?: EnvoyChecker;
     /**
-     * The connected fleet: settings its gRPC releases would ignore or refuse, and locality settings
-     * its nodes' localities leave without effect, are warned about.
+     * The connected fleet: settings its gRPC releases would ignore or refuse, runtime flags its Envoy
+     * releases do not know, and locality settings its nodes' localities leave without effect, are
+     * warned about.
      */
     fleet?: () => ConnectedFleet;
     /** Look up which commit the tree is (while it is checked). */
@@ -137,6 +139,7 @@ async function checkTreeUncapped(
     const fleet = opts.fleet();
     appendAll(all, clientSupportWarnings(model, fleet.grpc, textOf));
     appendAll(all, localityFleetWarnings(model, fleet, textOf));
+    appendAll(all, runtimeFleetWarnings(model, fleet.envoy, textOf));
   }
   const guarded = built.config ? removalDiagnostics(model, built.config.groups, opts.against, textOf) : [];
   if (guarded.length) return { model, treeHash: source.treeHash, diagnostics: [...all, ...guarded] };

@@ -2,6 +2,7 @@
  * Rules that a schema cannot express: one-of choices, references between documents (with
  * "did you mean"), per-group conflicts, and what proxyless gRPC clients can consume.
  */
+import { runtimeFlagWarnings } from './runtime-flags.ts';
 import { isIP } from 'node:net';
 import { checkGrpcServers, checkGrpcTargets, type GrpcCheckContext } from './grpc-checks.ts';
 import {
@@ -397,6 +398,7 @@ function checkRuntimes(c: ModelRefs): void {
     needGroups(r, rt.groups);
     checkDeadline(rt, [], { error: (code, path, message) => sink.error(code, r, path, message) });
     const layer = hasDeadline(rt) ? 'override' : 'base';
+    runtimeFlagWarnings(rt, (key, message) => sink.warn(Codes.INVALID_VALUE, r, ['values', key], message));
     for (const key of Object.keys(rt.values)) {
       if (key.startsWith(RESERVED_RUNTIME_PREFIX)) {
         sink.error(

@@ -1,10 +1,11 @@
 /**
- * What validation knows of the connected fleet, per node group: which gRPC releases run there and
- * where its nodes say they run. Counted summaries of the live nodes, made when a tree is checked and
+ * What validation knows of the connected fleet, per node group: which gRPC and Envoy releases run
+ * there and where its nodes say they run. Counted summaries of the live nodes, made when a tree is checked and
  * never kept: each entry is one release or one locality among the connected nodes, so their number
  * is bounded by the nodes the server admits, whatever text those send.
  */
 import { connectedClients, type ConnectedClients } from './grpc-compat.ts';
+import { envoyReleaseOf, type EnvoyReleases } from './runtime-flags.ts';
 import type { NodeLocality } from './node-groups.ts';
 
 /** Connected nodes of one group in one locality (`locality` undefined: they declare none). */
@@ -15,6 +16,7 @@ export interface LocalityCount {
 
 export interface ConnectedFleet {
   readonly grpc: ConnectedClients;
+  readonly envoy: EnvoyReleases;
   /** By group: its connected nodes by locality, those declaring none under the key "". */
   readonly localities: ReadonlyMap<string, ReadonlyMap<string, LocalityCount>>;
 }
@@ -52,5 +54,17 @@ export function connectedFleet(streams: readonly FleetNode[]): ConnectedFleet {
     const key = localityKey(n.locality);
     g.set(key, { locality: n.locality, nodes: (g.get(key)?.nodes ?? 0) + 1 });
   }
-  return { grpc: connectedClients(nodes), localities };
+  return { grpc: connectedClients(nodes), envoy: envoyReleases(nodes), localities };
+}
+
+function envoyReleases(nodes: readonly FleetNode[]): EnvoyReleases {
+  const out = new Map<string, Map<string, number>>();
+  for (const n of nodes) {
+    const release = envoyReleaseOf(n.userAgent);
+    if (!release) continue;
+    let g = out.get(n.group);
+    if (!g) out.set(n.group, (g = new Map<string, number>()));
+    g.set(release, (g.get(release) ?? 0) + 1);
+  }
+  return new Map([...out].map(([group, r]) => [group, [...r].map(([release, nodes]) => ({ release, nodes }))]));
 }

@@ -3,7 +3,9 @@
  * fleetxds generates (its RTDS layer under the admin layer). A route fails every request by its
  * fault; a Runtime value (`fault.http.abort.abort_percent: 0`, the fault filter's own runtime key)
  * lets them through, and removing it brings the failures back: no listener, route or cluster is
- * updated for either. Rolling back to the version with the value restores it.
+ * updated for either. Rolling back to the version with the value restores it. A runtime flag the
+ * connected Envoy 1.36 does not know is warned about, for its node group alone, from the release
+ * its proxy reports.
  */
 import type { Server } from 'node:http';
 import { test } from 'uvu';
@@ -15,6 +17,8 @@ import { plainBackend, perRelease, siteListenerYaml, startEnvoys, stopAll } from
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { writeTree } from '../helpers/tree.ts';
+import { ENVOY_RUNTIME_FLAGS } from '../../src/model/envoy-runtime-flags.ts';
+import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 
 let app: RunningApp;
 let tree: string;
@@ -120,6 +124,19 @@ test('a rollback to the version with the value serves it again', async () => {
   });
   assert.is(r.status, 200, await r.text());
   await allAnswer(200, '0');
+});
+
+test('a runtime flag the connected Envoy 1.36 does not know: a warning for its node group alone', async () => {
+  const flag = ENVOY_RUNTIME_FLAGS['1.40']!.find(
+    (k) => k.startsWith('envoy.reloadable_features.') && !ENVOY_RUNTIME_FLAGS['1.36']!.includes(k),
+  )!;
+  await apply([...base, `kind: Runtime\nname: newer\ngroups: [g140, g136]\nvalues: { ${flag}: true }\n`]);
+  const warnings = app.stores.revisions.latest()!.warnings.map((d) => formatDiagnostic(d));
+  const about = warnings.filter((w) => w.includes(flag));
+  assert.is(about.length, 1, warnings.join('\n'));
+  assert.match(about[0]!, /^runtime\.yaml:\d+:\d+: warning FXDS_CLIENT_COMPAT: Runtime\/newer /);
+  assert.match(about[0]!, /node group "g136" has proxies .* ignores it: Envoy 1\.36 \(1 node\)$/);
+  await apply(base);
 });
 
 test.run();
