@@ -8,7 +8,7 @@
  */
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
-import { ENVOY_RUNTIME_FLAGS } from './envoy-runtime-flags.ts';
+import { ENVOY_RELEASES_READ, ENVOY_RUNTIME_FLAGS } from './envoy-runtime-flags.ts';
 import type { RuntimeDoc } from './schema.ts';
 import { listenerGroups, originOf, type Model } from './types.ts';
 
@@ -18,12 +18,12 @@ export type EnvoyReleases = ReadonlyMap<string, readonly { readonly release: str
 const FLAG = /^envoy\.(reloadable|restart)_features\./;
 const RESTART = 'envoy.restart_features.';
 
-const known = new Map(Object.entries(ENVOY_RUNTIME_FLAGS).map(([release, keys]) => [release, new Set(keys)]));
-const READ = [...known.keys()];
+const READ = ENVOY_RELEASES_READ;
 
 /** Whether Envoy `release` (major.minor) knows `key`; undefined when fleetxds has not read that release. */
 export function releaseKnows(release: string, key: string): boolean | undefined {
-  return known.get(release)?.has(key);
+  if (!READ.includes(release)) return undefined;
+  return Object.hasOwn(ENVOY_RUNTIME_FLAGS, key) && ENVOY_RUNTIME_FLAGS[key]!.includes(release);
 }
 
 /** `major.minor` of an Envoy's user agent (`envoy/1.40.0`); undefined for anything else. */
@@ -43,7 +43,7 @@ export function runtimeFlagWarnings(rt: RuntimeDoc, warn: (key: string, message:
   for (const key of flagsOf(rt)) {
     if (key.startsWith(RESTART))
       warn(key, `"${key}" is read when Envoy starts, before runtime layers arrive: set it in the bootstrap instead`);
-    else if (READ.every((r) => !releaseKnows(r, key)))
+    else if (!Object.hasOwn(ENVOY_RUNTIME_FLAGS, key))
       warn(key, `no Envoy release from ${READ[0]} to ${READ.at(-1)} knows the runtime flag "${key}": it has no effect`);
   }
 }

@@ -18,7 +18,6 @@ const LONG_FILES: Record<string, string> = {
   'model/schema.ts': "the model's schema, one declaration per document kind: it moves into one folder per feature",
   'xds/proto-json.ts':
     'the proto3 JSON codec: to be measured against a maintained implementation, then kept or replaced',
-  'model/envoy-runtime-flags.ts': 'generated data (npm run envoy-flags), one runtime flag per line: no code to split',
   'transports/grpc/call-server.ts':
     'the HTTP/2 gRPC server: to be measured against @grpc/grpc-js, then kept or replaced',
 };

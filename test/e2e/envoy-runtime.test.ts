@@ -18,6 +18,7 @@ import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { writeTree } from '../helpers/tree.ts';
 import { ENVOY_RUNTIME_FLAGS } from '../../src/model/envoy-runtime-flags.ts';
+import { releaseKnows } from '../../src/model/runtime-flags.ts';
 import { formatDiagnostic } from '../../src/shared/diagnostics.ts';
 
 let app: RunningApp;
@@ -127,8 +128,8 @@ test('a rollback to the version with the value serves it again', async () => {
 });
 
 test('a runtime flag the connected Envoy 1.36 does not know: a warning for its node group alone', async () => {
-  const flag = ENVOY_RUNTIME_FLAGS['1.40']!.find(
-    (k) => k.startsWith('envoy.reloadable_features.') && !ENVOY_RUNTIME_FLAGS['1.36']!.includes(k),
+  const flag = Object.keys(ENVOY_RUNTIME_FLAGS).find(
+    (k) => k.startsWith('envoy.reloadable_features.') && releaseKnows('1.40', k) && !releaseKnows('1.36', k),
   )!;
   await apply([...base, `kind: Runtime\nname: newer\ngroups: [g140, g136]\nvalues: { ${flag}: true }\n`]);
   const warnings = app.stores.revisions.latest()!.warnings.map((d) => formatDiagnostic(d));
