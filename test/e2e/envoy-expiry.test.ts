@@ -14,7 +14,7 @@ import type { RunningApp } from '../../src/app/app.ts';
 import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
 import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { plainBackend, siteListenerYaml } from '../helpers/envoy-releases.ts';
+import { everyProxy as everyProxyOf, plainBackend, siteListenerYaml, stopAll } from '../helpers/envoy-releases.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
@@ -84,8 +84,10 @@ routes:
 });
 
 test.after(async () => {
-  for (const p of proxies) await p.envoy?.stop();
-  await app?.close();
+  await stopAll(
+    proxies.flatMap((p) => (p.envoy ? [p.envoy] : [])),
+    app,
+  );
   for (const s of servers) s.close();
 });
 
@@ -98,21 +100,8 @@ async function runtimeValue(p: Proxy, key: string): Promise<string | undefined> 
   return r.entries[key]?.final_value;
 }
 
-async function everyProxy(what: string, holds: (p: Proxy) => Promise<boolean>, ms: number): Promise<void> {
-  await Promise.all(
-    proxies.map((p) =>
-      waitFor(`${p.name} (Envoy ${release(p)}): ${what}`, () => holds(p).catch(() => false), ms).catch((e: Error) => {
-        throw new Error(
-          `${e.message}\n${p
-            .envoy!.log()
-            .split('\n')
-            .filter((l) => !l.includes('backtrace'))
-            .slice(-25)
-            .join('\n')}`,
-        );
-      }),
-    ),
-  );
+function everyProxy(what: string, holds: (p: Proxy) => Promise<boolean>, ms: number): Promise<void> {
+  return everyProxyOf(proxies, what, holds, ms, (p) => `Envoy ${release(p)}`);
 }
 
 const status = async (p: Proxy, path: string) => (await httpGet(p.port, path)).status;

@@ -21,7 +21,7 @@ import { envoyBootstrap, type BootstrapMode } from '../../src/bootstrap/envoy-bo
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 import { freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { listenOn } from '../helpers/envoy-releases.ts';
+import { everyProxy as everyProxyOf, listenOn, stopAll } from '../helpers/envoy-releases.ts';
 import { ecKeys, jwks, signedToken, TEST_ISSUER } from '../helpers/jwt.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
@@ -131,8 +131,10 @@ test.before(async () => {
 });
 
 test.after(async () => {
-  for (const p of proxies) await p.envoy?.stop();
-  await app?.close();
+  await stopAll(
+    proxies.flatMap((p) => (p.envoy ? [p.envoy] : [])),
+    app,
+  );
   for (const s of servers) s.close();
 });
 
@@ -196,16 +198,8 @@ async function openSocket(p: Proxy, tok: string): Promise<{ say: (m: string) => 
   return { say, ws };
 }
 
-async function everyProxy(what: string, holds: (p: Proxy) => Promise<boolean>, ms = 20_000): Promise<void> {
-  await Promise.all(
-    proxies.map((p) =>
-      waitFor(`${p.name} (Envoy ${p.release} ${p.mode}): ${what}`, () => holds(p).catch(() => false), ms).catch(
-        (e: Error) => {
-          throw new Error(`${e.message}\n${p.envoy!.log().split('\n').slice(-25).join('\n')}`);
-        },
-      ),
-    ),
-  );
+function everyProxy(what: string, holds: (p: Proxy) => Promise<boolean>, ms = 20_000): Promise<void> {
+  return everyProxyOf(proxies, what, holds, ms, (p) => `Envoy ${p.release} ${p.mode}`);
 }
 
 /** The counters that move when a listener is updated, and those of its extension configs. */

@@ -44,6 +44,35 @@ export async function stopAll(envoys: readonly EnvoyProcess[], app: RunningApp |
   await app?.close();
 }
 
+/** One of several Envoys a suite runs; `label` says which (its release, its transport). */
+export interface SuiteProxy {
+  readonly name: string;
+  envoy?: EnvoyProcess;
+}
+
+/** Waits until `holds` for every proxy at once; one that never does fails with the end of its log. */
+export async function everyProxy<P extends SuiteProxy>(
+  proxies: readonly P[],
+  what: string,
+  holds: (p: P) => Promise<boolean>,
+  ms: number,
+  label: (p: P) => string,
+): Promise<void> {
+  await Promise.all(
+    proxies.map((p) =>
+      waitFor(`${p.name} (${label(p)}): ${what}`, () => holds(p).catch(() => false), ms).catch((e: Error) => {
+        const log = p.envoy!.log().split('\n');
+        throw new Error(
+          `${e.message}\n${log
+            .filter((l) => !l.includes('backtrace'))
+            .slice(-25)
+            .join('\n')}`,
+        );
+      }),
+    ),
+  );
+}
+
 /**
  * For each release, a free loopback port and, from `docs(v, port, group)`, the documents that use
  * it (its NodeGroup comes first); the ports by release.
