@@ -14,7 +14,7 @@ import type { RunningApp } from '../../src/app/app.ts';
 import { envoyBootstrap } from '../../src/bootstrap/envoy-bootstrap.ts';
 import { ENVOY_VERSIONS, freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { httpGet, reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { everyProxy as everyProxyOf, plainBackend, siteListenerYaml, stopAll } from '../helpers/envoy-releases.ts';
+import { everyProxy as everyProxyOf, plainBackend, siteListenerYaml, stopSuite } from '../helpers/envoy-releases.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
 import { tempDir, writeTree } from '../helpers/tree.ts';
@@ -83,13 +83,7 @@ routes:
   }
 });
 
-test.after(async () => {
-  await stopAll(
-    proxies.flatMap((p) => (p.envoy ? [p.envoy] : [])),
-    app,
-  );
-  for (const s of servers) s.close();
-});
+test.after(() => stopSuite(proxies, app, servers));
 
 const release = (p: Proxy): EnvoyVersion => ENVOY_VERSIONS[Math.floor(proxies.indexOf(p) / MODES.length)]!;
 

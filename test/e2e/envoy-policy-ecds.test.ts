@@ -21,7 +21,7 @@ import { envoyBootstrap, type BootstrapMode } from '../../src/bootstrap/envoy-bo
 import { TypeUrls } from '../../src/xds/resource-types.ts';
 import { freePort, startEnvoy, type EnvoyProcess, type EnvoyVersion } from '../helpers/envoy.ts';
 import { reportSetupFailure } from '../helpers/envoy-lab.ts';
-import { everyProxy as everyProxyOf, listenOn, stopAll } from '../helpers/envoy-releases.ts';
+import { everyProxy as everyProxyOf, listenOn, stopSuite } from '../helpers/envoy-releases.ts';
 import { ecKeys, jwks, signedToken, TEST_ISSUER } from '../helpers/jwt.ts';
 import { waitFor } from '../helpers/process.ts';
 import { startServer } from '../helpers/server.ts';
@@ -130,13 +130,7 @@ test.before(async () => {
   }
 });
 
-test.after(async () => {
-  await stopAll(
-    proxies.flatMap((p) => (p.envoy ? [p.envoy] : [])),
-    app,
-  );
-  for (const s of servers) s.close();
-});
+test.after(() => stopSuite(proxies, app, servers));
 
 /** A status over a new connection. */
 function fresh(p: Proxy, path: string, tok: string): Promise<number> {

@@ -50,6 +50,19 @@ export interface SuiteProxy {
   envoy?: EnvoyProcess;
 }
 
+/** Stops a suite's proxies, then the server, then its backends. */
+export async function stopSuite(
+  proxies: readonly SuiteProxy[],
+  app: RunningApp | undefined,
+  servers: readonly Server[],
+): Promise<void> {
+  await stopAll(
+    proxies.flatMap((p) => (p.envoy ? [p.envoy] : [])),
+    app,
+  );
+  for (const s of servers) s.close();
+}
+
 /** Waits until `holds` for every proxy at once; one that never does fails with the end of its log. */
 export async function everyProxy<P extends SuiteProxy>(
   proxies: readonly P[],
