@@ -3,6 +3,7 @@
  * decisions (rollback, pin, unpin). A small interface, so `admin/` depends on no pipeline class
  * and can be tested against a fake.
  */
+import type { Diagnostic } from '../shared/diagnostics.ts';
 import type { DecisionResult, SharedDecisionStatus } from '../decision-log/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
 import type { GroupSnapshot } from '../snapshot/group-snapshot.ts';
@@ -34,6 +35,13 @@ export interface ServedSecretInfo {
   subject?: string;
 }
 
+/** What applying the directory did: a new version, none (the served tree), or a refusal and why. */
+export interface ApplyResult {
+  readonly status: 'applied' | 'unchanged' | 'rejected' | 'unreadable';
+  readonly versionId?: number;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
 export interface AdminControl {
   versions(limit: number): VersionRecord[];
   /** Per group, what changed between two versions; undefined if either has no stored resources. */
@@ -63,6 +71,11 @@ export interface AdminControl {
    * FXDS_SHARED_UNAVAILABLE while that is unreachable.
    */
   rollback(versionId: number, actor: string): Promise<DecisionResult>;
+  /**
+   * Reads and applies the config directory now, without the watcher's debounce (a change known to
+   * be complete); audited with the actor.
+   */
+  apply(actor: string): Promise<ApplyResult>;
   pin(group: string, versionId: number, actor: string): Promise<DecisionResult>;
   unpin(group: string, actor: string): Promise<DecisionResult>;
   /** The shared decision store as this replica sees it; undefined when decisions are not shared. */

@@ -12,8 +12,9 @@ export function adminControl(parts: {
   membership: Membership;
   desk: DecisionDesk;
   rollouts: RolloutDriver;
+  configDir: string;
 }): AdminControl {
-  const { stores, pipeline, membership, desk, rollouts } = parts;
+  const { stores, pipeline, membership, desk, rollouts, configDir } = parts;
   return {
     versions: (limit) => stores.revisions.list(limit),
     diff: (a, b) => stores.revisions.diff(a, b),
@@ -38,6 +39,14 @@ export function adminControl(parts: {
         ...(r.zone !== undefined && { zone: r.zone }),
       })),
     rollback: (versionId, actor) => desk.make({ kind: 'rollback', versionId }, actor),
+    apply: async (actor) => {
+      const out = await pipeline.applyDirectory(configDir);
+      stores.audit.append(actor, 'apply', {
+        status: out.status,
+        ...('versionId' in out && { versionId: out.versionId }),
+      });
+      return out;
+    },
     pin: (group, versionId, actor) => desk.make({ kind: 'pin', group, versionId }, actor),
     unpin: (group, actor) => desk.make({ kind: 'unpin', group }, actor),
     sharedDecisions: () => desk.status(),

@@ -262,7 +262,7 @@ async function assemble(config: ServerConfig, log: Logger, teardown: Teardown): 
   const retry = new ReadRetry(() => void reload(), log);
   teardown.stopFirst('the read retry', () => retry.stop());
   const parts: ListenerParts = { config, log, stores, cache, registry, metrics, teardown };
-  const control = adminControl({ stores, pipeline, membership, desk, rollouts });
+  const control = adminControl({ stores, pipeline, membership, desk, rollouts, configDir: config.configDir });
   let rest: RestServer | undefined;
   let files: FileRenderer | undefined;
   const admin = await startAdmin(parts, control, { rest: () => rest, files: () => files, retry, certificates });

@@ -1,9 +1,11 @@
 /**
- * History, diff, rollback and pins from the command line: thin calls to the running server's
+ * Apply now, history, diff, rollback and pins from the command line: thin calls to the running server's
  * admin API (the server is what serves, so it is the one that must switch).
  */
 import { loadServerConfig, splitListen, type ServerConfig } from '../config/server-config.ts';
+import type { ApplyResult } from '../admin/control.ts';
 import type { NodeExplanation } from '../admin/explain.ts';
+import { formatDiagnostic } from '../shared/diagnostics.ts';
 import type { DecisionResult } from '../decision-log/decision.ts';
 import type { RolloutView } from '../rollout/view.ts';
 import type { GroupChanges } from '../store/revisions.ts';
@@ -177,6 +179,19 @@ export async function adminCommand(
         };
         process.stdout.write(await diffText(a, b, groups, resource));
         return 0;
+      }
+      case 'apply': {
+        if (args.length) return 2;
+        const r = (await call('POST', '/api/v1/apply', { actor })) as unknown as ApplyResult;
+        for (const d of r.diagnostics) process.stdout.write(`${formatDiagnostic(d)}\n`);
+        const what =
+          r.status === 'applied'
+            ? `applied: version ${r.versionId}`
+            : r.status === 'unchanged'
+              ? `unchanged: version ${r.versionId} is this tree`
+              : `${r.status}: the served version stays`;
+        process.stdout.write(`${what}\n`);
+        return r.status === 'applied' || r.status === 'unchanged' ? 0 : 1;
       }
       case 'rollback': {
         if (args.length !== 1) return 2;

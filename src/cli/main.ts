@@ -51,6 +51,8 @@ const USAGE = `usage: fleetxds <command> [options]   (fleetxds --version: versio
                                                 judged by the running server's node groups
   git-setup --base DIR [--branch main] [--subdir PATH] [--keep 20]
                                                 set up a bare repo whose hooks validate pushes and deploy them
+  apply [--config FILE]                         apply the config directory now, without waiting for the watcher
+                                                (a change known to be complete); exit 1 when it is refused
   history | diff A B [--json] | rollback VERSION | pin GROUP VERSION | unpin GROUP   [--config FILE]
                                                 version history (diff: the Envoy resources that changed, line
                                                 by line) and rollback, through the running server's admin API
@@ -147,6 +149,7 @@ async function main(argv: string[]): Promise<number | undefined> {
       return (await import('./git-setup.ts')).releaseMetaCommand(values['git-dir'], positionals[0]);
     case 'history':
     case 'diff':
+    case 'apply':
     case 'rollback':
     case 'pin':
     case 'unpin':

@@ -196,7 +196,7 @@ async function admin(method: string, path: string, token?: string, body?: object
   return { status: res.status, json: await res.json().catch(() => undefined) };
 }
 
-test('admin: 401 without a token; a read-only token reads but cannot roll back; an admin token can', async () => {
+test('admin: 401 without a token; a read-only token reads but cannot apply or roll back; an admin token can', async () => {
   assert.is((await admin('GET', '/api/v1/versions')).status, 401);
   assert.is((await admin('GET', '/metrics')).status, 401);
   assert.is((await admin('GET', '/healthz')).status, 200, 'health checks stay open');
@@ -204,6 +204,10 @@ test('admin: 401 without a token; a read-only token reads but cannot roll back; 
   const denied = await admin('POST', '/api/v1/rollback', readTok.token, { versionId: 1 });
   assert.is(denied.status, 403);
   assert.match(denied.json.error, /read-only/);
+  const applyDenied = await admin('POST', '/api/v1/apply', readTok.token, {});
+  assert.is(applyDenied.status, 403, 'applying the directory is a decision');
+  const applied = await admin('POST', '/api/v1/apply', adminTok.token, {});
+  assert.equal([applied.status, applied.json.status], [200, 'unchanged']);
   const done = await admin('POST', '/api/v1/rollback', adminTok.token, { versionId: 1 });
   assert.is(done.status, 200);
   const audit = await admin('GET', '/api/v1/audit', readTok.token);

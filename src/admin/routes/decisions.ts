@@ -1,4 +1,4 @@
-/** Operator decisions: rollback, pins, rollout commands. Each is audited with the caller as its actor. */
+/** Operator decisions: apply now, rollback, pins, rollout commands. Each is audited with the caller as its actor. */
 import type { Static } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ErrorCodes, FleetError } from '../../shared/errors.ts';
@@ -19,6 +19,10 @@ export const decisionRoutes: FastifyPluginAsync<AdminDeps> = async (app, deps) =
       throw new FleetError(ErrorCodes.BAD_REQUEST, 'body must be {"versionId": <id>}');
     return deps.control.rollback(versionId, actorOf(req, req.body));
   });
+  // A change known to be complete (a deploy step, configuration management): no debounce.
+  app.post<{ Body: DecisionBody }>('/api/v1/apply', { schema: { body: DecisionBody } }, async (req) =>
+    deps.control.apply(actorOf(req, req.body)),
+  );
   app.get('/api/v1/pins', async () => ({ pins: deps.control.pins() }));
   app.put<{ Params: Static<typeof GroupParams>; Body: DecisionBody }>(
     '/api/v1/pins/:group',
