@@ -29,6 +29,7 @@ import { ttlRenewal, type TtlRenewalResult } from './scenarios/ttl-renewal.ts';
 import { restartScenario } from './scenarios/restart.ts';
 import { localityRun, type LocalityResult } from './scenarios/locality.ts';
 import { rolloutCost } from './scenarios/rollout.ts';
+import { lifecycle, type LifecycleResult } from './scenarios/lifecycle.ts';
 import { machineInfo, median } from './lib/proc.ts';
 import { CLIENT_SHAPES, figureKey, judge, PEER_DOUBLE, PEER_POINTS, record, TARGETS } from './lib/targets.ts';
 
@@ -54,6 +55,7 @@ const all = [
   'ttl',
   'files',
   'envoy-check',
+  'lifecycle',
 ];
 const selected = positionals.length ? positionals : all;
 const runs = Number(values.runs ?? 3);
@@ -300,6 +302,18 @@ if (selected.includes('ttl')) {
     `Overrides at rest: ${streams} ADS streams hold a 1,000-value overrides layer with a 30 s TTL, renewed every ` +
       '10 s (SotW: the layer again; delta: a heartbeat); server CPU over the window with the streams idle, then ' +
       'renewing, and the difference, percent of one core',
+    rows as unknown as Record<string, unknown>[],
+  );
+}
+
+if (selected.includes('lifecycle')) {
+  const rows: LifecycleResult[] = [];
+  for (const routes of quick ? [1000] : [1000, 3000]) rows.push(await lifecycle(routes, quick ? 200 : 1000));
+  table(
+    'Edit to first 200 through Envoy 1.40: a route added to a virtual host of N routes, from the file renamed ' +
+      'into place and `fleetxds apply` asked, to the first 200 on it; apply: until the call answered; errors: ' +
+      'non-200 answers on existing routes meanwhile (targets: mean <= 10 ms, p99 <= 20 ms at 1,000 routes, at ' +
+      '3,000 at most twice that; 0 errors)',
     rows as unknown as Record<string, unknown>[],
   );
 }
