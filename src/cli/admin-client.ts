@@ -129,6 +129,17 @@ export function overrideLines(rows: readonly OverrideRow[], now: number): string
     .join('');
 }
 
+/** What an apply did: the tree's diagnostics at their file:line, then the outcome. */
+export function applyLines(r: ApplyResult): string {
+  const what =
+    r.status === 'applied'
+      ? `applied: version ${r.versionId}`
+      : r.status === 'unchanged'
+        ? `unchanged: version ${r.versionId} is this tree`
+        : `${r.status}: the served version stays`;
+  return `${r.diagnostics.map((d) => `${formatDiagnostic(d)}\n`).join('')}${what}\n`;
+}
+
 export async function adminCommand(
   command: string,
   args: string[],
@@ -183,14 +194,7 @@ export async function adminCommand(
       case 'apply': {
         if (args.length) return 2;
         const r = (await call('POST', '/api/v1/apply', { actor })) as unknown as ApplyResult;
-        for (const d of r.diagnostics) process.stdout.write(`${formatDiagnostic(d)}\n`);
-        const what =
-          r.status === 'applied'
-            ? `applied: version ${r.versionId}`
-            : r.status === 'unchanged'
-              ? `unchanged: version ${r.versionId} is this tree`
-              : `${r.status}: the served version stays`;
-        process.stdout.write(`${what}\n`);
+        process.stdout.write(applyLines(r));
         return r.status === 'applied' || r.status === 'unchanged' ? 0 : 1;
       }
       case 'rollback': {

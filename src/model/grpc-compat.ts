@@ -289,7 +289,7 @@ export function clientSupportWarnings(
 /** At most this many releases are named in one warning, those of the most nodes first. */
 const LISTED_RELEASES = 8;
 
-function releaseList(releases: [release: string, nodes: number][]): string {
+export function releaseList(releases: [release: string, nodes: number][]): string {
   releases.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   const shown = releases.slice(0, LISTED_RELEASES).map(([release, n]) => `${release} (${n} node${n === 1 ? '' : 's'})`);
   const more = releases.length - LISTED_RELEASES;

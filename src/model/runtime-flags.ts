@@ -9,6 +9,7 @@
 import { Codes, type Diagnostic } from '../shared/diagnostics.ts';
 import { DiagnosticSink, type DocRef } from './diagnostic-sink.ts';
 import { ENVOY_RELEASES_READ, ENVOY_RUNTIME_FLAGS } from './envoy-runtime-flags.ts';
+import { releaseList } from './grpc-compat.ts';
 import type { RuntimeDoc } from './schema.ts';
 import { listenerGroups, originOf, type Model } from './types.ts';
 
@@ -48,16 +49,6 @@ export function runtimeFlagWarnings(rt: RuntimeDoc, warn: (key: string, message:
   }
 }
 
-/** At most this many releases are named in one warning, those of the most nodes first. */
-const LISTED = 8;
-
-function listed(releases: [release: string, nodes: number][]): string {
-  const sorted = releases.sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0], 'en', { numeric: true }));
-  const shown = sorted.slice(0, LISTED).map(([r, n]) => `Envoy ${r} (${n} node${n === 1 ? '' : 's'})`);
-  const more = sorted.length - LISTED;
-  return more > 0 ? `${shown.join(', ')} and ${more} more` : shown.join(', ');
-}
-
 /**
  * Warnings, at the key's file:line, for reloadable flags some connected Envoys of the document's
  * groups do not know (they ignore them), or run a release fleetxds has not read.
@@ -79,8 +70,8 @@ export function runtimeFleetWarnings(
         const unread: [string, number][] = [];
         for (const { release, nodes } of envoys.get(group) ?? []) {
           const knows = releaseKnows(release, key);
-          if (knows === false) lacking.push([release, nodes]);
-          else if (knows === undefined) unread.push([release, nodes]);
+          if (knows === false) lacking.push([`Envoy ${release}`, nodes]);
+          else if (knows === undefined) unread.push([`Envoy ${release}`, nodes]);
         }
         if (lacking.length)
           sink.warn(
@@ -88,14 +79,14 @@ export function runtimeFleetWarnings(
             ref,
             ['values', key],
             `node group "${group}" has proxies whose release does not know the runtime flag "${key}" and ` +
-              `ignores it: ${listed(lacking)}`,
+              `ignores it: ${releaseList(lacking)}`,
           );
         if (unread.length)
           sink.warn(
             Codes.CLIENT_COMPAT,
             ref,
             ['values', key],
-            `fleetxds cannot tell whether the runtime flag "${key}" is known to ${listed(unread)} of node group ` +
+            `fleetxds cannot tell whether the runtime flag "${key}" is known to ${releaseList(unread)} of node group ` +
               `"${group}" (it has read Envoy ${READ.join(', ')})`,
           );
       }
