@@ -137,7 +137,8 @@ export async function lifecycle(routes: number, changes: number): Promise<Lifecy
     steady = false;
     await loop;
     await envoy.stop();
-    await server.stop('SIGKILL');
+    // SIGTERM when profiling: the CPU profile is written at exit.
+    await server.stop(process.env.FLEETXDS_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
     backend.close();
     agent.destroy();
   }

@@ -4,12 +4,11 @@
  * "unchanged", and a refused one exits 1 with its file:line while the served version stays; every
  * call is in the audit log with its actor.
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runCliAsync } from '../helpers/process.ts';
-import { startServer } from '../helpers/server.ts';
+import { cliSettings, startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
 test('`fleetxds apply`: a new version at once, the same tree unchanged, a refused tree exits 1 at its file:line', async () => {
@@ -18,11 +17,7 @@ test('`fleetxds apply`: a new version at once, the same tree unchanged, a refuse
   // The watcher is off: only an apply makes a version.
   const app = await startServer(dir, { database: db });
   try {
-    const settings = join(tempDir(), 'fleetxds.yaml');
-    writeFileSync(
-      settings,
-      `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:${app.adminPort} }\n`,
-    );
+    const settings = cliSettings(dir, db, app);
     const apply = () => runCliAsync(['apply', '--config', settings]);
     const same = await apply();
     assert.is(same.status, 0, same.stderr);

@@ -9,8 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunningApp } from '../../src/app/app.ts';
 import { runCliAsync, waitFor } from '../helpers/process.ts';
-import { writeFileSync } from 'node:fs';
-import { startServer } from '../helpers/server.ts';
+import { cliSettings, startServer } from '../helpers/server.ts';
 import { BASE, tempDir, writeTree } from '../helpers/tree.ts';
 
 /** The base tree with a maintenance answer, first among the routes of `site`, carrying `window`. */
@@ -114,11 +113,7 @@ test('`fleetxds overrides` lists them through the admin API, soonest first', asy
   const dir = writeTree(withWindow('for: 2h'));
   const app = await startServer(dir, { database: db });
   try {
-    const settings = join(tempDir(), 'fleetxds.yaml');
-    writeFileSync(
-      settings,
-      `configDir: ${dir}\ndatabase: ${db}\ngrpc: { listen: 127.0.0.1:0 }\nadmin: { listen: 127.0.0.1:${app.adminPort} }\n`,
-    );
+    const settings = cliSettings(dir, db, app);
     const cli = await runCliAsync(['overrides', '--config', settings]);
     assert.is(cli.status, 0, cli.stderr);
     assert.match(cli.stdout, /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}in 2h {9}route 1 of VirtualHost "site"\n$/);

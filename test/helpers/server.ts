@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../../src/app/app.ts';
@@ -76,4 +77,18 @@ export async function startServer(configDir: string, opts: StartOptions = {}): P
     ? pino({ level: 'debug' }, { write: (line: string) => void opts.logLines!.push(line) })
     : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   return startApp(config, log);
+}
+
+/**
+ * A settings file for the CLI's admin commands against a server started here (`startServer`): the
+ * same tree and database, its admin port.
+ */
+export function cliSettings(configDir: string, database: string, app: RunningApp): string {
+  const settings = join(tempDir(), 'fleetxds.yaml');
+  writeFileSync(
+    settings,
+    `configDir: ${configDir}\ndatabase: ${database}\ngrpc: { listen: 127.0.0.1:0 }\n` +
+      `admin: { listen: 127.0.0.1:${app.adminPort} }\n`,
+  );
+  return settings;
 }
