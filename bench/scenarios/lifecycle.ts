@@ -1,9 +1,11 @@
 /**
  * Edit to first 200 through real Envoy 1.40 (the shape of gateway-api-bench's route lifecycle):
  * `changes` sequential changes, each adding a route to a virtual host of `routes` routes, timed from
- * the moment the operator asks for the change (the file is renamed into place, then the admin API
- * is asked to apply the directory: `fleetxds apply`) to the first HTTP 200 on the new route through
- * Envoy, while a steady loop of requests on existing routes counts every answer that is not a 200.
+ * the moment the operator starts the change to the first HTTP 200 on the new route through Envoy,
+ * while a steady loop of requests on existing routes counts every answer that is not a 200. Paths:
+ * `api`, the file renamed into place and the admin API asked to apply the directory (what
+ * `fleetxds apply` does); `file`, the file renamed into place and the watcher left to apply it
+ * (its default debounce).
  */
 import http from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -17,14 +19,17 @@ import { tempDir } from '../../test/helpers/tree.ts';
 import { runWhenMain } from '../lib/main.ts';
 import { percentile } from '../lib/proc.ts';
 
+export type LifecyclePath = 'api' | 'file';
+
 export interface LifecycleResult {
+  path: LifecyclePath;
   routes: number;
   changes: number;
   /** From the file renamed into place and the apply asked for, to the first 200 on the new route. */
   meanMs: number;
   p99Ms: number;
   maxMs: number;
-  /** Until the apply call answered (the version made, pushed and stored). */
+  /** Until the apply call answered (the version stored and pushed); none for the watcher. */
   applyMeanMs: number;
   /** Answers other than 200 on existing routes during the whole run, of how many. */
   errors: number;
@@ -50,7 +55,11 @@ function vhostYaml(routes: number, added: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-export async function lifecycle(routes: number, changes: number): Promise<LifecycleResult> {
+export async function lifecycle(
+  routes: number,
+  changes: number,
+  path: LifecyclePath = 'api',
+): Promise<LifecycleResult> {
   const backend = http.createServer((req, res) => {
     req.resume();
     res.end('ok');
@@ -72,11 +81,11 @@ export async function lifecycle(routes: number, changes: number): Promise<Lifecy
   const vhost = join(cfg, 'site.yaml');
   writeFileSync(vhost, vhostYaml(routes, 0));
   const settings = join(dir, 'fleetxds.yaml');
-  // No watcher: the apply the operator asks for is the only one.
+  // Over the API, no watcher: the apply the operator asks for is the only one.
   writeFileSync(
     settings,
     `configDir: ${cfg}\ndatabase: ${join(dir, 'x.db')}\ngrpc: { listen: 127.0.0.1:0 }\n` +
-      'admin: { listen: 127.0.0.1:0 }\nwatch: { enabled: false }\nlog: { level: info }\n',
+      `admin: { listen: 127.0.0.1:0 }\nwatch: { enabled: ${path === 'file'} }\nlog: { level: info }\n`,
   );
   const server = await spawnServer(settings, {}, { entry: SERVER_ENTRY });
   const envoy = await startEnvoy(
@@ -107,29 +116,33 @@ export async function lifecycle(routes: number, changes: number): Promise<Lifecy
     for (let c = 0; c < changes; c++) {
       const t0 = performance.now();
       await writeFileAtomic(vhost, vhostYaml(routes, c + 1), 0o644);
-      // The proxy is asked while the apply is under way: the push goes out before the call answers.
-      const applying = fetch(`http://127.0.0.1:${server.adminPort}/api/v1/apply`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{}',
-      }).then(async (res) => {
-        applied.push(performance.now() - t0);
-        return (await res.json()) as { status: string };
-      });
+      // The proxy is asked while the apply is under way: the time does not wait for the answer.
+      const applying =
+        path === 'file'
+          ? undefined
+          : fetch(`http://127.0.0.1:${server.adminPort}/api/v1/apply`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: '{}',
+            }).then(async (res) => {
+              applied.push(performance.now() - t0);
+              return (await res.json()) as { status: string };
+            });
       while ((await get(port, `/new/${c}`)) !== 200)
         if (performance.now() - t0 > 10_000) throw new Error(`change ${c}: no 200 after 10 s`);
       const out = await applying;
-      if (out.status !== 'applied') throw new Error(`change ${c}: ${JSON.stringify(out)}`);
+      if (out && out.status !== 'applied') throw new Error(`change ${c}: ${JSON.stringify(out)}`);
       times.push(performance.now() - t0);
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     return {
+      path,
       routes,
       changes,
       meanMs: Number(mean(times).toFixed(1)),
       p99Ms: Number(percentile(times, 99).toFixed(1)),
       maxMs: Number(Math.max(...times).toFixed(1)),
-      applyMeanMs: Number(mean(applied).toFixed(1)),
+      applyMeanMs: applied.length ? Number(mean(applied).toFixed(1)) : NaN,
       errors,
       steadyRequests,
     };
@@ -144,4 +157,6 @@ export async function lifecycle(routes: number, changes: number): Promise<Lifecy
   }
 }
 
-runWhenMain(import.meta.url, (args) => lifecycle(Number(args[0] ?? 1000), Number(args[1] ?? 1000)));
+runWhenMain(import.meta.url, (args) =>
+  lifecycle(Number(args[0] ?? 1000), Number(args[1] ?? 1000), (args[2] ?? 'api') as LifecyclePath),
+);
