@@ -62,9 +62,14 @@ const ONE_NODE = [
     'fault',
     'runtime',
     'zone-aware',
+    'locality',
     // Its TTL framing and renewals are proven on every Node.js by test/transports/ttl.test.ts.
     'expiry',
+    // The extension config type's framing and push order are proven on every Node.js by the SotW
+    // and delta protocol suites.
+    'policy-ecds',
   ].map((f) => [`test/e2e/envoy-${f}.test.ts`, 'a feature through Envoy']),
+  ['test/e2e/grpc-go-balancing', 'a feature through a real gRPC client'],
   // The server's state machines seen through Envoy (stages, registrations, the warming hold): pure
   // logic, whose transports are proven on every Node.js by test/transports/.
   ...['rollout', 'registration', 'warming'].map((f) => [`test/e2e/envoy-${f}.test.ts`, 'server logic through Envoy']),
